@@ -1,0 +1,5 @@
+import sys
+
+from autoconv.cli import main
+
+sys.exit(main())

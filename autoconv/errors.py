@@ -1,0 +1,46 @@
+"""autoconv's exceptions. Each says what was wrong, where, and how to fix it.
+
+Expected failures of a candidate kernel (it does not compile, computes a wrong result,
+faults, times out) are not exceptions: they are results with a status, see
+:mod:`autoconv.evaluate`. The classes here are for bad input and misuse.
+"""
+
+from __future__ import annotations
+
+
+class AutoconvError(Exception):
+    """Base class of every error autoconv raises on purpose (the CLI prints these
+    without a traceback)."""
+
+
+class ProblemError(AutoconvError, ValueError):
+    """A convolution problem is invalid. Names the field and the offending value."""
+
+    def __init__(self, field: str, value, message: str):
+        self.field = field
+        self.value = value
+        super().__init__(f"{field}={value!r}: {message}")
+
+
+class ConfigError(AutoconvError):
+    """One or more errors in a YAML file, each with file, line and key."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = list(errors)
+        super().__init__("\n".join(self.errors))
+
+
+class ExpressionError(AutoconvError, ValueError):
+    """A search-space expression is malformed, unsafe, or names an unknown variable."""
+
+
+class SearchSpaceError(AutoconvError):
+    """A search-space file or a kernel configuration is invalid."""
+
+
+class BackendUnavailable(AutoconvError):
+    """A required optional backend (CuPy, a GPU, the cuDNN frontend) is not available."""
+
+
+class CacheError(AutoconvError):
+    """The winners' cache cannot be read or written."""

@@ -1,0 +1,28 @@
+"""The kernel families autoconv searches, by CLI name."""
+
+from __future__ import annotations
+
+from autoconv.errors import SearchSpaceError
+from autoconv.families.base import BUFFER_NAMES, Family, KernelPlan, Launch
+from autoconv.families.implicit_gemm import ImplicitGemm
+from autoconv.problem import did_you_mean
+
+_FAMILIES: dict[str, Family] = {family.name: family for family in (ImplicitGemm(),)}
+
+FAMILY_NAMES = tuple(_FAMILIES)
+
+
+def get_family(name: str) -> Family:
+    """The family called ``name``; a clear error listing the known ones otherwise."""
+    try:
+        return _FAMILIES[name]
+    except KeyError:
+        raise SearchSpaceError(f"unknown kernel family {name!r}{did_you_mean(name, _FAMILIES)}; "
+                               f"known families: {', '.join(_FAMILIES)}") from None
+
+
+def all_families() -> list[Family]:
+    return list(_FAMILIES.values())
+
+
+__all__ = ["BUFFER_NAMES", "FAMILY_NAMES", "Family", "KernelPlan", "Launch", "all_families", "get_family"]

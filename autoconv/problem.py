@@ -1,0 +1,373 @@
+"""The convolution problem: its sizes, output shape, FLOPs, bytes and identity.
+
+A problem is one forward 2-D convolution
+
+    y[n, k, p, q] = bias[k] + sum_{c, r, s} x[n, c, h, w] * w[k, c, r, s]
+    with h = p * stride_h - pad_top  + r * dilation_h
+         w = q * stride_w - pad_left + s * dilation_w
+
+(elements of x outside the image read as zero). Every derived quantity (output size,
+FLOPs, bytes, the key that identifies a problem in caches and studies) is computed
+here and only here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+from autoconv.errors import ProblemError
+
+#: Bytes per element of each element type a problem may name.
+DTYPE_SIZES = {"float32": 4, "float16": 2, "bfloat16": 2}
+#: Tensor layouts a problem may name: activations NCHW (weights KCRS) or NHWC (weights KRSC).
+LAYOUTS = ("NCHW", "NHWC")
+#: Kernels index tensors with 32-bit signed integers.
+INDEX_LIMIT = 2**31 - 1
+
+SIZE_FIELDS = ("N", "C", "H", "W", "K", "R", "S")
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def same_padding(size: int, kernel: int, stride: int, dilation: int) -> tuple[int, int]:
+    """TensorFlow's SAME rule along one axis: output = ceil(size / stride).
+
+    The total padding is whatever makes the last window end at the last needed input
+    element; the odd pixel goes to the end (bottom/right), as in TensorFlow.
+    """
+    out = ceil_div(size, stride)
+    extent = (kernel - 1) * dilation + 1
+    total = max((out - 1) * stride + extent - size, 0)
+    return total // 2, total - total // 2
+
+
+@dataclass(frozen=True)
+class ConvProblem:
+    """A forward 2-D convolution. Sizes use the usual names:
+
+    N batch, C input channels, H x W input image, K output channels (filters),
+    R x S filter, P x Q output image (derived). Pairs are (height, width);
+    ``padding`` is (top, bottom, left, right).
+    """
+
+    N: int
+    C: int
+    H: int
+    W: int
+    K: int
+    R: int
+    S: int
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    bias: bool = False
+    dtype: str = "float32"
+    layout: str = "NCHW"
+
+    def __post_init__(self) -> None:
+        for name in SIZE_FIELDS:
+            _check_positive_int(name, getattr(self, name))
+        for name, pair in (("stride", self.stride), ("dilation", self.dilation)):
+            if not (isinstance(pair, tuple) and len(pair) == 2):
+                raise ProblemError(name, pair, "expected a (height, width) pair")
+            for axis, value in zip(("height", "width"), pair):
+                _check_positive_int(f"{name} ({axis})", value)
+        if not (isinstance(self.padding, tuple) and len(self.padding) == 4):
+            raise ProblemError("padding", self.padding, "expected (top, bottom, left, right)")
+        for side, value in zip(("top", "bottom", "left", "right"), self.padding):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ProblemError(f"padding ({side})", value, "must be an integer >= 0")
+        if not isinstance(self.bias, bool):
+            raise ProblemError("bias", self.bias, "must be true or false")
+        if self.dtype not in DTYPE_SIZES:
+            raise ProblemError("dtype", self.dtype, f"must be one of {', '.join(DTYPE_SIZES)}")
+        if self.layout not in LAYOUTS:
+            raise ProblemError("layout", self.layout, f"must be one of {', '.join(LAYOUTS)}")
+
+        pad_h = self.padding[0] + self.padding[1]
+        pad_w = self.padding[2] + self.padding[3]
+        if self.extent_h > self.H + pad_h:
+            raise ProblemError(
+                "R", self.R,
+                f"filter height with dilation ({self.extent_h}) exceeds the padded input height "
+                f"({self.H} + {pad_h} padding); use a smaller R or dilation, or more padding")
+        if self.extent_w > self.W + pad_w:
+            raise ProblemError(
+                "S", self.S,
+                f"filter width with dilation ({self.extent_w}) exceeds the padded input width "
+                f"({self.W} + {pad_w} padding); use a smaller S or dilation, or more padding")
+        for label, count in (("input N*C*H*W", self.N * self.C * self.H * self.W),
+                             ("weights K*C*R*S", self.K * self.C * self.R * self.S),
+                             ("output N*K*P*Q", self.N * self.K * self.P * self.Q)):
+            if count > INDEX_LIMIT:
+                raise ProblemError(
+                    "size", count,
+                    f"{label} has {count} elements, beyond the 32-bit indexing of autoconv's "
+                    f"kernels ({INDEX_LIMIT}); split the batch")
+
+    # ---- derived sizes -------------------------------------------------------------
+    @property
+    def extent_h(self) -> int:
+        """Height of the dilated filter window: (R - 1) * dilation_h + 1."""
+        return (self.R - 1) * self.dilation[0] + 1
+
+    @property
+    def extent_w(self) -> int:
+        return (self.S - 1) * self.dilation[1] + 1
+
+    @property
+    def P(self) -> int:
+        """Output height."""
+        return (self.H + self.padding[0] + self.padding[1] - self.extent_h) // self.stride[0] + 1
+
+    @property
+    def Q(self) -> int:
+        """Output width."""
+        return (self.W + self.padding[2] + self.padding[3] - self.extent_w) // self.stride[1] + 1
+
+    @property
+    def gemm_m(self) -> int:
+        """Rows of the implicit GEMM: one per output pixel, N * P * Q."""
+        return self.N * self.P * self.Q
+
+    @property
+    def gemm_n(self) -> int:
+        """Columns of the implicit GEMM: one per filter, K."""
+        return self.K
+
+    @property
+    def gemm_k(self) -> int:
+        """Reduction length of the implicit GEMM: C * R * S."""
+        return self.C * self.R * self.S
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        return (self.N, self.C, self.H, self.W)
+
+    @property
+    def weight_shape(self) -> tuple[int, int, int, int]:
+        return (self.K, self.C, self.R, self.S)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return (self.N, self.K, self.P, self.Q)
+
+    @property
+    def flops(self) -> int:
+        """Multiply-adds counted as two operations: 2 * N * K * P * Q * C * R * S."""
+        return 2 * self.gemm_m * self.gemm_n * self.gemm_k
+
+    @property
+    def element_bytes(self) -> int:
+        return DTYPE_SIZES[self.dtype]
+
+    @property
+    def min_bytes(self) -> int:
+        """Bytes every implementation must move: each input read once, the output written once."""
+        elements = (self.N * self.C * self.H * self.W + self.K * self.C * self.R * self.S
+                    + self.N * self.K * self.P * self.Q + (self.K if self.bias else 0))
+        return elements * self.element_bytes
+
+    @property
+    def gflop(self) -> float:
+        return self.flops / 1e9
+
+    # ---- identity ------------------------------------------------------------------
+    def spec(self) -> str:
+        """The compact spec string that parses back to this problem (see :func:`parse_spec`)."""
+        parts = [f"{name}={getattr(self, name)}" for name in SIZE_FIELDS]
+        parts.append(f"stride={_pair_str(self.stride)}")
+        parts.append(f"pad={_padding_str(self.padding)}")
+        parts.append(f"dilation={_pair_str(self.dilation)}")
+        if self.bias:
+            parts.append("bias=1")
+        if self.dtype != "float32":
+            parts.append(f"dtype={self.dtype}")
+        if self.layout != "NCHW":
+            parts.append(f"layout={self.layout}")
+        return ",".join(parts)
+
+    def key(self) -> str:
+        """A canonical string naming the problem in caches and study names."""
+        return self.spec()
+
+    def shape_str(self) -> str:
+        """Human-readable shape, e.g. ``32x64x56x56 * 64x3x3 s1 p1:1:1:1 d1``."""
+        return (f"{self.N}x{self.C}x{self.H}x{self.W} * {self.K}x{self.R}x{self.S}"
+                f" s{_pair_str(self.stride)} p{_padding_str(self.padding)} d{_pair_str(self.dilation)}"
+                + (" +bias" if self.bias else ""))
+
+    def with_(self, **changes) -> "ConvProblem":
+        return dataclasses.replace(self, **changes)
+
+
+def _check_positive_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProblemError(name, value, "must be a positive integer")
+    if value < 1:
+        raise ProblemError(name, value, "must be >= 1")
+
+
+def _pair_str(pair: tuple[int, int]) -> str:
+    return str(pair[0]) if pair[0] == pair[1] else f"{pair[0]}x{pair[1]}"
+
+
+def _padding_str(padding: tuple[int, int, int, int]) -> str:
+    if len(set(padding)) == 1:
+        return str(padding[0])
+    return ":".join(str(v) for v in padding)
+
+
+# ---- building problems from loose user values -------------------------------------------
+
+def make_problem(*, N, C, H, W, K, R, S, stride=1, dilation=1, padding=0, bias=False,
+                 dtype="float32", layout="NCHW") -> ConvProblem:
+    """Build a problem from user-level values.
+
+    ``stride`` and ``dilation`` are an int or a (height, width) pair. ``padding`` is an
+    int, a (height, width) pair (symmetric), a (top, bottom, left, right) 4-tuple, or
+    ``"same"`` / ``"valid"``.
+
+    Raises:
+        ProblemError: naming the field and value that is wrong.
+    """
+    stride = as_pair("stride", stride)
+    dilation = as_pair("dilation", dilation)
+    if isinstance(padding, str):
+        mode = padding.lower()
+        if mode == "valid":
+            padding = (0, 0, 0, 0)
+        elif mode == "same":
+            for name, value in (("H", H), ("W", W), ("R", R), ("S", S)):
+                _check_positive_int(name, value)
+            padding = (same_padding(H, R, stride[0], dilation[0])
+                       + same_padding(W, S, stride[1], dilation[1]))
+        else:
+            raise ProblemError("padding", padding, "expected an integer, 'same' or 'valid'")
+    else:
+        padding = as_padding(padding)
+    return ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation,
+                       padding=padding, bias=bias, dtype=dtype, layout=layout)
+
+
+def as_pair(name: str, value) -> tuple[int, int]:
+    """An int or a 2-sequence of ints as a (height, width) pair."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, value)
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return (value[0], value[1])
+    raise ProblemError(name, value, "expected an integer or a (height, width) pair")
+
+
+def as_padding(value) -> tuple[int, int, int, int]:
+    """An int, a (height, width) pair or a (top, bottom, left, right) 4-sequence."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * 4
+    if isinstance(value, (tuple, list)):
+        if len(value) == 2:
+            return (value[0], value[0], value[1], value[1])
+        if len(value) == 4:
+            return tuple(value)
+    raise ProblemError("padding", value,
+                       "expected an integer, a (height, width) pair, (top, bottom, left, right), "
+                       "'same' or 'valid'")
+
+
+# ---- the compact spec string ------------------------------------------------------------
+
+SPEC_KEYS = SIZE_FIELDS + ("stride", "pad", "dilation", "bias", "dtype", "layout")
+SPEC_EXAMPLE = "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,dilation=1"
+
+
+def parse_spec(spec: str) -> ConvProblem:
+    """Parse ``N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,dilation=1``.
+
+    Pairs are ``AxB`` (height x width) or one number for both; ``pad`` is also ``same``,
+    ``valid``, ``AxB`` or four numbers ``T:B:L:R``; ``bias`` is 0/1/true/false. Sizes
+    N, C, H, W, K, R, S are required; stride and dilation default to 1, pad to 0.
+
+    Raises:
+        ProblemError: for unknown or repeated keys, malformed values, or an invalid problem.
+    """
+    values: dict[str, str] = {}
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        if "=" not in item:
+            raise ProblemError("spec", item, f"expected KEY=VALUE items, e.g. {SPEC_EXAMPLE}")
+        key, _, value = (part.strip() for part in item.partition("="))
+        if key not in SPEC_KEYS:
+            raise ProblemError("spec", key, "unknown key" + did_you_mean(key, SPEC_KEYS)
+                               + f"; known keys: {', '.join(SPEC_KEYS)}")
+        if key in values:
+            raise ProblemError(key, value, "given twice")
+        values[key] = value
+    missing = [k for k in SIZE_FIELDS if k not in values]
+    if missing:
+        raise ProblemError("spec", spec, f"missing {', '.join(missing)}; e.g. {SPEC_EXAMPLE}")
+    sizes = {k: _parse_int(k, values[k]) for k in SIZE_FIELDS}
+    stride = _parse_pair("stride", values.get("stride", "1"))
+    dilation = _parse_pair("dilation", values.get("dilation", "1"))
+    pad_text = values.get("pad", "0").lower()
+    if pad_text in ("same", "valid"):
+        padding = pad_text
+    elif ":" in pad_text:
+        parts = pad_text.split(":")
+        if len(parts) != 4:
+            raise ProblemError("pad", pad_text, "expected four numbers T:B:L:R")
+        padding = tuple(_parse_int("pad", p) for p in parts)
+    else:
+        padding = _parse_pair("pad", pad_text)
+    bias = _parse_bool("bias", values.get("bias", "0"))
+    return make_problem(**sizes, stride=stride, dilation=dilation, padding=padding, bias=bias,
+                        dtype=values.get("dtype", "float32"), layout=values.get("layout", "NCHW"))
+
+
+def _parse_int(name: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ProblemError(name, text, "expected an integer") from None
+
+
+def _parse_pair(name: str, text: str) -> tuple[int, int]:
+    parts = text.lower().split("x")
+    if len(parts) == 1:
+        value = _parse_int(name, parts[0])
+        return (value, value)
+    if len(parts) == 2:
+        return (_parse_int(name, parts[0]), _parse_int(name, parts[1]))
+    raise ProblemError(name, text, "expected a number or HxW, e.g. 2x1")
+
+
+def _parse_bool(name: str, text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ProblemError(name, text, "expected 0/1 or true/false")
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest choice, or an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    if not close:
+        lowered = {c.lower(): c for c in choices}
+        close = [lowered[word.lower()]] if word.lower() in lowered else []
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def tensor_elements(problem: ConvProblem) -> dict[str, int]:
+    """Element counts of the problem's tensors, by argument name."""
+    counts = {"x": math.prod(problem.input_shape), "w": math.prod(problem.weight_shape),
+              "y": math.prod(problem.output_shape)}
+    if problem.bias:
+        counts["bias"] = problem.K
+    return counts
