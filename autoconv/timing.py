@@ -1,0 +1,136 @@
+"""GPU timing shared by the tuner and the cuDNN baseline, so both are measured alike.
+
+What is timed is the GPU work, not Python: ``enqueue(i)`` puts one call (e.g. a plan's
+launches, or a cuDNN execute) for buffer set ``i`` on the current stream; many such
+calls are captured back-to-back in a CUDA graph, and the graph's replays are timed
+between one pair of CUDA events. The calls rotate over ``buffer_sets`` independent
+input/output sets, chosen by the caller to exceed the L2 cache together, so no call
+finds its operands already in L2. Warm-up replays come first; the result is the median
+(with min and max) of several replays, divided by the calls per replay.
+
+If the calls cannot be captured (some libraries refuse stream capture), they are
+enqueued back-to-back between the events instead: host overhead is still amortised
+as long as the host enqueues faster than the GPU runs.
+
+Only CuPy is needed; it is imported when a function here is called.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+#: Aim for replays of about this many milliseconds: long enough that event resolution
+#: (~0.5 us) and launch gaps vanish, short enough to keep tuning fast.
+TARGET_REPLAY_MS = 4.0
+MAX_CALLS_PER_REPLAY = 2000
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Milliseconds per call."""
+
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    samples_ms: tuple[float, ...]
+    calls_per_sample: int
+    graph: bool  # captured in a CUDA graph (True) or enqueued back-to-back (False)
+
+    def tflops(self, flops: int) -> float:
+        return flops / (self.median_ms * 1e-3) / 1e12
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median: how noisy the measurement was."""
+        return (self.max_ms - self.min_ms) / self.median_ms if self.median_ms > 0 else math.inf
+
+
+def buffer_sets_for(bytes_per_set: int, l2_bytes: int, max_sets: int = 256) -> int:
+    """How many independent buffer sets together exceed twice the L2 cache."""
+    if bytes_per_set <= 0:
+        return 1
+    return max(1, min(max_sets, math.ceil(2 * l2_bytes / bytes_per_set)))
+
+
+def time_calls(enqueue: Callable[[int], None], buffer_sets: int, *, samples: int = 7,
+               warmup: int = 2, target_ms: float = TARGET_REPLAY_MS,
+               use_graph: bool = True) -> Timing:
+    """Time ``enqueue`` (see the module docstring). Raises whatever the calls raise
+    (a CUDA error from a faulting kernel, say): callers decide what a failure means."""
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        # One untimed call per buffer set: first-launch costs (module load, lazy
+        # allocations, cuDNN plan set-up) stay out of the numbers.
+        for i in range(buffer_sets):
+            enqueue(i)
+        stream.synchronize()
+        single_ms = _elapsed_ms(stream, lambda: enqueue(0))
+        calls = _calls_per_replay(single_ms, target_ms, buffer_sets)
+
+        graph = _capture(stream, enqueue, calls, buffer_sets) if use_graph else None
+        if graph is not None:
+            graph.upload(stream)
+            run = lambda: graph.launch(stream)  # noqa: E731
+        else:
+            def run():
+                for call in range(calls):
+                    enqueue(call % buffer_sets)
+        for _ in range(warmup):
+            run()
+        stream.synchronize()
+        per_call = [_elapsed_ms(stream, run) / calls for _ in range(samples)]
+    return Timing(median_ms=statistics.median(per_call), min_ms=min(per_call),
+                  max_ms=max(per_call), samples_ms=tuple(per_call), calls_per_sample=calls,
+                  graph=graph is not None)
+
+
+def _calls_per_replay(single_ms: float, target_ms: float, buffer_sets: int) -> int:
+    calls = int(target_ms / max(single_ms, 1e-3))
+    calls = max(buffer_sets, min(calls, MAX_CALLS_PER_REPLAY))
+    # Whole rotations, so every buffer set is used equally often.
+    return max(1, round(calls / buffer_sets)) * buffer_sets
+
+
+def _elapsed_ms(stream, run: Callable[[], None]) -> float:
+    import cupy
+
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record(stream)
+    run()
+    end.record(stream)
+    end.synchronize()
+    return cupy.cuda.get_elapsed_time(start, end)
+
+
+def _capture(stream, enqueue: Callable[[int], None], calls: int, buffer_sets: int):
+    """A CUDA graph of ``calls`` back-to-back calls, or None if capture is refused."""
+    import cupy
+
+    try:
+        stream.begin_capture()
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return None
+    try:
+        for call in range(calls):
+            enqueue(call % buffer_sets)
+    except Exception:
+        # A library refused to be captured (or the call itself failed): end the capture
+        # so the stream is usable again, then let the caller fall back to plain launches.
+        try:
+            stream.end_capture()
+        except cupy.cuda.runtime.CUDARuntimeError:
+            pass
+        return None
+    return stream.end_capture()
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    values = [v for v in values if v > 0 and math.isfinite(v)]
+    if not values:
+        return math.nan
+    return math.exp(sum(math.log(v) for v in values) / len(values))
