@@ -3,11 +3,12 @@
 Search spaces are data that users edit, so their expressions must never run code.
 Instead of Python's ``eval`` this parses an expression with :mod:`ast` and walks a
 whitelist: integer and float literals, variable names, ``+ - * / // % **``,
-comparisons, ``and``/``or``/``not``, ``x if c else y`` and calls of a few pure
-functions (:data:`FUNCTIONS`). Anything else (attribute access, subscripts, lambdas,
-comprehensions, strings, unknown functions) is rejected when the expression is
-compiled, before it is ever evaluated; exponents and results are bounded so that a
-hostile ``9**9**9`` cannot hang the process.
+comparisons, ``and``/``or``/``not``, ``x if c else y``, string literals only as
+operands of ``==``/``!=``, and calls of a few pure functions (:data:`FUNCTIONS`).
+Anything else (attribute access, subscripts, lambdas, comprehensions, string
+arithmetic, unknown functions) is rejected when the expression is compiled, before it
+is ever evaluated; exponents and results are bounded so that a hostile ``9**9**9``
+cannot hang the process.
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ from functools import lru_cache
 from typing import Callable, Mapping
 
 from autoconv.errors import ExpressionError
+
+
+def _is_string(node) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) <= 64
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float))
 
 
 def _ceil_div(a, b):
@@ -88,7 +97,10 @@ class Expression:
         if isinstance(node, ast.BoolOp):
             return set().union(*(self._check(v) for v in node.values))
         if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
-            return set().union(self._check(node.left), *(self._check(c) for c in node.comparators))
+            # String literals may be compared for equality (GATHER == "rsc") and nothing else.
+            equality = all(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops)
+            return set().union(*(set() if equality and _is_string(operand) else self._check(operand)
+                                 for operand in (node.left, *node.comparators)))
         if isinstance(node, ast.IfExp):
             return self._check(node.test) | self._check(node.body) | self._check(node.orelse)
         if isinstance(node, ast.Call):
@@ -124,6 +136,8 @@ class Expression:
 
             def binary(env):
                 a, b = left(env), right(env)
+                if not (_is_number(a) and _is_number(b)):
+                    raise ExpressionError(f"{self.text!r}: arithmetic needs numbers, got {a!r} and {b!r}")
                 if is_pow and abs(b) > MAX_EXPONENT:
                     raise ExpressionError(f"{self.text!r}: exponent {b} is larger than {MAX_EXPONENT}")
                 try:

@@ -144,3 +144,8 @@ class Family:
 
 def dim3(x, y=1, z=1) -> tuple[int, int, int]:
     return (int(x), int(y), int(z))
+
+
+def grid_for(elements: int, threads: int) -> tuple[int, int, int]:
+    """A 1-D grid with one thread per element."""
+    return dim3(-(-elements // threads))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from autoconv.families.base import Family, Launch, dim3
+from autoconv.families.base import Family, Launch, dim3, grid_for
 
 
 class ImplicitGemm(Family):
@@ -12,16 +12,24 @@ class ImplicitGemm(Family):
     summary = "implicit GEMM: gather fused into tile loads, warp tiling, double buffering, split-K"
 
     def launches(self, name: str, values: Mapping[str, object]) -> tuple[Launch, ...]:
-        split_k = values["SPLIT_K"]
-        gemm_args = ("x", "w", "bias", "y") if values["HAS_BIAS"] and split_k == 1 else ("x", "w", "y")
+        """[reorder the weights (GATHER = rsc)] -> the GEMM -> [sum the split-K slices]."""
+        has_bias, split_k = values["HAS_BIAS"], values["SPLIT_K"]
+        reorder_weights = values.get("GATHER") == "rsc"
+        launches = []
+        if reorder_weights:
+            threads = values["TRANSPOSE_THREADS"]
+            launches.append(Launch(f"{name}_weights_rsc", grid_for(values["K"] * values["GEMM_K"], threads),
+                                   dim3(threads), ("w", "workspace")))
+        weights = "workspace" if reorder_weights else "w"
         if split_k == 1:
-            return (Launch(name, dim3(values["GRID_M"], values["GRID_N"]), dim3(values["THREADS"]),
-                           gemm_args, values["SMEM_BYTES"]),)
-        y_size = values["N"] * values["K"] * values["P"] * values["Q"]
-        reduce_threads = values["REDUCE_THREADS"]
-        return (
-            Launch(name, dim3(values["GRID_M"], values["GRID_N"], split_k), dim3(values["THREADS"]),
-                   ("x", "w", "workspace"), values["SMEM_BYTES"]),
-            Launch(f"{name}_reduce", dim3(-(-y_size // reduce_threads)), dim3(reduce_threads),
-                   ("workspace", "bias", "y") if values["HAS_BIAS"] else ("workspace", "y")),
-        )
+            gemm_args = ("x", weights, "bias", "y") if has_bias else ("x", weights, "y")
+        else:
+            gemm_args = ("x", weights, "workspace")
+        launches.append(Launch(name, dim3(values["GRID_M"], values["GRID_N"], split_k), dim3(values["THREADS"]),
+                               gemm_args, values["SMEM_BYTES"]))
+        if split_k > 1:
+            threads = values["REDUCE_THREADS"]
+            y_size = values["N"] * values["K"] * values["P"] * values["Q"]
+            launches.append(Launch(f"{name}_reduce", grid_for(y_size, threads), dim3(threads),
+                                   ("workspace", "bias", "y") if has_bias else ("workspace", "y")))
+        return tuple(launches)
