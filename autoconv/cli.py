@@ -72,6 +72,66 @@ def cmd_families(args) -> int:
     return 0
 
 
+def cmd_verify(args) -> int:
+    if not args.emulate:
+        raise AutoconvError("GPU verification: use `autoconv tune`; `--emulate` runs on the CPU")
+    from autoconv.emulate import verify_command
+
+    return verify_command(args.problem, args.family, args.samples, args.seed, jobs=args.jobs,
+                          verbose=args.verbose)
+
+
+def cmd_check(args) -> int:
+    from autoconv.config import format_config, load_config
+    from autoconv.errors import ConfigError
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as err:
+        for line in err.errors:
+            print(line, file=sys.stderr)
+        count = len(err.errors)
+        print(f"autoconv check: {count} error{'s' if count != 1 else ''} in {args.config}",
+              file=sys.stderr)
+        return 2
+    print(format_config(config))
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from autoconv.bench import bench_command
+
+    return bench_command(args.config, tune=not args.no_tune, out=args.out, rounds=args.rounds,
+                         samples=args.samples, torch=not args.no_torch, argv=sys.argv[1:])
+
+
+def cmd_report(args) -> int:
+    from autoconv.report import report_command
+
+    return report_command(args.results, args.out, plots=not args.no_plots, argv=sys.argv[1:])
+
+
+def cmd_tune(args) -> int:
+    from autoconv.progress import tune_command
+
+    families = [name.strip() for item in args.families or [] for name in item.split(",") if name.strip()]
+    return tune_command(args.config, families=families or None, trials=args.trials, seconds=args.seconds,
+                        patience=args.patience, dry_run=args.dry_run, storage=args.storage,
+                        cache=args.cache, retune=args.retune, per_family=args.per_family)
+
+
+def cmd_show(args) -> int:
+    from autoconv.progress import show_command
+
+    return show_command(cache=args.cache, config_path=args.config)
+
+
+def cmd_cache(args) -> int:
+    from autoconv.progress import cache_command
+
+    return cache_command(args.action, getattr(args, "file", None), cache=args.cache)
+
+
 def _device_limits():
     """The H100's limits: rendering and enumerating spaces needs no GPU."""
     from autoconv.device import H100
@@ -103,6 +163,86 @@ def build_parser() -> argparse.ArgumentParser:
 
     families = commands.add_parser("families", help="list the kernel families")
     families.set_defaults(handler=cmd_families)
+
+    verify = commands.add_parser(
+        "verify", help="check kernels against a float64 reference (--emulate: on the CPU, no GPU needed)")
+    verify.add_argument("--emulate", action="store_true",
+                        help="run the generated CUDA on the CPU emulator (g++ with AddressSanitizer)")
+    _add_problem_args(verify)
+    verify.add_argument("--family", action="append", metavar="F",
+                        help="a family to check (repeatable; default: every family)")
+    verify.add_argument("--samples", type=int, default=3, metavar="N",
+                        help="configs per family: the default plus N-1 random valid ones (default 3)")
+    verify.add_argument("--seed", type=int, metavar="S",
+                        help="seed of the config sample and the inputs (default: random, printed)")
+    verify.add_argument("--jobs", type=int, metavar="J",
+                        help="configs compiled and run at a time (default: the CPU count)")
+    verify.add_argument("--verbose", action="store_true",
+                        help="print the full compiler or sanitizer report of a failure")
+    verify.set_defaults(handler=cmd_verify)
+
+    check = commands.add_parser("check", help="validate a tuning config and list the problems it expands to")
+    check.add_argument("config", help="a YAML config, e.g. examples/quickstart.yaml")
+    check.set_defaults(handler=cmd_check)
+
+    bench = commands.add_parser(
+        "bench", help="time each problem's cached winner against cuDNN (strict FP32 and TF32) and PyTorch")
+    bench.add_argument("config", help="a YAML config, e.g. examples/resnet50.yaml")
+    bench.add_argument("--no-tune", action="store_true",
+                       help="refuse to tune: a problem without a cached winner is an error")
+    bench.add_argument("--out", default="results.json", metavar="FILE",
+                       help="where to write the results JSON (default results.json)")
+    bench.add_argument("--rounds", type=int, default=3, metavar="R",
+                       help="alternating autoconv/cuDNN measurement rounds per problem (default 3)")
+    bench.add_argument("--samples", type=int, default=7, metavar="S",
+                       help="timed CUDA-graph replays per measurement (default 7)")
+    bench.add_argument("--no-torch", action="store_true", help="leave out the PyTorch column")
+    bench.set_defaults(handler=cmd_bench)
+
+    report = commands.add_parser(
+        "report", help="write report.md, CSV, JSON and plots from a results JSON of `autoconv bench`")
+    report.add_argument("--results", default="results.json", metavar="FILE",
+                        help="results JSON written by `autoconv bench` (default results.json)")
+    report.add_argument("--out", default="report", metavar="DIR",
+                        help="folder to write the report into (default report/)")
+    report.add_argument("--no-plots", action="store_true",
+                        help="tables only (no matplotlib needed)")
+    report.set_defaults(handler=cmd_report)
+    tune = commands.add_parser("tune", help="search the fastest verified kernel for each problem of a config (GPU)")
+    tune.add_argument("config", help="a YAML config, e.g. examples/quickstart.yaml")
+    tune.add_argument("--families", action="append", metavar="F[,F...]",
+                      help="kernel families to search (default: the config's, else all)")
+    tune.add_argument("--trials", type=int, metavar="N", help="evaluated trials per problem (overrides the config)")
+    tune.add_argument("--seconds", type=float, metavar="S", help="wall seconds per problem (overrides the config)")
+    tune.add_argument("--patience", type=int, metavar="N",
+                      help="stop a problem after N trials without improvement (overrides the config)")
+    tune.add_argument("--dry-run", action="store_true",
+                      help="no GPU: render each family's default (--per-family N: N configs) and compile with nvcc")
+    tune.add_argument("--per-family", type=int, default=1, metavar="N",
+                      help="with --dry-run: configs compiled per family and problem (default 1)")
+    tune.add_argument("--storage", metavar="URL", help="Optuna storage: a journal file path or a SQLAlchemy "
+                      "URL (default: the config's)")
+    tune.add_argument("--cache", metavar="PATH", help="winners' cache file (default: the config's)")
+    tune.add_argument("--retune", action="store_true", help="search even problems with a cached winner")
+    tune.set_defaults(handler=cmd_tune)
+
+    show = commands.add_parser("show", help="list the cached winners (shape, family, params, ms, TFLOP/s)")
+    show.add_argument("config", nargs="?", help="a config whose cache to list (default: --cache, "
+                      "$AUTOCONV_CACHE or ~/.cache/autoconv/winners.sqlite3)")
+    show.add_argument("--cache", metavar="PATH", help="the cache file")
+    show.set_defaults(handler=cmd_show)
+
+    cache = commands.add_parser("cache", help="clear, export or import the winners' cache")
+    cache_actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action, summary in (("clear", "delete the cache file (also a corrupt one)"),
+                            ("export", "write every cached winner to a JSON file"),
+                            ("import", "merge winners from an exported JSON file (the faster entry stays)")):
+        sub = cache_actions.add_parser(action, help=summary)
+        if action != "clear":
+            sub.add_argument("file", metavar="FILE")
+        sub.add_argument("--cache", metavar="PATH", help="the cache file (default: $AUTOCONV_CACHE or "
+                         "~/.cache/autoconv/winners.sqlite3)")
+    cache.set_defaults(handler=cmd_cache)
     return parser
 
 

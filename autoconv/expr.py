@@ -83,7 +83,8 @@ class Expression:
     def _check(self, node) -> set[str]:
         """Reject every node outside the whitelist; return the variable names used."""
         if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            # True and False parse as constants (bool is an int); strings and None do not pass.
+            if not isinstance(node.value, (int, float)):
                 raise ExpressionError(f"{self.text!r}: only numbers are allowed as literals")
             return set()
         if isinstance(node, ast.Name):
@@ -144,13 +145,24 @@ class Expression:
                     result = op(a, b)
                 except ZeroDivisionError:
                     raise ExpressionError(f"{self.text!r}: division by zero") from None
+                except OverflowError:  # float ** float beyond the float range
+                    raise ExpressionError(f"{self.text!r}: value out of range") from None
+                if isinstance(result, complex):  # (-8) ** 0.5
+                    raise ExpressionError(f"{self.text!r}: {a!r} ** {b!r} is not a real number")
                 if abs(result) > MAX_MAGNITUDE:
                     raise ExpressionError(f"{self.text!r}: value out of range")
                 return result
             return binary
         if isinstance(node, ast.UnaryOp):
             operand, op = self._build(node.operand), _UNARY[type(node.op)]
-            return lambda env: op(operand(env))
+            is_not = isinstance(node.op, ast.Not)
+
+            def unary(env):
+                value = operand(env)
+                if not (is_not or _is_number(value)):
+                    raise ExpressionError(f"{self.text!r}: arithmetic needs numbers, got {value!r}")
+                return op(value)
+            return unary
         if isinstance(node, ast.BoolOp):
             parts = [self._build(v) for v in node.values]
             if isinstance(node.op, ast.And):
@@ -164,8 +176,12 @@ class Expression:
                 left = first(env)
                 for op, comparator in rest:
                     right = comparator(env)
-                    if not op(left, right):
-                        return False
+                    try:
+                        if not op(left, right):
+                            return False
+                    except TypeError:  # a string parameter ordered against a number
+                        raise ExpressionError(
+                            f"{self.text!r}: cannot compare {left!r} with {right!r}") from None
                     left = right
                 return True
             return compare
@@ -179,7 +195,7 @@ class Expression:
             def call(env):
                 try:
                     return function(*(arg(env) for arg in args))
-                except (TypeError, ValueError, ZeroDivisionError) as err:
+                except (TypeError, ValueError, ArithmeticError) as err:
                     raise ExpressionError(f"{self.text!r}: {name}(): {err}") from None
             return call
         raise AssertionError("unreachable: _check whitelists every node")
@@ -188,7 +204,14 @@ class Expression:
         return f"Expression({self.text!r})"
 
 
-@lru_cache(maxsize=4096)
 def compile_expression(text) -> Expression:
     """Compile (and cache) an expression; raises :class:`ExpressionError` if unsafe."""
+    if not isinstance(text, (str, int, float)) or isinstance(text, bool):
+        return Expression(text)  # raises the error that says what is allowed (and a list
+        # or a mapping from a YAML file could not be a cache key anyway)
+    return _compile_cached(text)
+
+
+@lru_cache(maxsize=4096)
+def _compile_cached(text) -> Expression:
     return Expression(text)

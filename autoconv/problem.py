@@ -102,14 +102,16 @@ class ConvProblem:
                 "S", self.S,
                 f"filter width with dilation ({self.extent_w}) exceeds the padded input width "
                 f"({self.W} + {pad_w} padding); use a smaller S or dilation, or more padding")
-        for label, count in (("input N*C*H*W", self.N * self.C * self.H * self.W),
-                             ("weights K*C*R*S", self.K * self.C * self.R * self.S),
-                             ("output N*K*P*Q", self.N * self.K * self.P * self.Q)):
+        for label, count, fix in (
+                ("input N*C*H*W", self.N * self.C * self.H * self.W, "split the batch"),
+                ("weights K*C*R*S", self.K * self.C * self.R * self.S,
+                 "split the filters (K) into groups"),
+                ("output N*K*P*Q", self.N * self.K * self.P * self.Q, "split the batch")):
             if count > INDEX_LIMIT:
                 raise ProblemError(
                     "size", count,
                     f"{label} has {count} elements, beyond the 32-bit indexing of autoconv's "
-                    f"kernels ({INDEX_LIMIT}); split the batch")
+                    f"kernels ({INDEX_LIMIT}); {fix}")
 
     # ---- derived sizes -------------------------------------------------------------
     @property
@@ -246,6 +248,11 @@ def make_problem(*, N, C, H, W, K, R, S, stride=1, dilation=1, padding=0, bias=F
         elif mode == "same":
             for name, value in (("H", H), ("W", W), ("R", R), ("S", S)):
                 _check_positive_int(name, value)
+            # The SAME rule divides by the stride and scales by the dilation: check them
+            # first, or stride 0 would surface as a ZeroDivisionError.
+            for name, pair in (("stride", stride), ("dilation", dilation)):
+                for axis, value in zip(("height", "width"), pair):
+                    _check_positive_int(f"{name} ({axis})", value)
             padding = (same_padding(H, R, stride[0], dilation[0])
                        + same_padding(W, S, stride[1], dilation[1]))
         else:
@@ -295,6 +302,8 @@ def parse_spec(spec: str) -> ConvProblem:
     Raises:
         ProblemError: for unknown or repeated keys, malformed values, or an invalid problem.
     """
+    if not isinstance(spec, str):
+        raise ProblemError("spec", spec, f"expected a string like {SPEC_EXAMPLE}")
     values: dict[str, str] = {}
     for item in (part.strip() for part in spec.split(",")):
         if not item:

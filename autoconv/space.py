@@ -185,6 +185,12 @@ def parse_search_space(text: str, origin: str = "<string>") -> SearchSpace:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise SearchSpaceError(f"{origin}: not valid YAML: {err}") from None
+    except (ValueError, KeyError, AttributeError, TypeError) as err:
+        # PyYAML's safe constructors raise these for malformed typed scalars
+        # (``!!int abc``, ``!!bool maybe``, ``!!timestamp x``, an int of 5000 digits).
+        raise SearchSpaceError(f"{origin}: not valid YAML: a malformed value ({err})") from None
+    except RecursionError:
+        raise SearchSpaceError(f"{origin}: not valid YAML: nested too deeply") from None
     if not isinstance(doc, dict):
         raise SearchSpaceError(f"{origin}: expected a mapping with keys {', '.join(_TOP_KEYS)}")
     for key in doc:
