@@ -1,0 +1,206 @@
+"""The cuDNN baseline, the PyTorch column and the FP32 peak, on a GPU.
+
+Every cuDNN plan's output is checked inside :func:`find_best_plan`; these tests check
+again, independently, that the winning plan rebuilt by name (what ``autoconv.conv2d``
+runs from the cache) computes the float64 reference on fresh random inputs: strict FP32
+at 1e-5 (TF32 would be ~3e-4), TF32 mode within its looser bound.
+"""
+
+from __future__ import annotations
+
+import numpy
+import pytest
+
+from autoconv.problem import parse_spec
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = {
+    "odd sizes": "N=2,C=13,H=31,W=29,K=17,R=3,S=3,pad=1",
+    "stride 2": "N=3,C=8,H=17,W=23,K=16,R=3,S=5,stride=2,pad=1x2",
+    "stride 2x1, 1x1 filter": "N=2,C=24,H=15,W=9,K=40,R=1,S=1,stride=2x1",
+    "dilation 2": "N=1,C=16,H=20,W=22,K=8,R=3,S=3,dilation=2,pad=2",
+    "asymmetric padding": "N=2,C=5,H=12,W=14,K=7,R=4,S=4,pad=1:2:2:1",
+    "bias": "N=2,C=19,H=11,W=13,K=12,R=3,S=2,stride=1x2,pad=1:1:0:1,bias=1",
+}
+
+
+def _cudnn_or_skip():
+    try:
+        import cudnn  # noqa: F401
+    except ImportError as err:
+        pytest.skip(f"the cuDNN frontend is not installed ({err})")
+
+
+@pytest.mark.parametrize("mode", ["strict", "tf32"])
+@pytest.mark.parametrize("case", list(SHAPES))
+def test_cudnn_baseline_agrees_with_reference(case, mode, seed):
+    _cudnn_or_skip()
+    import cupy
+
+    from autoconv.baseline import (TOLERANCES, CudnnConv, CudnnUnsupported, find_best_plan)
+    from autoconv.reference import conv2d_reference, random_inputs
+    from autoconv.verify import check_result
+
+    problem = parse_spec(SHAPES[case])
+    try:
+        result = find_best_plan(problem, mode, seed=seed, samples=3)
+    except CudnnUnsupported as err:
+        top, bottom, left, right = problem.padding
+        if top != bottom or left != right:
+            pytest.skip(f"this cuDNN builds no plan with asymmetric padding: {err}")
+        raise
+    assert result.mode == mode
+    assert result.time_ms > 0 and result.tflops > 0
+    assert result.plans_ok >= 1 and result.plans_tried >= result.plans_ok
+    assert result.error_vs_reference <= TOLERANCES[mode]
+    assert result.plan_name
+
+    # The winner, rebuilt by name, on inputs it has never seen.
+    conv = CudnnConv(problem, mode, result.plan_name)
+    assert conv.exact and conv.plan_name == result.plan_name
+    x, w, bias = random_inputs(problem, numpy.random.default_rng(seed + 7))
+    x_gpu, w_gpu = cupy.asarray(x), cupy.asarray(w)
+    bias_gpu = cupy.asarray(bias) if bias is not None else None
+    y = cupy.full(problem.output_shape, numpy.nan, dtype=cupy.float32)
+    conv(x_gpu.data.ptr, w_gpu.data.ptr, y.data.ptr, None if bias_gpu is None else bias_gpu.data.ptr)
+    cupy.cuda.get_current_stream().synchronize()
+    reference = conv2d_reference(problem, x_gpu, w_gpu, bias_gpu, xp=cupy)
+    verdict = check_result(y, reference, TOLERANCES[mode])
+    assert verdict.ok, f"{case} {mode} plan {result.plan_name}: {verdict.message}"
+    if mode == "strict":
+        assert verdict.error <= 1e-5
+
+
+def test_strict_mode_excludes_tensor_core_plans():
+    """Strict mode's plans are a subset of TF32 mode's, and none of them misses 1e-5."""
+    _cudnn_or_skip()
+    from autoconv.baseline import CudnnGraph, decline_errors
+
+    problem = parse_spec("N=4,C=64,H=28,W=28,K=64,R=3,S=3,pad=1")
+    strict, tf32 = CudnnGraph(problem, "strict"), CudnnGraph(problem, "tf32")
+    names_tf32 = {tf32.plan_name(i) for i in range(tf32.plan_count)}
+    assert names_tf32
+    strict_result_plans = []
+    for index in range(strict.plan_count):
+        try:
+            strict.build(index)
+        except decline_errors(strict.cudnn):  # declined, or barred by the tensor-core filter
+            continue
+        strict_result_plans.append(strict.plan_name(index))
+    assert strict_result_plans, "no strict FP32 plan builds for a plain 3x3 conv"
+    assert set(strict_result_plans) <= names_tf32
+
+
+def test_torch_column_matches_reference(seed):
+    pytest.importorskip("torch")
+    from autoconv.baseline import OperandSets, reference_output, time_torch
+    from autoconv.reference import random_inputs
+
+    problem = parse_spec("N=2,C=16,H=21,W=19,K=24,R=3,S=3,stride=2,pad=1,bias=1")
+    inputs = random_inputs(problem, numpy.random.default_rng(seed))
+    operands = OperandSets(problem, inputs, l2_bytes=4 * 1024 * 1024, seed=seed)
+    result = time_torch(problem, operands, reference_output(problem, operands), samples=3)
+    assert result is not None
+    assert result.error_vs_reference <= 1e-5
+    assert result.time_ms > 0
+
+
+def test_fp32_peak_is_plausible():
+    import cupy
+
+    from autoconv.peak import measure_fp32_peak
+
+    result = measure_fp32_peak(samples=3, target_ms=10.0)
+    device = cupy.cuda.Device()
+    major, minor = (int(v) for v in device.compute_capability)
+    if major < 8:
+        pytest.skip("FP32 lanes per SM are only tabulated here for sm_80 and newer")
+    lanes = 64 if (major, minor) == (8, 0) else 128
+    clock_khz = device.attributes["ClockRate"]
+    theoretical = device.attributes["MultiProcessorCount"] * lanes * 2 * clock_khz * 1e3 / 1e12
+    print(f"measured FP32 peak {result.tflops:.1f} TFLOP/s, boost-clock peak {theoretical:.1f}")
+    assert 0.6 * theoretical <= result.tflops <= 1.05 * theoretical
+    assert max(result.samples_tflops) / min(result.samples_tflops) < 1.2
+
+
+BENCH_CONFIG = """
+problems:
+  - name: odd_bias
+    spec: "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,bias=1"
+    count: 2
+  - name: small_3x3
+    spec: "N=4,C=32,H=20,W=20,K=48,R=3,S=3,pad=1"
+budget:
+  trials: {trials}
+seed: 3
+cache: cache.sqlite
+storage: studies.journal
+"""
+
+
+def test_bench_end_to_end(tmp_path, capsys):
+    """`autoconv bench` tunes what is not cached, measures both sides, fills the cache's
+    baseline columns, writes a results file `autoconv report` turns into a report; with
+    --no-tune a problem without a cached winner is an error naming it."""
+    _cudnn_or_skip()
+    pytest.importorskip("optuna")
+    import json
+
+    import cupy
+
+    from autoconv import cli
+    from autoconv.baseline import CudnnConv
+    from autoconv.cache import CacheKey, WinnerCache
+    from autoconv.gpu.device import read_device
+    from autoconv.reference import conv2d_reference, random_inputs
+    from autoconv.report import load_results
+    from autoconv.verify import check_result
+
+    config = tmp_path / "bench.yaml"
+    config.write_text(BENCH_CONFIG.format(trials=4))
+    out = tmp_path / "results.json"
+    assert cli.main(["bench", str(config), "--out", str(out), "--rounds", "2", "--samples", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "geomean" in printed and "odd_bias" in printed
+
+    results = load_results(out)
+    assert [p["name"] for p in results["problems"]] == ["odd_bias", "small_3x3"]
+    assert 1 < results["peak_tflops"] < 1000
+    for p in results["problems"]:
+        assert p["autoconv_ms"] > 0 and p["cudnn_strict_ms"] > 0 and p["cudnn_tf32_ms"] > 0
+        assert p["speedup_vs_cudnn_strict"] == pytest.approx(p["cudnn_strict_ms"] / p["autoconv_ms"])
+        assert p["errors_vs_reference"]["autoconv"] <= 1e-5
+        assert p["errors_vs_reference"]["cudnn_strict"] <= 1e-5
+        assert p["trials"] and p["family_best_ms"]
+        assert min(p["family_best_ms"].values()) == pytest.approx(
+            min(t["value_ms"] for t in p["trials"] if t["state"] == "COMPLETE"))
+    env = results["environment"]
+    assert env["gpu"] and env["cudnn"] and env["cudnn_frontend"] and env["command"].startswith("autoconv ")
+    assert results["tuning_seconds"] is not None
+
+    # The cache now says what cuDNN does, and the runtime can rebuild its plan from that.
+    _, identity = read_device(0)
+    problem = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,bias=1")
+    with WinnerCache(tmp_path / "cache.sqlite") as cache:
+        entry = cache.get(CacheKey.for_problem(identity, problem))
+    assert entry.baseline_time_ms == pytest.approx(results["problems"][0]["cudnn_strict_ms"])
+    assert entry.baseline_name == "cudnn-strict"
+    conv = CudnnConv.from_baseline_plan(problem, entry.baseline_plan)
+    assert conv.exact and conv.plan_name == results["problems"][0]["cudnn_strict_plan"]
+    x, w, bias = (cupy.asarray(a) for a in random_inputs(problem, numpy.random.default_rng(11)))
+    verdict = check_result(conv.forward(x, w, bias), conv2d_reference(problem, x, w, bias, xp=cupy))
+    assert verdict.ok, verdict.message
+
+    # The report from those numbers.
+    assert cli.main(["report", "--results", str(out), "--out", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "convergence.png").stat().st_size > 5000
+    assert json.loads((tmp_path / "report" / "results.json").read_text())["problems"][1]["name"] == "small_3x3"
+
+    # --no-tune with a problem nothing was tuned for.
+    config.write_text(BENCH_CONFIG.format(trials=4) .replace(
+        "problems:\n", "problems:\n  - name: never_tuned\n    spec: \"N=1,C=3,H=9,W=9,K=5,R=2,S=2\"\n"))
+    capsys.readouterr()
+    assert cli.main(["bench", str(config), "--no-tune", "--out", str(tmp_path / "x.json")]) == 2
+    error = capsys.readouterr().err
+    assert "never_tuned" in error and "autoconv tune" in error and "odd_bias" not in error

@@ -1,0 +1,243 @@
+"""The report folder from a recorded results JSON, and the bench table (no GPU needed)."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import math
+import sys
+
+import pytest
+
+from autoconv import cli
+from autoconv.errors import BackendUnavailable
+from autoconv.report import (PLOTS, SCHEMA_VERSION, ReportError, convergence, geomeans,
+                             load_results, results_csv, write_report)
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _problem(name, count, gflop, autoconv_ms, cudnn_ms, *, family="implicit_gemm", tf32_ms=None,
+             torch_ms=None, peak=60.0, trials=(), family_best=None):
+    tflops = gflop / autoconv_ms
+    return {
+        "name": name, "count": count, "spec": f"N=1,C=8,H=8,W=8,K=8,R=3,S=3,pad=1  # {name}",
+        "shape": "1x8x8x8 * 8x3x3 s1 p1 d1", "gflop": gflop, "family": family,
+        "params": {"BM": 64, "BN": 32, "BK": 8, "TM": 4, "TN": 4},
+        "autoconv_ms": autoconv_ms, "autoconv_tflops": tflops, "pct_of_peak": 100 * tflops / peak,
+        "cudnn_strict_ms": cudnn_ms, "cudnn_strict_plan": "eng70_k2=12_k18=0",
+        "cudnn_tf32_ms": tf32_ms, "torch_ms": torch_ms,
+        "speedup_vs_cudnn_strict": cudnn_ms / autoconv_ms,
+        "family_best_ms": family_best if family_best is not None else {family: autoconv_ms},
+        "workspace_bytes": 0, "trials": list(trials),
+    }
+
+
+def _trials(values, family="implicit_gemm"):
+    """Trials numbered from 0; a value of None is a failed trial."""
+    return [{"number": i, "family": family, "value_ms": v, "state": "COMPLETE" if v else "FAIL"}
+            for i, v in enumerate(values)]
+
+
+@pytest.fixture
+def results():
+    """Three layers with round numbers: speedups 2, 0.5 and 4 (geometric mean 4**(1/3))."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "environment": {
+            "gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": 132,
+            "driver": "580.159.04", "cuda_runtime": "13.0 (13000)", "cudnn": "9.19.0",
+            "cudnn_frontend": "1.28.0", "cupy": "14.2.0", "torch": None, "python": "3.12.3",
+            "autoconv": "0.1.0", "git_commit": "0123456789abcdef", "date": "2026-11-22T10:00:00+00:00",
+            "command": "autoconv bench examples/resnet50.yaml --out results.json",
+        },
+        "peak_tflops": 60.0,
+        "method": {"rounds": 3, "samples": 7},
+        "tuning_seconds": 1234.5,
+        "problems": [
+            _problem("conv1", 2, 10.0, 0.5, 1.0, tf32_ms=0.4, torch_ms=1.01,
+                     trials=_trials([2.0, None, 1.0, 1.5, 0.5]),
+                     family_best={"direct": 3.0, "im2col_gemm": 0.9, "implicit_gemm": 0.5}),
+            _problem("layer1.0.conv2", 1, 5.0, 1.0, 0.5, family="im2col_gemm",
+                     trials=_trials([4.0, 1.0], family="im2col_gemm"),
+                     family_best={"im2col_gemm": 1.0, "implicit_gemm": 1.2}),
+            _problem("layer4.0.conv1", 3, 1.0, 0.25, 1.0, trials=[]),
+        ],
+    }
+
+
+def test_geometric_means_on_known_numbers(results):
+    means = geomeans(results["problems"])
+    assert means["speedup_vs_cudnn_strict"] == pytest.approx(4 ** (1 / 3), rel=1e-12)
+    assert means["autoconv_tflops"] == pytest.approx((20 * 5 * 4) ** (1 / 3), rel=1e-12)
+    assert means["cudnn_strict_tflops"] == pytest.approx((10 * 10 * 1) ** (1 / 3), rel=1e-12)
+    assert means["layers"] == 3 and means["layers_autoconv_faster"] == 2
+    assert means["total_autoconv_ms"] == pytest.approx(2 * 0.5 + 1.0 + 3 * 0.25)
+    assert means["total_cudnn_strict_ms"] == pytest.approx(2 * 1.0 + 0.5 + 3 * 1.0)
+
+
+def test_geometric_means_skip_layers_without_a_number(results):
+    results["problems"][1]["autoconv_ms"] = None
+    means = geomeans(results["problems"])
+    assert means["layers"] == 2
+    assert means["speedup_vs_cudnn_strict"] == pytest.approx(math.sqrt(2 * 4))
+
+
+def test_convergence_is_best_so_far_over_completed_trials():
+    numbers, best = convergence(_trials([2.0, None, 3.0, 1.0, 1.5]))
+    assert numbers == [0, 2, 3, 4]
+    assert best == [2.0, 2.0, 1.0, 1.0]
+
+
+def test_report_folder(results, tmp_path):
+    pytest.importorskip("matplotlib")
+    written = write_report(results, tmp_path / "report", results_path="results.json",
+                           command="autoconv report --out report")
+    names = sorted(p.name for p in written)
+    assert names == sorted(["report.md", "results.csv", "results.json", *PLOTS])
+
+    # Each plot is a real, non-trivial PNG.
+    from matplotlib import image
+    for name in PLOTS:
+        data = (tmp_path / "report" / name).read_bytes()
+        assert data[:8] == PNG_MAGIC, name
+        assert len(data) > 5000, name
+        height, width = image.imread(tmp_path / "report" / name).shape[:2]
+        assert height > 200 and width > 300, name
+
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "# autoconv vs cuDNN on NVIDIA H100 80GB HBM3" in markdown
+    assert "**1.587x**" in markdown  # 4 ** (1/3)
+    for name in ("conv1", "layer1.0.conv2", "layer4.0.conv1"):
+        assert f"| {name} |" in markdown
+    # conv1: 0.5 ms, 20 TFLOP/s, 33.3 % of the 60 TFLOP/s peak, speedup 2.
+    assert "| 0.5000 | 20.00 | 33.3 | 1.0000 | 2.000 | 0.4000 | 1.0100 |" in markdown
+    assert "BM=64 BN=32 BK=8 TM=4 TN=4" in markdown
+    # The environment block and the commands.
+    for text in ("| GPU | NVIDIA H100 80GB HBM3 |", "| driver | 580.159.04 |", "| cuDNN | 9.19.0 |",
+                 "| git commit | 0123456789abcdef |", "| PyTorch | – |",
+                 "`autoconv bench examples/resnet50.yaml --out results.json`",
+                 "`autoconv report --out report`"):
+        assert text in markdown, text
+    # The per-family table: direct only measured on conv1.
+    assert "| conv1 | 3.0000 | 0.9000 | 0.5000 | 1.0000 |" in markdown
+    assert "| layer1.0.conv2 | – | 1.0000 | 1.2000 | 0.5000 |" in markdown
+    for name in PLOTS:
+        assert f"]({name})" in markdown
+
+
+def test_csv_holds_the_same_numbers(results, tmp_path):
+    rows = list(csv.DictReader(io.StringIO(results_csv(results))))
+    assert [r["name"] for r in rows] == ["conv1", "layer1.0.conv2", "layer4.0.conv1"]
+    for row, problem in zip(rows, results["problems"]):
+        assert float(row["autoconv_ms"]) == problem["autoconv_ms"]
+        assert float(row["speedup_vs_cudnn_strict"]) == problem["speedup_vs_cudnn_strict"]
+        assert json.loads(row["params"]) == problem["params"]
+    assert rows[0]["best_ms_direct"] == "3.0" and rows[1]["best_ms_direct"] == ""
+    assert rows[1]["torch_ms"] == ""  # not measured: empty, not zero
+
+
+def test_json_round_trip(results, tmp_path):
+    write_report(results, tmp_path, plots=False)
+    loaded = load_results(tmp_path / "results.json")
+    expected = copy.deepcopy(results)
+    expected["geomean"] = geomeans(results["problems"])
+    assert loaded == expected
+    # Writing the written file again changes nothing.
+    first = (tmp_path / "results.json").read_text()
+    write_report(loaded, tmp_path / "again", plots=False)
+    assert (tmp_path / "again" / "results.json").read_text() == first
+
+
+def test_bad_results_files_are_explained(results, tmp_path):
+    with pytest.raises(ReportError, match="no such results file"):
+        load_results(tmp_path / "missing.json")
+    (tmp_path / "broken.json").write_text("{\"schema\": 1,")
+    with pytest.raises(ReportError, match=r"broken.json:1:\d+: not valid JSON"):
+        load_results(tmp_path / "broken.json")
+    results["schema"] = 99
+    (tmp_path / "future.json").write_text(json.dumps(results))
+    with pytest.raises(ReportError, match="schema 99; this autoconv reads schema 1"):
+        load_results(tmp_path / "future.json")
+    results["schema"] = SCHEMA_VERSION
+    del results["problems"][1]["cudnn_strict_ms"]
+    (tmp_path / "partial.json").write_text(json.dumps(results))
+    with pytest.raises(ReportError, match="problem layer1.0.conv2 lacks cudnn_strict_ms"):
+        load_results(tmp_path / "partial.json")
+
+
+def test_without_matplotlib_says_how_to_install(results, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    with pytest.raises(BackendUnavailable, match=r"pip install 'autoconv\[report\]'"):
+        write_report(results, tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_report_command(results, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(results))
+    assert cli.main(["report", "--results", str(source), "--out", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "speedup.png").read_bytes()[:8] == PNG_MAGIC
+    assert "report.md" in capsys.readouterr().out
+
+    # Without --out the report goes next to the results file (which it rewrites unchanged).
+    before = load_results(source)
+    assert cli.main(["report", "--results", str(source), "--no-plots"]) == 0
+    assert (tmp_path / "report.md").exists() and not (tmp_path / "speedup.png").exists()
+    assert load_results(source)["problems"] == before["problems"]
+
+    assert cli.main(["report", "--results", str(tmp_path / "nope.json")]) == 2
+    assert "autoconv report: error:" in capsys.readouterr().err
+
+
+def test_bench_table(results):
+    from autoconv.bench import format_table
+
+    results["geomean"] = geomeans(results["problems"])
+    table = format_table(results)
+    lines = table.splitlines()
+    assert lines[0].split()[:2] == ["layer", "family"]
+    row = next(line for line in lines if line.startswith("conv1 "))
+    assert row.split() == ["conv1", "implicit_gemm", "0.5000", "20.00", "33.3", "1.0000", "2.00x",
+                           "0.4000", "1.0100"]
+    last = lines[-1].split()
+    assert last[0] == "geomean" and "1.59x" in last
+    assert "7.37" in last  # geometric-mean autoconv TFLOP/s, (20 * 5 * 4) ** (1/3)
+    # Fixed-width columns: every line (header, rule, rows) equally long.
+    assert len({len(line) for line in lines}) == 1
+
+
+def test_study_history_from_a_tuned_study(tmp_path):
+    """What `autoconv bench` reads from the tuner's Optuna study: per-family best times and
+    the evaluated trials only (the FakeBackend stands in for the GPU)."""
+    pytest.importorskip("optuna")
+    import optuna
+
+    from autoconv.bench import StudyHistory
+    from autoconv.config import Budget
+    from autoconv.evaluate import FakeBackend
+    from autoconv.models import NamedProblem
+    from autoconv.problem import parse_spec
+    from autoconv.tuner import Tuner, make_storage
+
+    problem = parse_spec("N=1,C=8,H=9,W=11,K=12,R=3,S=3,pad=1")
+    storage = tmp_path / "studies.journal"
+    tuner = Tuner(FakeBackend(), storage=str(storage), families=("implicit_gemm", "direct"),
+                  budget=Budget(trials=6), seed=1)
+    (outcome,) = tuner.tune([NamedProblem("p", problem)])
+    study = optuna.load_study(study_name=outcome.study_name, storage=make_storage(str(storage)))
+    history = StudyHistory.of(study)
+
+    evaluated = [t for t in study.trials if t.user_attrs.get("status") not in (None, "invalid")]
+    assert len(history.trials) == len(evaluated) == outcome.trials_total
+    assert [t["number"] for t in history.trials] == list(range(len(history.trials)))
+    complete = [t for t in history.trials if t["state"] == "COMPLETE"]
+    assert complete and all(t["value_ms"] > 0 for t in complete)
+    for family in ("implicit_gemm", "direct"):
+        times = [t["value_ms"] for t in complete if t["family"] == family]
+        assert history.family_best_ms[family] == min(times)
+    # The fake backend times a config the same every time: the winner is the fastest trial.
+    assert min(history.family_best_ms.values()) == pytest.approx(outcome.time_ms, rel=1e-12)
