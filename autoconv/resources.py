@@ -7,8 +7,8 @@ and ``autoconv._search_spaces`` (see ``pyproject.toml``). Both layouts work.
 
 from __future__ import annotations
 
+import importlib.util
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 _CHECKOUT_ROOT = Path(__file__).resolve().parent.parent
@@ -20,9 +20,14 @@ def _data_dir(folder: str, installed_package: str) -> Path:
     if beside.is_dir():
         return beside
     try:
-        installed = Path(str(resources.files(installed_package)))
+        # The data folders ship without __init__.py, as namespace packages, whose
+        # resources.files() is a MultiplexedPath (str() of it is not a path): ask for the
+        # package's folder instead.
+        spec = importlib.util.find_spec(installed_package)
     except ModuleNotFoundError:
-        installed = None
+        spec = None
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    installed = Path(locations[0]) if locations else None
     if installed is not None and installed.is_dir():
         return installed
     raise FileNotFoundError(

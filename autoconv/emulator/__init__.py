@@ -1,0 +1,88 @@
+"""Run autoconv's generated CUDA on the CPU, with CUDA's execution semantics.
+
+The rendered source is compiled unchanged by g++ against ``cuda_emulation.h`` (the CUDA
+vocabulary the templates use: built-in indices, ``__syncthreads``, ``__shared__``,
+``float4``...; see that file for the execution model) and run with AddressSanitizer and
+UBSan in a subprocess. CI has no GPU: this is how it proves that every kernel family
+computes the right convolution, and how a user without a GPU checks a template change
+(``autoconv verify --emulate``).
+
+Beyond the core vocabulary it models ``__syncwarp()`` (whole warp), cp.async
+(``<cuda_pipeline.h>``: a copy lands when its batch is waited for) and TF32 WMMA
+(``<mma.h>``, m16n16k8, operands read as TF32 like the tensor cores). It does not model
+warp shuffles and votes, atomics, fences or inline PTX (each is a compile error naming
+it), the GPU's timing, or the contents of static ``__shared__`` arrays at block start
+(only the dynamic ``smem`` is poisoned per block).
+
+Typical use::
+
+    from autoconv.emulator import emulate_plan
+    y = emulate_plan(plan, x, w, bias)   # float32 NCHW, unwritten elements NaN
+"""
+
+from __future__ import annotations
+
+import numpy
+
+from autoconv.emulator.build import MAX_SHARED_BYTES, cache_dir, compile_program
+from autoconv.emulator.errors import (EmulatedKernelFault, EmulationError, EmulationTimeout,
+                                      EmulatorCompileError, EmulatorUnavailable)
+from autoconv.emulator.program import EmulatedProgram, default_workers
+from autoconv.verify import POISON
+
+
+def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
+                 timeout: float | None = None) -> numpy.ndarray:
+    """Execute a :class:`~autoconv.families.KernelPlan` on the CPU and return ``y``.
+
+    Runs the plan's launches in order, as a GPU backend does, on float32 copies of the
+    inputs; ``y`` and the workspace start filled with NaN (:data:`autoconv.verify.POISON`),
+    so elements no kernel writes come back NaN.
+
+    Args:
+        plan: the kernels and launches to run.
+        x, w: input and weights, shaped as ``plan.problem`` says (converted to float32).
+        bias: ``(K,)`` values, exactly when ``plan.problem.bias``.
+        workers: OS threads running blocks (default :func:`default_workers`).
+        timeout: seconds before the program is stopped (default 300).
+
+    Returns:
+        ``y``, float32, of shape ``plan.problem.output_shape``.
+
+    Raises:
+        ValueError: an input's shape, or the presence of bias, disagrees with the problem.
+        EmulatorCompileError: the source does not compile under emulation.
+        EmulatedKernelFault: a kernel faulted (sanitizer report...) or wrote to an input.
+        EmulationTimeout: the launches ran past ``timeout``.
+    """
+    problem = plan.problem
+    buffers = {"x": _input("x", x, problem.input_shape), "w": _input("w", w, problem.weight_shape)}
+    if problem.bias != (bias is not None):
+        raise ValueError(f"the problem {'has' if problem.bias else 'has no'} bias, but bias "
+                         f"{'is missing' if bias is None else 'was given'}")
+    if bias is not None:
+        buffers["bias"] = _input("bias", bias, (problem.K,))
+    buffers["y"] = numpy.full(problem.output_shape, POISON, dtype=numpy.float32)
+    if plan.workspace_bytes > 0:
+        buffers["workspace"] = numpy.full(-(-plan.workspace_bytes // 4), POISON, dtype=numpy.float32)
+
+    program = compile_program(plan.source, (launch.kernel for launch in plan.launches), name=plan.name)
+    result = program.run(plan.launches, buffers, workers=workers, timeout=timeout)
+    for name in ("x", "w", "bias"):
+        if name in buffers and not numpy.array_equal(result[name], buffers[name], equal_nan=True):
+            raise EmulatedKernelFault(f"{plan.name} wrote to its input {name}, which must stay unchanged")
+    return result["y"]
+
+
+def _input(name: str, array, shape: tuple[int, ...]) -> numpy.ndarray:
+    array = numpy.ascontiguousarray(array, dtype=numpy.float32)
+    if array.shape != tuple(shape):
+        raise ValueError(f"{name} has shape {array.shape}; the problem needs {tuple(shape)}")
+    return array
+
+
+__all__ = [
+    "MAX_SHARED_BYTES", "EmulatedKernelFault", "EmulatedProgram", "EmulationError", "EmulationTimeout",
+    "EmulatorCompileError", "EmulatorUnavailable", "cache_dir", "compile_program", "default_workers",
+    "emulate_plan",
+]

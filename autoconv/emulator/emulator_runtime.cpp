@@ -1,0 +1,504 @@
+// autoconv CUDA emulation runtime: the block scheduler and the host program that runs launches.
+//
+// Compiled once (per compiler, flags and header version) and linked with each emulated
+// program, whose generated main file is
+//     #include "<kernel>.cu"                         // the rendered source, unchanged
+//     static const autoconv_emu::KernelEntry kernels[] = {AUTOCONV_EMU_KERNEL(name), ...};
+//     int main(int argc, char** argv) { return autoconv_emu::host_main(argc, argv, kernels, n); }
+// (both compiled with -include cuda_emulation.h). The program reads a manifest naming
+// buffers (files of raw bytes) and launches, runs the launches in order like one CUDA
+// stream, and writes every buffer back to its file. Manifest lines (names without spaces):
+//     workers <n>                                        OS threads that run blocks
+//     buffer <name> <bytes> <path>
+//     launch <kernel> <gx> <gy> <gz> <bx> <by> <bz> <shared_bytes> <buffer name>...
+// Exit status: 0 done; 2 a bad manifest or launch (message on stderr); 3 a kernel fault the
+// emulator detects itself; otherwise AddressSanitizer's or UBSan's, after their report.
+#include "cuda_emulation.h"
+
+#undef asm  // the system headers below may spell inline assembly `asm`
+
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdarg>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define AUTOCONV_EMU_ASAN 1
+#else
+#define AUTOCONV_EMU_ASAN 0
+#endif
+
+namespace autoconv_emu {
+namespace {
+
+// ---- fibers -------------------------------------------------------------------------------
+//! A cp.async copy: its source bytes, read when issued, and where they go when it completes.
+struct AsyncCopy {
+    void* destination;
+    unsigned char bytes[16];
+    std::size_t total;  // bytes written to the destination (the tail is zero-filled)
+};
+
+//! One CUDA thread: a fiber with its own stack.
+struct Fiber {
+    enum class State { runnable, at_block_barrier, at_warp_barrier, finished };
+    ucontext_t context;
+    uint3 thread_idx;
+    State state;
+    void* stack;
+    std::size_t stack_bytes;
+    void* asan_fake_stack;
+    std::vector<AsyncCopy> uncommitted_copies;
+    std::deque<std::vector<AsyncCopy>> committed_copies;
+};
+
+//! The block an OS thread is running: what it runs, and the scheduler's own context.
+struct BlockRun {
+    ucontext_t scheduler;
+    const void* scheduler_stack_bottom;
+    std::size_t scheduler_stack_bytes;
+    Fiber* current;
+    void (*invoke)(void* const* args);
+    void* const* args;
+    const char* kernel_name;
+    std::size_t shared_bytes;
+};
+
+thread_local BlockRun* block_run = nullptr;
+
+//! Stack of one CUDA thread. Kernels keep little on the stack (AddressSanitizer's redzones
+//! included); an overflow hits the guard page below it and is reported as a stack overflow.
+constexpr std::size_t fiber_stack_bytes = 128 * 1024;
+constexpr unsigned max_threads_per_block = 1024;
+constexpr unsigned warp_size = 32;
+
+//! Where the failing OS thread is: for fault messages and the sanitizers' death callback.
+void print_location() {
+    if (block_run == nullptr)
+        return;
+    std::fprintf(stderr, "autoconv emulator: in kernel %s, block (%u,%u,%u), thread (%u,%u,%u); "
+                 "grid (%u,%u,%u), block size (%u,%u,%u)\n", block_run->kernel_name,
+                 block_idx.x, block_idx.y, block_idx.z, thread_idx.x, thread_idx.y, thread_idx.z,
+                 grid_dim.x, grid_dim.y, grid_dim.z, block_dim.x, block_dim.y, block_dim.z);
+}
+
+[[noreturn]] void launch_error(const std::string& message) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "autoconv emulator: %s\n", message.c_str());
+    std::fflush(stderr);
+    std::_Exit(2);
+}
+
+void switch_to_scheduler(BlockRun& run, Fiber& fiber, bool finished) {
+#if AUTOCONV_EMU_ASAN
+    // A finished fiber never resumes: a null save slot tells ASan to drop its fake stack.
+    __sanitizer_start_switch_fiber(finished ? nullptr : &fiber.asan_fake_stack,
+                                   run.scheduler_stack_bottom, run.scheduler_stack_bytes);
+#endif
+    swapcontext(&fiber.context, &run.scheduler);
+#if AUTOCONV_EMU_ASAN
+    __sanitizer_finish_switch_fiber(fiber.asan_fake_stack, nullptr, nullptr);
+#endif
+    (void)finished;
+}
+
+void complete(const std::vector<AsyncCopy>& copies) {
+    for (const AsyncCopy& copy : copies)
+        std::memcpy(copy.destination, copy.bytes, copy.total);
+}
+
+void fiber_main() {
+    BlockRun& run = *block_run;
+#if AUTOCONV_EMU_ASAN
+    __sanitizer_finish_switch_fiber(nullptr, &run.scheduler_stack_bottom, &run.scheduler_stack_bytes);
+#endif
+    run.invoke(run.args);
+    Fiber& fiber = *run.current;
+    // The hardware completes a thread's outstanding cp.async copies even if it never waits.
+    for (const auto& batch : fiber.committed_copies)
+        complete(batch);
+    complete(fiber.uncommitted_copies);
+    fiber.state = Fiber::State::finished;
+    switch_to_scheduler(run, fiber, true);
+    fault("a returned CUDA thread was resumed (emulator bug)");
+}
+
+void resume(BlockRun& run, Fiber& fiber) {
+    run.current = &fiber;
+    thread_idx = fiber.thread_idx;
+#if AUTOCONV_EMU_ASAN
+    void* fake_stack = nullptr;
+    __sanitizer_start_switch_fiber(&fake_stack, fiber.stack, fiber.stack_bytes);
+#endif
+    swapcontext(&run.scheduler, &fiber.context);
+#if AUTOCONV_EMU_ASAN
+    __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#endif
+}
+
+// ---- blocks -------------------------------------------------------------------------------
+struct Launch {
+    const KernelEntry* kernel;
+    dim3 grid, block;
+    std::size_t shared_bytes;
+    std::vector<void*> args;
+};
+
+//! What an OS thread needs to run blocks, one at a time: fibers with their stacks. (Its
+//! shared memory is the thread_local `smem`.)
+class BlockRunner {
+public:
+    BlockRunner() : fibers_(new Fiber[max_threads_per_block]()) {}
+    BlockRunner(const BlockRunner&) = delete;
+    BlockRunner& operator=(const BlockRunner&) = delete;
+
+    ~BlockRunner() {
+        for (unsigned i = 0; i < max_threads_per_block; ++i)
+            if (fibers_[i].stack != nullptr)
+                munmap(static_cast<char*>(fibers_[i].stack) - guard_bytes(), fibers_[i].stack_bytes + guard_bytes());
+#if AUTOCONV_EMU_ASAN
+        ASAN_UNPOISON_MEMORY_REGION(smem, sizeof(smem));  // this thread's TLS may be reused
+#endif
+    }
+
+    void run_block(const Launch& launch, uint3 block) {
+        const unsigned threads = launch.block.x * launch.block.y * launch.block.z;
+        block_idx = block;
+        block_dim = launch.block;
+        grid_dim = launch.grid;
+        poison_shared_memory(launch.shared_bytes);
+
+        BlockRun run{};
+        run.invoke = launch.kernel->invoke;
+        run.args = launch.args.data();
+        run.kernel_name = launch.kernel->name;
+        run.shared_bytes = launch.shared_bytes;
+        block_run = &run;
+        for (unsigned i = 0; i < threads; ++i)
+            start_fiber(fibers_[i], uint3{i % launch.block.x, (i / launch.block.x) % launch.block.y,
+                                          i / (launch.block.x * launch.block.y)});
+        // Each phase runs every runnable thread up to its next barrier or its return; then
+        // the barriers that every live thread they wait for has reached are released.
+        // Returned threads no longer take part, so a block only stops when all returned, or
+        // with a divergence fault when threads wait for others that wait elsewhere.
+        for (unsigned phase = 0;; ++phase) {
+            for (unsigned k = 0; k < threads; ++k) {
+                Fiber& fiber = fibers_[phase % 2 == 0 ? k : threads - 1 - k];
+                if (fiber.state == Fiber::State::runnable)
+                    resume(run, fiber);
+            }
+            if (!release_barriers(threads))
+                break;
+        }
+        block_run = nullptr;
+    }
+
+private:
+    //! Releases the warps whose live lanes all wait at a warp-level sync; failing that, the
+    //! block barrier if every live thread waits there. Returns false when all threads
+    //! have returned.
+    bool release_barriers(unsigned threads) {
+        bool released = false, at_block_barrier = false, at_warp_barrier = false;
+        for (unsigned warp0 = 0; warp0 < threads; warp0 += warp_size) {
+            const unsigned end = std::min(threads, warp0 + warp_size);
+            unsigned waiting = 0, live = 0;
+            for (unsigned i = warp0; i < end; ++i) {
+                live += fibers_[i].state != Fiber::State::finished;
+                waiting += fibers_[i].state == Fiber::State::at_warp_barrier;
+            }
+            if (waiting > 0 && waiting == live) {
+                for (unsigned i = warp0; i < end; ++i)
+                    if (fibers_[i].state == Fiber::State::at_warp_barrier)
+                        fibers_[i].state = Fiber::State::runnable;
+                released = true;
+            }
+        }
+        if (released)
+            return true;
+        for (unsigned i = 0; i < threads; ++i) {
+            at_block_barrier |= fibers_[i].state == Fiber::State::at_block_barrier;
+            at_warp_barrier |= fibers_[i].state == Fiber::State::at_warp_barrier;
+        }
+        if (at_warp_barrier) {
+            // Some lanes of a warp wait at a warp-level sync, the others at __syncthreads():
+            // on a GPU this hangs or is undefined.
+            for (unsigned i = 0; i < threads; ++i) {
+                if (fibers_[i].state == Fiber::State::at_warp_barrier) {
+                    thread_idx = fibers_[i].thread_idx;
+                    fault("divergent barriers: thread %u waits at a warp-level sync (wmma::*_sync, "
+                          "__syncwarp) while other lanes of warp %u wait at __syncthreads()", i, i / warp_size);
+                }
+            }
+        }
+        for (unsigned i = 0; i < threads; ++i)
+            if (fibers_[i].state == Fiber::State::at_block_barrier)
+                fibers_[i].state = Fiber::State::runnable;
+        return at_block_barrier;
+    }
+
+    static std::size_t guard_bytes() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
+
+    static void poison_shared_memory(std::size_t shared_bytes) {
+#if AUTOCONV_EMU_ASAN
+        ASAN_UNPOISON_MEMORY_REGION(smem, sizeof(smem));
+#endif
+        // 0xFF bytes read as NaN floats: a read of shared memory nobody wrote shows in the result.
+        std::memset(smem, 0xFF, shared_bytes);
+#if AUTOCONV_EMU_ASAN
+        // Past the launch's dynamic size, any access is an AddressSanitizer error.
+        ASAN_POISON_MEMORY_REGION(smem + shared_bytes, sizeof(smem) - shared_bytes);
+#endif
+    }
+
+    void start_fiber(Fiber& fiber, uint3 index) {
+        if (fiber.stack == nullptr) {
+            const std::size_t guard = guard_bytes();
+            void* mapping = mmap(nullptr, fiber_stack_bytes + guard, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (mapping == MAP_FAILED)
+                launch_error("cannot map a fiber stack (out of memory?)");
+            mprotect(mapping, guard, PROT_NONE);  // stacks grow down: the guard page is below
+            fiber.stack = static_cast<char*>(mapping) + guard;
+            fiber.stack_bytes = fiber_stack_bytes;
+        }
+#if AUTOCONV_EMU_ASAN
+        ASAN_UNPOISON_MEMORY_REGION(fiber.stack, fiber.stack_bytes);  // redzones of the last fiber
+#endif
+        fiber.thread_idx = index;
+        fiber.state = Fiber::State::runnable;
+        fiber.asan_fake_stack = nullptr;
+        fiber.uncommitted_copies.clear();
+        fiber.committed_copies.clear();
+        getcontext(&fiber.context);
+        fiber.context.uc_stack.ss_sp = fiber.stack;
+        fiber.context.uc_stack.ss_size = fiber.stack_bytes;
+        fiber.context.uc_link = nullptr;
+        makecontext(&fiber.context, fiber_main, 0);
+    }
+
+    std::unique_ptr<Fiber[]> fibers_;
+};
+
+std::string dims(dim3 d) {
+    return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+}
+
+//! The launch limits CUDA enforces on every GPU since compute capability 3.0.
+void check_launch(const Launch& launch, const std::string& what) {
+    const dim3 g = launch.grid, b = launch.block;
+    if (g.x < 1 || g.y < 1 || g.z < 1 || b.x < 1 || b.y < 1 || b.z < 1)
+        launch_error(what + ": grid " + dims(g) + " and block " + dims(b) +
+                     " must be at least 1 in every dimension");
+    if (g.x > 2147483647u || g.y > 65535u || g.z > 65535u)
+        launch_error(what + ": grid " + dims(g) + " exceeds CUDA's limits (x < 2^31, y and z <= 65535)");
+    if (b.x > 1024u || b.y > 1024u || b.z > 64u ||
+        static_cast<unsigned long long>(b.x) * b.y * b.z > max_threads_per_block)
+        launch_error(what + ": block " + dims(b) + " exceeds CUDA's limits (at most 1024 threads; "
+                     "x and y <= 1024, z <= 64)");
+    if (launch.shared_bytes > max_shared_bytes)
+        launch_error(what + ": asks for " + std::to_string(launch.shared_bytes) +
+                     " bytes of dynamic shared memory; a block may use at most " +
+                     std::to_string(max_shared_bytes) + " (the device's opt-in maximum)");
+}
+
+//! Runs every block of `launch` on up to `workers` OS threads, each taking the next block.
+void run_launch(const Launch& launch, unsigned workers) {
+    const unsigned long long blocks = 1ull * launch.grid.x * launch.grid.y * launch.grid.z;
+    std::atomic<unsigned long long> next{0};
+    auto work = [&]() {
+        BlockRunner runner;
+        for (unsigned long long b = next++; b < blocks; b = next++)
+            runner.run_block(launch, uint3{static_cast<unsigned>(b % launch.grid.x),
+                                           static_cast<unsigned>(b / launch.grid.x % launch.grid.y),
+                                           static_cast<unsigned>(b / (1ull * launch.grid.x * launch.grid.y))});
+    };
+    const unsigned threads = static_cast<unsigned>(std::min<unsigned long long>(workers, blocks));
+    if (threads <= 1) {
+        work();
+        return;
+    }
+    std::vector<std::thread> pool;
+    for (unsigned i = 0; i < threads; ++i)
+        pool.emplace_back(work);
+    for (std::thread& thread : pool)
+        thread.join();
+}
+
+// ---- the host program -----------------------------------------------------------------------
+struct Buffer {
+    std::string name, path;
+    std::size_t bytes;
+    void* data;
+};
+
+void read_buffer(const Buffer& buffer) {
+    std::ifstream in(buffer.path, std::ios::binary);
+    if (buffer.bytes > 0 && !in.read(static_cast<char*>(buffer.data), static_cast<std::streamsize>(buffer.bytes)))
+        launch_error("cannot read " + std::to_string(buffer.bytes) + " bytes of buffer " + buffer.name +
+                     " from " + buffer.path);
+}
+
+void write_buffer(const Buffer& buffer) {
+    std::ofstream out(buffer.path, std::ios::binary | std::ios::trunc);
+    if (!out.write(static_cast<const char*>(buffer.data), static_cast<std::streamsize>(buffer.bytes)))
+        launch_error("cannot write buffer " + buffer.name + " to " + buffer.path);
+}
+
+Launch parse_launch(std::istringstream& fields, const std::string& where, std::size_t index,
+                    const KernelEntry* kernels, std::size_t kernel_count, const std::vector<Buffer>& buffers) {
+    std::string kernel_name;
+    Launch launch{};
+    if (!(fields >> kernel_name >> launch.grid.x >> launch.grid.y >> launch.grid.z >> launch.block.x >>
+          launch.block.y >> launch.block.z >> launch.shared_bytes))
+        launch_error(where + ": expected `launch <kernel> <gx> <gy> <gz> <bx> <by> <bz> <shared_bytes> <buffer>...`");
+    const std::string what = "launch " + std::to_string(index) + " (" + kernel_name + ")";
+    for (std::size_t k = 0; k < kernel_count && launch.kernel == nullptr; ++k)
+        if (kernel_name == kernels[k].name)
+            launch.kernel = &kernels[k];
+    if (launch.kernel == nullptr) {
+        std::string known;
+        for (std::size_t k = 0; k < kernel_count; ++k)
+            known += std::string(k ? ", " : "") + kernels[k].name;
+        launch_error(what + ": no such kernel in this program; it has " + known);
+    }
+    for (std::string name; fields >> name;) {
+        auto found = std::find_if(buffers.begin(), buffers.end(), [&](const Buffer& b) { return b.name == name; });
+        if (found == buffers.end())
+            launch_error(what + ": no buffer named " + name);
+        launch.args.push_back(found->data);
+    }
+    if (static_cast<int>(launch.args.size()) != launch.kernel->arity)
+        launch_error(what + ": the kernel takes " + std::to_string(launch.kernel->arity) +
+                     " pointer arguments; the launch passes " + std::to_string(launch.args.size()));
+    check_launch(launch, what);
+    return launch;
+}
+
+}  // namespace
+
+// ---- the interface cuda_emulation.h declares --------------------------------------------------
+[[noreturn]] void fault(const char* format, ...) {
+    std::fflush(stdout);
+    std::fputs("autoconv emulator: kernel fault: ", stderr);
+    va_list args;
+    va_start(args, format);
+    std::vfprintf(stderr, format, args);
+    va_end(args);
+    std::fputc('\n', stderr);
+    print_location();
+    std::fflush(stderr);
+    std::_Exit(3);
+}
+
+void barrier() {
+    BlockRun& run = *block_run;
+    Fiber& fiber = *run.current;
+    fiber.state = Fiber::State::at_block_barrier;
+    switch_to_scheduler(run, fiber, false);
+}
+
+void warp_barrier() {
+    BlockRun& run = *block_run;
+    Fiber& fiber = *run.current;
+    fiber.state = Fiber::State::at_warp_barrier;
+    switch_to_scheduler(run, fiber, false);
+}
+
+// cp.async: the source is read when the copy is issued (so AddressSanitizer reports a bad
+// source at the issuing line); the destination is written as late as CUDA allows, when
+// the copy's batch is waited for or the thread returns. A thread that reads the
+// destination before waiting reads the poison, so a missing wait shows as NaN.
+void async_copy(void* destination, const void* source, std::size_t size_and_align, std::size_t zfill) {
+    if (size_and_align != 4 && size_and_align != 8 && size_and_align != 16)
+        fault("__pipeline_memcpy_async: size_and_align is %zu; it must be 4, 8 or 16", size_and_align);
+    if (zfill > size_and_align)
+        fault("__pipeline_memcpy_async: zfill (%zu) exceeds size_and_align (%zu)", zfill, size_and_align);
+    const auto to = reinterpret_cast<std::uintptr_t>(destination);
+    const auto shared_begin = reinterpret_cast<std::uintptr_t>(&smem[0]);
+    const std::size_t shared_bytes = block_run->shared_bytes;
+    if (to < shared_begin || to + size_and_align > shared_begin + shared_bytes)
+        fault("__pipeline_memcpy_async: destination %p is outside the block's %zu bytes of dynamic shared "
+              "memory at %p", destination, shared_bytes, static_cast<void*>(&smem[0]));
+    if (to % size_and_align != 0 || reinterpret_cast<std::uintptr_t>(source) % size_and_align != 0)
+        fault("__pipeline_memcpy_async: source %p and destination %p must be aligned to %zu bytes",
+              source, destination, size_and_align);
+    AsyncCopy copy{destination, {}, size_and_align};
+    if (size_and_align > zfill)
+        std::memcpy(copy.bytes, source, size_and_align - zfill);
+    block_run->current->uncommitted_copies.push_back(copy);
+}
+
+void async_commit() {
+    Fiber& fiber = *block_run->current;
+    fiber.committed_copies.push_back(std::move(fiber.uncommitted_copies));
+    fiber.uncommitted_copies.clear();
+}
+
+void async_wait_prior(std::size_t pending) {
+    Fiber& fiber = *block_run->current;
+    while (fiber.committed_copies.size() > pending) {
+        complete(fiber.committed_copies.front());
+        fiber.committed_copies.pop_front();
+    }
+}
+
+int host_main(int argc, char** argv, const KernelEntry* kernels, std::size_t kernel_count) {
+    if (argc != 2)
+        launch_error(std::string("usage: ") + argv[0] + " MANIFEST");
+#if AUTOCONV_EMU_ASAN
+    __sanitizer_set_death_callback(print_location);
+#endif
+    std::ifstream manifest(argv[1]);
+    if (!manifest)
+        launch_error(std::string("cannot open manifest ") + argv[1]);
+    unsigned workers = 1;
+    std::vector<Buffer> buffers;
+    std::vector<Launch> launches;
+    std::string line;
+    for (int number = 1; std::getline(manifest, line); ++number) {
+        std::istringstream fields(line);
+        std::string kind;
+        if (!(fields >> kind))
+            continue;
+        const std::string where = std::string(argv[1]) + ":" + std::to_string(number);
+        if (kind == "workers") {
+            if (!(fields >> workers) || workers < 1)
+                launch_error(where + ": expected `workers <n>` with n >= 1");
+        } else if (kind == "buffer") {
+            Buffer buffer;
+            if (!(fields >> buffer.name >> buffer.bytes >> buffer.path))
+                launch_error(where + ": expected `buffer <name> <bytes> <path>`");
+            // Exactly `bytes` long, so AddressSanitizer reports any access past the end; 256-byte
+            // aligned like cudaMalloc, so float4 accesses that are aligned on the GPU are here too.
+            if (posix_memalign(&buffer.data, 256, std::max<std::size_t>(buffer.bytes, 1)) != 0)
+                launch_error(where + ": cannot allocate " + std::to_string(buffer.bytes) + " bytes");
+            read_buffer(buffer);
+            buffers.push_back(buffer);
+        } else if (kind == "launch") {
+            launches.push_back(parse_launch(fields, where, launches.size(), kernels, kernel_count, buffers));
+        } else {
+            launch_error(where + ": unknown line kind `" + kind + "`");
+        }
+    }
+    for (const Launch& launch : launches)
+        run_launch(launch, workers);
+    for (const Buffer& buffer : buffers) {
+        write_buffer(buffer);
+        std::free(buffer.data);
+    }
+    return 0;
+}
+
+}  // namespace autoconv_emu

@@ -1,0 +1,351 @@
+"""Every kernel family computes the right convolution: its kernels, run in the CPU emulator
+on seeded random awkward problems, against the float64 reference. Also the reference and
+the comparison themselves, and the `autoconv verify --emulate` command.
+
+Problems and configurations change with the run's seed (printed in pytest's header;
+reproduce a run with AUTOCONV_TEST_SEED); a failure prints the problem spec and config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+
+import numpy as np
+import pytest
+
+from autoconv.cli import main
+from autoconv.device import H100
+from autoconv.errors import SearchSpaceError
+from autoconv.emulate import EmulatedCheck, sample_configs, verify_configs, verify_plan
+from autoconv.families import FAMILY_NAMES, get_family
+from autoconv.problem import ConvProblem, make_problem
+from autoconv.reference import conv2d_reference, random_inputs
+from autoconv.verify import POISON, check_result, relative_l2_error
+
+# ---- awkward problems -----------------------------------------------------------------------
+# Together the shapes below cover N = 1..3, C in {1, 3, 13, 64}, odd K (a multiple of no
+# tile), H != W, non-square filters (1x7, 7x1, 5x5), strides 1..3 including 2x1, dilations
+# 1..3, padding from 0 to R (asymmetric, and `same`), and odd P and Q, so that no output
+# size is a multiple of a tile. Each draws its remaining sizes from the test's seed.
+
+
+def _pad_upto(rng, r, s):
+    """Asymmetric padding: top and bottom 0..R, left and right 0..S, not all equal."""
+    while True:
+        top, bottom = (int(v) for v in rng.integers(0, r + 1, size=2))
+        left, right = (int(v) for v in rng.integers(0, s + 1, size=2))
+        if top != bottom or left != right:
+            return (top, bottom, left, right)
+
+
+def _shape(rng, *, C, R, S, stride=1, dilation=1, padding=None, bias=None, hw=(5, 14)) -> ConvProblem:
+    """A problem with the given filter, the rest drawn from rng, resampled until P, Q are
+    odd and H != W."""
+    for _ in range(1000):
+        H, W = (int(v) for v in rng.integers(hw[0], hw[1] + 1, size=2))
+        pad = _pad_upto(rng, R, S) if padding is None else padding
+        try:
+            problem = make_problem(N=int(rng.integers(1, 4)), C=C, H=H, W=W, K=2 * int(rng.integers(1, 19)) + 1, R=R, S=S,
+                                   stride=stride, dilation=dilation, padding=pad,
+                                   bias=bool(rng.integers(0, 2)) if bias is None else bias)
+        except ValueError:  # the dilated filter does not fit this H, W and padding
+            continue
+        if H != W and problem.P % 2 == 1 and problem.Q % 2 == 1:
+            return problem
+    raise AssertionError("no awkward problem found; widen the size ranges")
+
+
+PROBLEMS = {
+    "1x7-C1": lambda rng: _shape(rng, C=1, R=1, S=7, hw=(7, 16)),
+    "7x1-C3-stride2x1": lambda rng: _shape(rng, C=3, R=7, S=1, stride=(2, 1), hw=(7, 16)),
+    "5x5-C13-same": lambda rng: _shape(rng, C=13, R=5, S=5, padding="same", bias=True),
+    "3x3-C64-stride3-dilation3": lambda rng: _shape(rng, C=64, R=3, S=3, stride=3, dilation=3, hw=(7, 13)),
+    "3x3-C13-dilation2x1-stride1x2": lambda rng: _shape(rng, C=13, R=3, S=3, stride=(1, 2), dilation=(2, 1)),
+    "1x1-C3-stride2": lambda rng: _shape(rng, C=3, R=1, S=1, stride=2, padding=0),
+}
+
+#: Configurations checked per family and problem: the default plus random valid ones.
+CONFIGS_PER_PROBLEM = 4
+
+
+def _describe(problem: ConvProblem, check: EmulatedCheck) -> str:
+    return (f"{check.family} failed on --problem {problem.spec()}\n  config {dict(check.config)}\n"
+            f"  kernel {check.kernel}: {check.status}\n  " + check.message.replace("\n", "\n  ")
+            + (f"\n{check.details}" if check.details else ""))
+
+
+@pytest.mark.parametrize("shape", list(PROBLEMS))
+@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+def test_family_matches_reference(family_name, shape, seed):
+    rng = np.random.default_rng(seed)
+    problem = PROBLEMS[shape](rng)
+    family = get_family(family_name)
+    reason = family.unsupported_reason(problem)
+    if reason is not None:
+        pytest.skip(f"{family_name} cannot run {problem.spec()}: {reason}")
+    try:
+        configs = sample_configs(family, problem, CONFIGS_PER_PROBLEM, rng)
+    except SearchSpaceError as err:  # a family made for some shapes only (e.g. 3x3 stride 1)
+        pytest.skip(str(err))
+    checks = verify_configs(problem, family, configs, seed)
+    failures = [_describe(problem, check) for check in checks if not check.ok]
+    assert not failures, "\n\n".join(failures)
+    for check in checks:
+        assert check.error is not None and check.error <= 1e-5
+
+
+def test_problem_shapes_cover_the_issue_list(seed):
+    """The shapes above, for this run's seed, really have the properties they claim."""
+    rng = np.random.default_rng(seed)
+    problems = [make(rng) for make in PROBLEMS.values()]
+    assert {p.C for p in problems} >= {1, 3, 13, 64}
+    assert {(p.R, p.S) for p in problems} >= {(1, 7), (7, 1), (5, 5)}
+    assert {p.stride for p in problems} >= {(1, 1), (2, 1), (3, 3)}
+    assert {d for p in problems for d in p.dilation} == {1, 2, 3}
+    for p in problems:
+        assert p.K % 2 == 1 and p.P % 2 == 1 and p.Q % 2 == 1 and p.H != p.W
+        assert 1 <= p.N <= 3
+        assert max(p.padding[:2]) <= p.R and max(p.padding[2:]) <= p.S
+    assert any(p.padding[0] != p.padding[1] or p.padding[2] != p.padding[3] for p in problems)
+
+
+def test_sample_configs_are_distinct_valid_and_start_with_the_default(seed):
+    rng = np.random.default_rng(seed)
+    problem = PROBLEMS["5x5-C13-same"](rng)
+    for name in FAMILY_NAMES:
+        family = get_family(name)
+        configs = sample_configs(family, problem, 5, rng)
+        assert configs[0] == family.space.default_config(problem, H100)
+        assert len({tuple(sorted(c.items())) for c in configs}) == len(configs)
+        if len(configs) < 5:  # only when the valid space has fewer points (listing it is slow)
+            assert len(configs) == len(family.space.points(problem, H100))
+        for config in configs:
+            assert family.space.is_valid(config, problem, H100)
+
+
+# ---- broken kernels must be caught ---------------------------------------------------------------
+
+NEGATIVE_PROBLEM = make_problem(N=2, C=5, H=9, W=7, K=11, R=3, S=3, padding=(1, 1, 0, 2))  # GEMM_M = 126
+# A single warp, so the run is quick; the family's defaults for any other parameter.
+NEGATIVE_TILES = {"BM": 32, "BN": 32, "BK": 8, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "SPLIT_K": 1}
+
+
+def _negative_plan():
+    family = get_family("implicit_gemm")
+    return family.plan(NEGATIVE_PROBLEM, {**family.space.default, **NEGATIVE_TILES})
+
+
+def _broken_plan(old: str, new: str):
+    """The negative plan with every `old` (which must occur) replaced by `new`."""
+    plan = _negative_plan()
+    assert old in plan.source, (
+        f"templates/implicit_gemm.cu.j2 changed: {old!r} no longer occurs; update this negative test")
+    return dataclasses.replace(plan, source=plan.source.replace(old, new))
+
+
+def test_unbroken_kernel_passes(seed):
+    check = verify_plan(_negative_plan(), np.random.default_rng(seed))
+    assert check.ok, check.message
+
+
+def test_off_by_one_in_the_gather_is_caught(seed):
+    # every filter row r reads input row r + 1 instead
+    plan = _broken_plan(" + r * DILATION_H;", " + (r + 1) * DILATION_H;")
+    check = verify_plan(plan, np.random.default_rng(seed))
+    assert check.status == "mismatch", check.message
+    assert check.error > 1e-2
+
+
+def test_missing_barrier_in_the_main_loop_is_caught(seed):
+    # GEMM_K = 45 spans 6 K tiles of 8: the loop's barrier guards 5 tile swaps.
+    plan = _broken_plan("            store_tile(stage ^ 1);\n        __syncthreads();\n",
+                        "            store_tile(stage ^ 1);\n")
+    check = verify_plan(plan, np.random.default_rng(seed))
+    assert check.status == "mismatch", check.message
+    assert "NaN" in check.message
+
+
+def test_out_of_bounds_store_is_a_fault(seed):
+    plan = _broken_plan("if (m >= GEMM_M)\n            continue;", "if (m > GEMM_M)\n            continue;")
+    check = verify_plan(plan, np.random.default_rng(seed))
+    assert check.status == "fault", check.message
+    assert "heap-buffer-overflow" in check.details
+
+
+# ---- the reference ------------------------------------------------------------------------------
+
+def naive_conv2d(problem: ConvProblem, x, w, bias):
+    """The definition, loop by loop (only for tiny shapes)."""
+    y = np.zeros(problem.output_shape)
+    top, _, left, _ = problem.padding
+    for n, k, p, q in itertools.product(*(range(d) for d in problem.output_shape)):
+        total = float(bias[k]) if bias is not None else 0.0
+        for c, r, s in itertools.product(range(problem.C), range(problem.R), range(problem.S)):
+            h = p * problem.stride[0] - top + r * problem.dilation[0]
+            v = q * problem.stride[1] - left + s * problem.dilation[1]
+            if 0 <= h < problem.H and 0 <= v < problem.W:
+                total += float(x[n, c, h, v]) * float(w[k, c, r, s])
+        y[n, k, p, q] = total
+    return y
+
+
+def test_reference_matches_the_definition_on_random_tiny_problems(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(12):
+        R, S = (int(v) for v in rng.integers(1, 4, size=2))
+        dilation = tuple(int(v) for v in rng.integers(1, 3, size=2))
+        padding = _pad_upto(rng, R, S)
+        H = int(rng.integers((R - 1) * dilation[0] + 1, 9))
+        W = int(rng.integers((S - 1) * dilation[1] + 1, 9))
+        problem = make_problem(N=int(rng.integers(1, 3)), C=int(rng.integers(1, 4)), H=H, W=W,
+                               K=int(rng.integers(1, 4)), R=R, S=S,
+                               stride=tuple(int(v) for v in rng.integers(1, 4, size=2)), dilation=dilation,
+                               padding=padding, bias=bool(rng.integers(0, 2)))
+        x, w, bias = random_inputs(problem, rng)
+        np.testing.assert_allclose(conv2d_reference(problem, x, w, bias), naive_conv2d(problem, x, w, bias),
+                                   rtol=1e-12, atol=1e-12, err_msg=problem.spec())
+
+
+def test_reference_identity_1x1():
+    problem = make_problem(N=2, C=3, H=4, W=5, K=3, R=1, S=1)
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(problem.input_shape)
+    w = np.eye(3, dtype=np.float32).reshape(3, 3, 1, 1)
+    np.testing.assert_array_equal(conv2d_reference(problem, x, w), x)
+
+
+def test_reference_box_filter_with_padding():
+    problem = make_problem(N=1, C=1, H=3, W=3, K=1, R=3, S=3, padding=1)
+    x = np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)
+    w = np.ones((1, 1, 3, 3), dtype=np.float32)
+    expected = [[12, 21, 16], [27, 45, 33], [24, 39, 28]]  # sums of each 3x3 neighbourhood
+    np.testing.assert_array_equal(conv2d_reference(problem, x, w)[0, 0], expected)
+
+
+def test_reference_dilation_and_stride():
+    problem = make_problem(N=1, C=1, H=5, W=5, K=1, R=2, S=2, dilation=2, stride=(1, 2))
+    x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    w = np.array([1, 10, 100, 1000], dtype=np.float32).reshape(1, 1, 2, 2)
+    # y[p, q] = x[p, 2q] + 10 x[p, 2q+2] + 100 x[p+2, 2q] + 1000 x[p+2, 2q+2]
+    expected = [[x[0, 0, p, 2 * q] + 10 * x[0, 0, p, 2 * q + 2] + 100 * x[0, 0, p + 2, 2 * q]
+                 + 1000 * x[0, 0, p + 2, 2 * q + 2] for q in range(2)] for p in range(3)]
+    assert problem.output_shape == (1, 1, 3, 2)
+    np.testing.assert_array_equal(conv2d_reference(problem, x, w)[0, 0], expected)
+
+
+def test_reference_asymmetric_padding_and_bias():
+    # top 1, bottom 0, left 0, right 2: a 1x2 filter [1, 1] adds each pixel to its right neighbour.
+    problem = make_problem(N=1, C=1, H=2, W=3, K=1, R=1, S=2, padding=(1, 0, 0, 2), bias=True)
+    x = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32).reshape(1, 1, 2, 3)
+    w = np.ones((1, 1, 1, 2), dtype=np.float32)
+    expected = np.array([[0, 0, 0, 0], [3, 5, 3, 0], [9, 11, 6, 0]]) + 0.5
+    np.testing.assert_array_equal(conv2d_reference(problem, x, w, np.array([0.5], np.float32))[0, 0], expected)
+
+
+def test_reference_same_padding_keeps_the_size():
+    problem = make_problem(N=1, C=2, H=7, W=6, K=3, R=4, S=3, padding="same")
+    assert problem.padding == (1, 2, 1, 1)  # the odd pixel goes to the bottom, as in TensorFlow
+    x, w, _ = random_inputs(problem, np.random.default_rng(0))
+    y = conv2d_reference(problem, x, w)
+    assert y.shape == (1, 3, 7, 6)
+    np.testing.assert_allclose(y, naive_conv2d(problem, x, w, None), rtol=1e-12, atol=1e-12)
+
+
+def test_reference_rejects_wrong_shapes():
+    problem = make_problem(N=1, C=2, H=5, W=5, K=3, R=3, S=3)
+    with pytest.raises(ValueError, match=r"w has shape \(3, 2, 3, 2\); the problem needs \(3, 2, 3, 3\)"):
+        conv2d_reference(problem, np.zeros((1, 2, 5, 5)), np.zeros((3, 2, 3, 2)))
+
+
+@pytest.mark.gpu
+def test_reference_and_comparison_run_on_cupy(seed):
+    """The GPU tuner reuses the reference and the comparison on CuPy arrays."""
+    import cupy
+
+    rng = np.random.default_rng(seed)
+    problem = PROBLEMS["3x3-C13-dilation2x1-stride1x2"](rng).with_(bias=True)
+    x, w, bias = random_inputs(problem, rng)
+    ref = conv2d_reference(problem, x, w, bias)
+    ref_gpu = conv2d_reference(problem, cupy.asarray(x), cupy.asarray(w), cupy.asarray(bias), xp=cupy)
+    assert isinstance(ref_gpu, cupy.ndarray) and ref_gpu.dtype == cupy.float64
+    np.testing.assert_allclose(cupy.asnumpy(ref_gpu), ref, rtol=1e-12, atol=1e-12)
+    out = cupy.asarray(ref.astype(np.float32))
+    outcome = check_result(out, ref_gpu)
+    assert outcome.ok and outcome.error < 1e-7
+    out[0, 1, 0, 0] = POISON
+    outcome = check_result(out, ref_gpu)
+    assert not outcome.ok and "first at [0, 1, 0, 0]" in outcome.message
+    out[0, 1, 0, 0] = float(ref[0, 1, 0, 0]) + 1.0
+    outcome = check_result(out, ref_gpu)
+    assert not outcome.ok and "largest difference at [0, 1, 0, 0]" in outcome.message
+
+
+def test_random_inputs_are_float32_and_nonzero():
+    problem = make_problem(N=2, C=3, H=5, W=4, K=6, R=3, S=1, bias=True)
+    x, w, bias = random_inputs(problem, np.random.default_rng(1))
+    for array, shape in ((x, problem.input_shape), (w, problem.weight_shape), (bias, (6,))):
+        assert array.dtype == np.float32 and array.shape == shape
+        assert np.all(array != 0) and np.all(np.abs(array) <= 1) and array.min() < 0 < array.max()
+    assert random_inputs(problem.with_(bias=False), np.random.default_rng(1))[2] is None
+
+
+# ---- the comparison -----------------------------------------------------------------------------
+
+def test_check_result_accepts_float32_rounding():
+    ref = np.random.default_rng(3).uniform(-1, 1, (2, 3, 4, 5))
+    outcome = check_result(ref.astype(np.float32), ref)
+    assert outcome.ok and outcome.error < 1e-7
+
+
+def test_check_result_reports_unwritten_elements():
+    ref = np.ones((1, 2, 3, 4))
+    out = ref.astype(np.float32)
+    out[0, 1, 2, 0] = POISON
+    outcome = check_result(out, ref)
+    assert not outcome.ok and outcome.error == float("inf")
+    assert "1 of 24 output elements are NaN or infinite (first at [0, 1, 2, 0]" in outcome.message
+
+
+def test_check_result_reports_the_largest_difference():
+    ref = np.ones((1, 1, 2, 2))
+    out = np.array([[[[1.0, 1.0], [1.1, 1.0]]]], dtype=np.float32)
+    outcome = check_result(out, ref)
+    assert not outcome.ok
+    assert outcome.error == pytest.approx(relative_l2_error(out, ref)) and outcome.error == pytest.approx(0.05, rel=1e-5)
+    assert "largest difference at [0, 0, 1, 0]" in outcome.message
+
+
+def test_check_result_tolerance_and_shape():
+    ref = np.ones((4, 4))
+    assert check_result((ref * (1 + 5e-6)).astype(np.float32), ref).ok
+    assert not check_result((ref * (1 + 5e-5)).astype(np.float32), ref).ok
+    assert not check_result(np.ones((4, 5), np.float32), ref).ok
+    assert not check_result(np.full((4, 4), np.inf, np.float32), ref).ok
+    assert relative_l2_error(np.zeros(3), np.zeros(3)) == 0.0
+
+
+# ---- autoconv verify --emulate ---------------------------------------------------------------------
+
+def test_verify_command_checks_every_family(capsys):
+    spec = "N=2,C=3,H=9,W=8,K=5,R=3,S=2,stride=2x1,pad=1:0:1:1,dilation=1,bias=1"
+    assert main(["verify", "--emulate", "--problem", spec, "--samples", "1", "--seed", "11"]) == 0
+    out = capsys.readouterr().out
+    for name in FAMILY_NAMES:
+        assert re.search(rf"^  {name}\s+{name}_\S+\s+error \d\.\d\de-\d\d  ok$", out, re.MULTILINE), out
+    assert f"summary: {len(FAMILY_NAMES)} config" in out and " 0 mismatch, 0 fault" in out
+
+
+def test_verify_command_fails_on_a_wrong_result(capsys, monkeypatch):
+    import autoconv.emulate
+    monkeypatch.setattr(autoconv.emulate, "emulate_plan",
+                        lambda plan, x, w, bias, **kw: np.full(plan.problem.output_shape, POISON, np.float32))
+    assert main(["verify", "--emulate", "--problem", "N=1,C=2,H=5,W=6,K=3,R=3,S=3", "--family", "implicit_gemm",
+                 "--samples", "1", "--seed", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "MISMATCH" in out and "are NaN or infinite" in out and "1 mismatch" in out
+
+
+def test_verify_without_emulate_says_what_to_use(capsys):
+    assert main(["verify", "--problem", "N=1,C=2,H=5,W=6,K=3,R=3,S=3"]) == 2
+    assert "`--emulate` runs on the CPU" in capsys.readouterr().err
