@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from autoconv.errors import SearchSpaceError
 from autoconv.families.base import BUFFER_NAMES, Family, KernelPlan, Launch
+from autoconv.families.direct import Direct
+from autoconv.families.im2col_gemm import Im2colGemm
 from autoconv.families.implicit_gemm import ImplicitGemm
 from autoconv.problem import did_you_mean
 
-_FAMILIES: dict[str, Family] = {family.name: family for family in (ImplicitGemm(),)}
+_FAMILIES: dict[str, Family] = {family.name: family for family in (Direct(), Im2colGemm(), ImplicitGemm())}
 
 FAMILY_NAMES = tuple(_FAMILIES)
 

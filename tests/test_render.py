@@ -1,0 +1,166 @@
+"""Every family renders: its default config for awkward problems, named and headed as the
+template conventions say, with launches that honour the backend contract; and the
+``autoconv render`` / ``autoconv space`` commands around it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from autoconv.cli import main
+from autoconv.device import H100
+from autoconv.families import BUFFER_NAMES, FAMILY_NAMES, get_family
+from autoconv.problem import parse_spec
+from autoconv.render import GENERATED_BANNER
+
+RENDER_PROBLEMS = (
+    "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1",
+    "N=1,C=1,H=9,W=40,K=3,R=1,S=7,pad=0:0:3:3,bias=1",
+    "N=3,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3",
+    "N=2,C=5,H=12,W=7,K=130,R=7,S=1,stride=1x2,pad=3:2:0:1,dilation=2x1,bias=1",
+    "N=1,C=64,H=7,W=7,K=9,R=5,S=5,pad=same,dilation=3",
+    "N=4,C=512,H=1,W=1,K=1000,R=1,S=1,bias=1",
+)
+
+#: A problem every family's default config fits as it is, so that the CLI tests need no
+#: enumeration of the space (which takes seconds for large spaces).
+CLI_PROBLEM = "N=4,C=32,H=33,W=35,K=96,R=3,S=3,stride=2x1,pad=1:0:1:1"
+
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def _neighbours(family, problem, count: int) -> list[dict]:
+    """Up to ``count`` valid configs that differ from the default in one parameter."""
+    default = dict(family.space.default)
+    found = []
+    for name, choices in family.space.params.items():
+        for choice in choices:
+            config = {**default, name: choice}
+            if choice != default[name] and family.space.is_valid(config, problem, H100):
+                found.append(config)
+                if len(found) == count:
+                    return found
+    return found
+
+
+def _kernel_definition(kernel: str) -> re.Pattern:
+    """``extern "C" __global__ void __launch_bounds__(...) <kernel>(``, spread over lines."""
+    return re.compile(r'extern "C" __global__ void __launch_bounds__\([\w, ]+\)\s*' + re.escape(kernel) + r"\(")
+
+
+@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+@pytest.mark.parametrize("spec", RENDER_PROBLEMS)
+def test_default_config_renders_by_the_conventions(family_name, spec):
+    family = get_family(family_name)
+    problem = parse_spec(spec)
+    plan = family.plan(problem)  # the default config, or the valid point nearest to it
+    config = plan.config
+    assert not family.space.violations(config, problem, H100)
+
+    header = plan.source.splitlines()[:5]
+    assert header[0] == f"// {GENERATED_BANNER}"
+    assert header[1] == f"// template: templates/{family.template}"
+    assert header[2] == f"// kernel:   {plan.name}"
+    assert header[3] == f"// problem:  {problem.spec()}"
+    assert json.loads(header[4].removeprefix("// config:   ")) == config
+    assert "{{" not in plan.source and "{%" not in plan.source, "unrendered Jinja2 left in the source"
+
+    assert plan.launches, "a plan launches at least one kernel"
+    for launch in plan.launches:
+        assert launch.kernel.startswith(plan.name)
+        assert len(_kernel_definition(launch.kernel).findall(plan.source)) == 1, launch.kernel
+        assert set(launch.args) <= set(BUFFER_NAMES) and len(set(launch.args)) == len(launch.args)
+        assert 1 <= launch.threads <= H100.max_threads_per_block
+        assert all(1 <= size <= limit for size, limit in zip(launch.grid, GRID_LIMITS)), launch.grid
+        assert 0 <= launch.shared_bytes <= H100.max_shared_bytes
+        if launch.shared_bytes:
+            assert "extern __shared__ __align__(16) unsigned char smem[];" in plan.source
+            assert f"== {launch.shared_bytes}, " in plan.source, "no static_assert on the shared memory size"
+
+    used = [name for launch in plan.launches for name in launch.args]
+    assert "x" in used and "w" in used and plan.launches[-1].args[-1] == "y"
+    assert ("bias" in used) == problem.bias
+    assert ("workspace" in used) == (plan.workspace_bytes > 0)
+
+
+@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+def test_kernel_names_encode_family_and_differ_between_configs(family_name):
+    family = get_family(family_name)
+    problem = parse_spec(CLI_PROBLEM)
+    configs = [dict(family.space.default)] + _neighbours(family, problem, 2)
+    assert len(configs) == 3
+    plans = [family.plan(problem, config) for config in configs]
+    names = {plan.name for plan in plans}
+    assert len(names) == len(configs), names
+    for plan in plans:
+        assert plan.name.startswith(f"{family_name}_f32_")
+        assert plan.name.isidentifier()
+        for name, value in plan.config.items():
+            assert f"{name}{value}" in plan.name
+    kernels = [launch.kernel for plan in plans for launch in plan.launches]
+    assert len(set(kernels)) == len(kernels)
+
+
+@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+def test_render_command_prints_the_source(family_name, capsys):
+    family = get_family(family_name)
+    problem = parse_spec(CLI_PROBLEM)
+    assert main(["render", family_name, "--problem", CLI_PROBLEM]) == 0
+    assert capsys.readouterr().out == family.plan(problem).source
+
+    # A valid config other than the default, given parameter by parameter.
+    (config,) = _neighbours(family, problem, 1)
+    params = [arg for name, value in config.items() for arg in ("--param", f"{name}={value}")]
+    assert main(["render", family_name, "--problem", CLI_PROBLEM, *params]) == 0
+    out = capsys.readouterr().out
+    assert out == family.plan(problem, config).source
+    assert out.startswith(f"// {GENERATED_BANNER}") and json.dumps(config) in out
+
+
+@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+def test_render_command_names_the_broken_constraint(family_name, capsys):
+    family = get_family(family_name)
+    problem = parse_spec(CLI_PROBLEM)
+    # The first combination of valid choices that breaks a constraint.
+    config, broken = next((c, v) for c in family.space.all_configs()
+                          if (v := family.space.violations(c, problem, H100)))
+    params = [arg for name, value in config.items() for arg in ("--param", f"{name}={value}")]
+    assert main(["render", family_name, "--problem", CLI_PROBLEM, *params]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("autoconv render: error:")
+    assert "Traceback" not in captured.err
+    for reason in broken:
+        assert reason in captured.err
+    constraint = next(c for c in family.space.constraints if c.expression.text in broken[0])
+    assert constraint.why and constraint.why in captured.err
+
+
+@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+def test_render_command_rejects_unknown_parameters_and_choices(family_name, capsys):
+    family = get_family(family_name)
+    name, choices = next(iter(family.space.params.items()))
+    spec = CLI_PROBLEM
+    assert main(["render", family_name, "--problem", spec, "--param", f"{name.lower()}=1"]) == 2
+    err = capsys.readouterr().err
+    assert f"unknown parameter '{name.lower()}'" in err and f"did you mean '{name}'" in err
+
+    bad_value = max(c for c in choices if isinstance(c, int)) * 2 + 1
+    assert main(["render", family_name, "--problem", spec, "--param", f"{name}={bad_value}"]) == 2
+    assert f"{name}={bad_value} is not one of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+def test_space_command_lists_exactly_the_valid_points(family_name, capsys):
+    family = get_family(family_name)
+    spec = RENDER_PROBLEMS[3]
+    points = family.space.points(parse_spec(spec), H100)
+    assert main(["space", family_name, "--problem", spec, "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{family_name}: {len(points)} valid configurations of ")
+    listed = lines[1:]
+    assert len(listed) == len(points) > 0
+    assert listed[0].split() == [f"{name}={value}" for name, value in points[0].items()]
