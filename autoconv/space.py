@@ -137,9 +137,65 @@ class SearchSpace:
 
     def points(self, problem: ConvProblem, device: DeviceLimits,
                workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> list[dict[str, object]]:
-        """Exactly the valid configurations for this problem and device."""
-        return [config for config in self.all_configs()
-                if self.is_valid(config, problem, device, workspace_limit)]
+        """Exactly the valid configurations for this problem and device, in the order of
+        :meth:`all_configs`.
+
+        A depth-first walk over the parameters in file order: each derived value is
+        computed, and each constraint checked, as soon as the parameters it depends on are
+        bound, so a constraint that fails early prunes every combination below it. The
+        result is the same as filtering :meth:`all_configs` with :meth:`is_valid`.
+        """
+        names = list(self.params)
+        stages = self._stages()
+        base: dict[str, object] = {**problem_variables(problem), **device.variables(),
+                                   "workspace_limit_bytes": workspace_limit}
+        found: list[dict[str, object]] = []
+
+        def walk(depth: int, values: dict[str, object]) -> None:
+            if depth == len(names):
+                found.append({name: values[name] for name in names})
+                return
+            derived, constraints = stages[depth]
+            for choice in self.params[names[depth]]:
+                bound = dict(values)
+                bound[names[depth]] = choice
+                try:
+                    for name, expression in derived:
+                        bound[name] = expression.evaluate(bound)
+                    if not all(constraint.expression.evaluate(bound) for constraint in constraints):
+                        continue
+                except ExpressionError:
+                    # Something here relies on a constraint not yet checked (a divisor it
+                    # keeps non-zero, say): decide this subtree point by point, as is_valid does.
+                    below = names[depth + 1:]
+                    for rest in itertools.product(*(self.params[n] for n in below)):
+                        config = {n: bound[n] for n in names[:depth + 1]} | dict(zip(below, rest))
+                        if self.is_valid(config, problem, device, workspace_limit):
+                            found.append(config)
+                    continue
+                walk(depth + 1, bound)
+
+        walk(0, base)
+        return found
+
+    def _stages(self) -> list[tuple[list[tuple[str, Expression]], list[Constraint]]]:
+        """For each parameter depth, the derived values and constraints that become
+        computable once the parameters up to that depth are bound (file order kept)."""
+        names = list(self.params)
+        params_of: dict[str, set[str]] = {name: {name} for name in names}
+        for name, expression in self.derived.items():
+            params_of[name] = set().union(set(), *(params_of.get(n, set()) for n in expression.names))
+
+        def depth_of(expression: Expression) -> int:
+            params = set().union(set(), *(params_of.get(n, set()) for n in expression.names))
+            return max((names.index(p) for p in params), default=0)
+
+        stages: list[tuple[list, list]] = [([], []) for _ in names]
+        for name, expression in self.derived.items():
+            stages[depth_of(expression)][0].append((name, expression))
+        for constraint in self.constraints:
+            stages[depth_of(constraint.expression)][1].append(constraint)
+        return stages
 
     def default_config(self, problem: ConvProblem, device: DeviceLimits,
                        workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> dict[str, object]:
