@@ -4,4 +4,12 @@ __version__ = "0.1.0"
 
 from autoconv.problem import ConvProblem, make_problem, parse_spec  # noqa: E402
 
-__all__ = ["ConvProblem", "__version__", "make_problem", "parse_spec"]
+__all__ = ["ConvProblem", "__version__", "conv2d", "make_problem", "parse_spec"]
+
+
+def __getattr__(name: str):
+    # autoconv.conv2d is imported on first use, so `import autoconv` never needs CuPy.
+    if name == "conv2d":
+        from autoconv.runtime import conv2d
+        return conv2d
+    raise AttributeError(f"module 'autoconv' has no attribute {name!r}")

@@ -190,8 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("config", help="a YAML config, e.g. examples/resnet50.yaml")
     bench.add_argument("--no-tune", action="store_true",
                        help="refuse to tune: a problem without a cached winner is an error")
-    bench.add_argument("--out", default="results.json", metavar="FILE",
-                       help="where to write the results JSON (default results.json)")
+    bench.add_argument("--out", metavar="FILE",
+                       help="where to write the results JSON (default: results.json in the config's "
+                            "results folder)")
     bench.add_argument("--rounds", type=int, default=3, metavar="R",
                        help="alternating autoconv/cuDNN measurement rounds per problem (default 3)")
     bench.add_argument("--samples", type=int, default=7, metavar="S",
@@ -203,8 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
         "report", help="write report.md, CSV, JSON and plots from a results JSON of `autoconv bench`")
     report.add_argument("--results", default="results.json", metavar="FILE",
                         help="results JSON written by `autoconv bench` (default results.json)")
-    report.add_argument("--out", default="report", metavar="DIR",
-                        help="folder to write the report into (default report/)")
+    report.add_argument("--out", metavar="DIR",
+                        help="folder to write the report into (default: the results file's folder)")
     report.add_argument("--no-plots", action="store_true",
                         help="tables only (no matplotlib needed)")
     report.set_defaults(handler=cmd_report)

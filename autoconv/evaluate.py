@@ -1,0 +1,257 @@
+"""What evaluating one candidate kernel yields, and the interface every backend offers.
+
+A candidate is a :class:`~autoconv.families.KernelPlan`. A backend turns it into a
+:class:`TrialResult`: compile, check its resources against the device, run it once on
+poisoned outputs and compare with the float64 reference, then time it. Every *expected*
+failure of a candidate (it does not compile, needs more registers than the device has,
+computes a wrong result, faults, hangs) is a result with a :class:`Status` and a reason,
+never an exception; exceptions are for bugs and misuse, and they propagate.
+
+Backends:
+
+- :class:`autoconv.gpu.CupyBackend`: NVRTC in a pool of compiler processes, one GPU
+  worker process that is replaced when a candidate kills it (see :mod:`autoconv.gpu`).
+- :class:`FakeBackend` (here): deterministic synthetic timings, no GPU and no compiler;
+  the tuner's tests and ``AUTOCONV_BACKEND=fake autoconv tune`` use it.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import time
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Callable, Mapping
+
+from autoconv.device import H100, DeviceLimits
+from autoconv.families import KernelPlan
+
+
+class Status(str, enum.Enum):
+    """The outcome of one candidate. Only ``OK`` has a time."""
+
+    OK = "ok"
+    INVALID = "invalid"                  # breaks a search-space constraint: never compiled
+    COMPILE_FAILED = "compile_failed"    # the compiler rejected the source (or timed out)
+    OUT_OF_RESOURCES = "out_of_resources"  # registers/threads/shared memory beyond the device
+    SPILLS = "spills"                    # uses local memory (register spills): rejected untimed
+    WRONG_RESULT = "wrong_result"        # ran, but the output differs from the reference
+    RUNTIME_FAILED = "runtime_failed"    # a CUDA error while running (illegal address...)
+    TIMEOUT = "timeout"                  # ran past the per-candidate time limit (a hang)
+
+    @property
+    def failed(self) -> bool:
+        return self is not Status.OK
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """One candidate's evaluation.
+
+    ``time_ms`` is the median time of one execution of the plan (all its launches) and
+    ``tflops`` the problem's FLOPs over it; both are None unless ``status`` is OK.
+    ``compile_s`` is compiler time (in a compiler process), ``run_s`` GPU-worker time
+    (load, verify, time). Resource fields are the largest over the plan's kernels.
+    """
+
+    status: Status
+    reason: str = ""
+    kernel_name: str = ""
+    time_ms: float | None = None
+    tflops: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    error: float | None = None           # relative L2 error against the reference
+    compile_s: float = 0.0
+    run_s: float = 0.0
+    registers: int | None = None
+    spill_bytes: int | None = None
+    shared_bytes: int | None = None      # static + dynamic, per block, largest launch
+    workspace_bytes: int = 0
+    source_hash: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values (the status as its string)."""
+        data = asdict(self)
+        data["status"] = self.status.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TrialResult":
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["status"] = Status(values["status"])
+        return cls(**values)
+
+    def with_(self, **changes) -> "TrialResult":
+        return replace(self, **changes)
+
+
+def failed(plan: KernelPlan, status: Status, reason: str, **extra) -> TrialResult:
+    """A failure result for ``plan``, naming its kernel."""
+    return TrialResult(status=status, reason=reason, kernel_name=plan.name,
+                       workspace_bytes=plan.workspace_bytes, source_hash=plan.source_hash, **extra)
+
+
+@dataclass(frozen=True)
+class BackendIdentity:
+    """What a measurement depends on besides the kernel: part of cache keys and study names."""
+
+    gpu_name: str
+    compute_capability: tuple[int, int]
+    cuda_runtime: int   # e.g. 13000 for CUDA 13.0
+    cuda_driver: int
+    backend: str        # "cupy", "fake"
+
+    @property
+    def compute_capability_str(self) -> str:
+        return f"{self.compute_capability[0]}.{self.compute_capability[1]}"
+
+
+class Ticket:
+    """A candidate handed to :meth:`Backend.submit`, to be passed to :meth:`Backend.result`."""
+
+    def __init__(self, plan: KernelPlan):
+        self.plan = plan
+
+
+class Backend(ABC):
+    """Evaluates candidate plans on one device.
+
+    Contract:
+
+    - :attr:`device` are the limits the search spaces are evaluated against (the real
+      device's, read off it) and :attr:`identity` what the timings depend on.
+    - ``ticket = submit(plan, seed=None)`` starts any work that needs no GPU
+      (compilation) and returns at once; several submitted plans may compile in
+      parallel. ``seed`` selects other verification inputs than the problem's usual
+      ones (the tuner re-verifies its winner on fresh inputs).
+    - ``result(ticket)`` finishes that candidate (waits for its compilation, then runs
+      it on the device) and returns its :class:`TrialResult`. Results are asked for in
+      submission order; each ticket is redeemed exactly once.
+    - A candidate's failure is a result; a backend stays usable after any candidate
+      (a crashed worker is replaced). Exceptions mean a bug or an unusable device.
+    - ``close()`` releases processes and memory; backends are context managers.
+    """
+
+    device: DeviceLimits
+    identity: BackendIdentity
+
+    @abstractmethod
+    def submit(self, plan: KernelPlan, *, seed: int | None = None) -> Ticket:
+        ...
+
+    @abstractmethod
+    def result(self, ticket: Ticket) -> TrialResult:
+        ...
+
+    def evaluate(self, plan: KernelPlan, *, seed: int | None = None) -> TrialResult:
+        """Submit one plan and wait for its result."""
+        return self.result(self.submit(plan, seed=seed))
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ---- the fake backend: deterministic timings without a GPU ----------------------------------
+
+FAKE_IDENTITY = BackendIdentity(gpu_name="Fake GPU (autoconv tests)", compute_capability=H100.compute_capability,
+                                cuda_runtime=0, cuda_driver=0, backend="fake")
+
+
+def _unit_hash(*parts: object) -> float:
+    """A stable number in [0, 1) from ``parts``."""
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
+    return int.from_bytes(digest[:8], "little") / 2**64
+
+
+class FakeBackend(Backend):
+    """Synthetic, deterministic timings: a landscape with structure a sampler can learn.
+
+    A plan's time is ``base(problem) * family factor * product of per-parameter
+    factors``, each factor a stable hash of (family, parameter, value) mapped to
+    [1, 2): the same config always gets the same time, neighbouring values differ, and
+    the optimum is a definite point. Nothing is compiled or run.
+
+    Args:
+        device: the limits the search spaces see (default: the H100's).
+        fail: ``fail(plan) -> (Status, reason) | None``: inject failures (a compile
+            error, a wrong result, a hang...) for chosen candidates.
+        delay_s: sleep this long per result (for tests of the seconds budget).
+
+    ``evaluated`` lists every plan whose result was asked for, in order.
+    """
+
+    def __init__(self, device: DeviceLimits = H100, *,
+                 fail: Callable[[KernelPlan], tuple[Status, str] | None] | None = None,
+                 delay_s: float = 0.0):
+        self.device = device
+        self.identity = FAKE_IDENTITY
+        self._fail = fail
+        self._delay_s = delay_s
+        self.evaluated: list[KernelPlan] = []
+
+    def submit(self, plan: KernelPlan, *, seed: int | None = None) -> Ticket:
+        return Ticket(plan)
+
+    def result(self, ticket: Ticket) -> TrialResult:
+        plan = ticket.plan
+        self.evaluated.append(plan)
+        if self._delay_s:
+            time.sleep(self._delay_s)
+        injected = self._fail(plan) if self._fail else None
+        if injected is not None:
+            status, reason = injected
+            return failed(plan, status, reason, compile_s=0.01, run_s=0.001)
+        time_ms = self.synthetic_time_ms(plan)
+        return TrialResult(status=Status.OK, reason="synthetic timing", kernel_name=plan.name,
+                           time_ms=time_ms, min_ms=time_ms, max_ms=time_ms, error=0.0,
+                           tflops=plan.problem.flops / (time_ms * 1e-3) / 1e12,
+                           compile_s=0.01, run_s=0.001, registers=64, spill_bytes=0,
+                           shared_bytes=max((launch.shared_bytes for launch in plan.launches), default=0),
+                           workspace_bytes=plan.workspace_bytes, source_hash=plan.source_hash)
+
+    @staticmethod
+    def synthetic_time_ms(plan: KernelPlan) -> float:
+        base = plan.problem.flops / 20e12 * 1e3  # 20 TFLOP/s
+        factor = 1.0 + _unit_hash("family", plan.family)
+        for name, value in sorted(plan.config.items()):
+            factor *= 1.0 + _unit_hash(plan.family, name, value)
+        return base * factor
+
+
+#: Environment variable choosing the backend of ``autoconv tune``: ``cupy`` (default)
+#: or ``fake`` (synthetic timings, no GPU: for testing the search and the CLI).
+BACKEND_VARIABLE = "AUTOCONV_BACKEND"
+
+
+def make_backend(device_id: int = 0, *, seed: int = 0, **options) -> Backend:
+    """The backend ``autoconv tune`` uses: the CuPy GPU backend, unless
+    ``$AUTOCONV_BACKEND`` says ``fake``.
+
+    Raises:
+        BackendUnavailable: no CuPy or no usable GPU (for the CuPy backend).
+    """
+    import os
+
+    from autoconv.errors import BackendUnavailable
+
+    kind = os.environ.get(BACKEND_VARIABLE, "cupy").strip().lower()
+    if kind == "fake":
+        return FakeBackend()
+    if kind != "cupy":
+        raise BackendUnavailable(f"{BACKEND_VARIABLE}={kind!r}: expected 'cupy' or 'fake'")
+    from autoconv.gpu.backend import CupyBackend
+    return CupyBackend(device_id, seed=seed, **options)

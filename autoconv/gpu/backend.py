@@ -1,0 +1,297 @@
+"""The tuner's GPU backend: NVRTC compiler processes ahead, one supervised GPU worker.
+
+:class:`CupyBackend` implements :class:`autoconv.evaluate.Backend`. ``submit`` hands the
+source to the :class:`~autoconv.gpu.compiler.CompilePool` at once; ``result`` waits for
+the cubin and has the GPU worker (:mod:`autoconv.gpu.worker`) verify and time it.
+
+Crash isolation lives in :class:`GpuWorker`: the worker process is the only one with a
+CUDA context. When a candidate poisons that context (the worker reports a sticky CUDA
+error and exits), kills the process outright, or runs past the per-candidate time limit
+(a hang: the parent kills the worker), the candidate is recorded as failed with the
+reason and the next request starts a fresh worker. The tuning run goes on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import multiprocessing
+import queue
+import threading
+import time
+import zlib
+
+from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.evaluate import Backend, Status, Ticket, TrialResult, failed
+from autoconv.families import KernelPlan
+from autoconv.gpu.compiler import DEFAULT_COMPILE_TIMEOUT_S, CompileJob, CompilePool
+from autoconv.gpu.device import INSTALL_HINT
+from autoconv.gpu.worker import WorkerOptions, worker_main
+
+#: Seconds one candidate (load, verify, time) may take before it counts as hung.
+DEFAULT_CANDIDATE_TIMEOUT_S = 30.0
+#: Seconds for a worker to start (import CuPy, create the CUDA context).
+STARTUP_TIMEOUT_S = 180.0
+#: Seconds to prepare a problem's inputs and float64 reference.
+PROBLEM_TIMEOUT_S = 300.0
+
+
+class WorkerFailure(RuntimeError):
+    """A bug inside the GPU worker (not a candidate's failure): carries its traceback."""
+
+
+class GpuWorker:
+    """Supervises one GPU worker process, restarting it whenever it is lost."""
+
+    def __init__(self, options: WorkerOptions, candidate_timeout_s: float = DEFAULT_CANDIDATE_TIMEOUT_S):
+        self.options = options
+        self.candidate_timeout_s = candidate_timeout_s
+        self._context = multiprocessing.get_context("spawn")
+        self._process = None
+        self._connection = None
+        self._problem = None  # (problem, seed) the live worker holds
+        self.limits = None
+        self.identity = None
+        self.restarts = 0
+
+    # ---- life cycle ----------------------------------------------------------------
+    def start(self) -> None:
+        """Start a worker and wait until it has a CUDA context.
+
+        Raises:
+            BackendUnavailable: no CuPy or no usable GPU (the worker's own words).
+        """
+        parent, child = self._context.Pipe()
+        process = self._context.Process(target=worker_main, args=(child, self.options),
+                                        name="autoconv-gpu-worker", daemon=True)
+        process.start()
+        child.close()  # so that the parent sees EOF when the worker dies
+        self._process, self._connection, self._problem = process, parent, None
+        try:
+            reply = self._receive(STARTUP_TIMEOUT_S, "starting")
+        except EOFError:
+            why = self._exit_description()
+            self._reap()
+            raise BackendUnavailable(f"the GPU worker exited while starting ({why})") from None
+        if reply is None:
+            self._kill()
+            raise BackendUnavailable(f"the GPU worker did not start within {STARTUP_TIMEOUT_S:g} s")
+        kind, payload = reply[0], reply[1]
+        if kind == "unavailable":
+            self._reap()
+            raise BackendUnavailable(payload)
+        if kind != "ready":
+            self._reap()
+            raise WorkerFailure(f"the GPU worker failed to start: {payload}")
+        self.limits, self.identity = payload
+
+    def close(self) -> None:
+        if self._process is None:
+            return
+        try:
+            self._connection.send(("shutdown", None))
+        except (OSError, BrokenPipeError):
+            pass
+        self._process.join(timeout=10)
+        if self._process.is_alive():
+            self._kill()
+        self._reap()
+
+    def _kill(self) -> None:
+        process = self._process
+        if process is not None and process.is_alive():
+            process.kill()
+            process.join(timeout=30)
+
+    def kill(self) -> None:
+        """End the worker now (from another thread: the one waiting on it sees it die)."""
+        self._kill()
+
+    def _reap(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+        if self._process is not None:
+            self._process.join(timeout=30)
+        self._process = self._connection = self._problem = None
+
+    def _receive(self, timeout: float, doing: str):
+        """The worker's next message; None on timeout. Raises EOFError when it died,
+        WorkerFailure when it reports a bug."""
+        if not self._connection.poll(timeout):
+            return None
+        reply = self._connection.recv()
+        if reply[0] == "error":
+            self._kill()
+            self._reap()
+            raise WorkerFailure(f"the GPU worker failed while {doing} (a bug in autoconv):\n{reply[1]}")
+        return reply
+
+    def _exit_description(self) -> str:
+        self._process.join(timeout=30)
+        code = self._process.exitcode
+        if code is None:
+            return "it stopped answering"
+        if code < 0:
+            return f"it was killed by signal {-code}"
+        return f"it exited with status {code}"
+
+    # ---- requests ------------------------------------------------------------------
+    def evaluate(self, plan: KernelPlan, cubin: bytes, compile_s: float, seed: int) -> TrialResult:
+        """Verify and time ``plan`` in the worker; a lost or hung worker is a failed
+        result (and replaced for the next candidate)."""
+        if self._process is None:
+            self.start()
+            self.restarts += 1
+        if self._problem != (plan.problem, seed):
+            self._prepare(plan.problem, seed)
+        started = time.perf_counter()
+        try:
+            self._connection.send(("evaluate", (plan, cubin, compile_s)))
+            reply = self._receive(self.candidate_timeout_s, f"evaluating {plan.name}")
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            why = self._exit_description()
+            self._reap()
+            return failed(plan, Status.RUNTIME_FAILED,
+                          f"the GPU worker died while running this candidate ({why}); a fresh "
+                          "worker takes the next one", compile_s=compile_s, run_s=time.perf_counter() - started)
+        if reply is None:
+            self._kill()
+            self._reap()
+            return failed(plan, Status.TIMEOUT,
+                          f"no result within the per-candidate limit of {self.candidate_timeout_s:g} s "
+                          "(a hang?); the GPU worker was killed and is replaced",
+                          compile_s=compile_s, run_s=time.perf_counter() - started)
+        _, data, fatal = reply
+        if fatal:
+            # The worker exits by itself (EXIT_CONTEXT_LOST) after a sticky CUDA error.
+            self._process.join(timeout=30)
+            self._kill()
+            self._reap()
+        return TrialResult.from_dict(data)
+
+    def _prepare(self, problem, seed: int) -> None:
+        try:
+            self._connection.send(("problem", (problem, seed)))
+            reply = self._receive(PROBLEM_TIMEOUT_S, f"preparing inputs for {problem.shape_str()}")
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            why = self._exit_description()
+            self._reap()
+            raise WorkerFailure(f"the GPU worker died while preparing {problem.shape_str()} ({why})") from None
+        if reply is None:
+            self._kill()
+            self._reap()
+            raise WorkerFailure(f"preparing the inputs and reference of {problem.shape_str()} took more "
+                                f"than {PROBLEM_TIMEOUT_S:g} s")
+        if reply[0] == "problem_failed":
+            self._problem = None  # the worker holds no problem now
+            raise AutoconvError(f"cannot tune {problem.shape_str()} on this GPU: {reply[1]}")
+        self._problem = (problem, seed)
+
+
+class CupyTicket(Ticket):
+    def __init__(self, plan: KernelPlan, job: CompileJob, seed: int):
+        super().__init__(plan)
+        self.job = job
+        self.seed = seed
+        self.done = threading.Event()
+        self.value: TrialResult | None = None
+        self.error: BaseException | None = None
+
+
+class CupyBackend(Backend):
+    """Candidates compiled by NVRTC in ``compile_workers`` processes and run by one GPU
+    worker process on CUDA device ``device_id``.
+
+    A dispatcher thread takes submitted candidates in order, waits for each one's cubin
+    and has the GPU worker evaluate it, so the GPU works while the caller asks and tells
+    its sampler; :meth:`result` waits for a candidate's turn.
+
+    Args:
+        device_id: the CUDA device.
+        compile_workers: compiler processes (default: one per core, less one).
+        candidate_timeout_s: a candidate's load + verify + time limit (a hang beyond).
+        compile_timeout_s: one compilation's limit.
+        samples: timed graph replays per candidate (the median is reported).
+        seed: seed of the verification inputs (each problem gets its own from it).
+
+    Raises:
+        BackendUnavailable: CuPy is not installed or there is no usable GPU.
+    """
+
+    def __init__(self, device_id: int = 0, *, compile_workers: int | None = None,
+                 candidate_timeout_s: float = DEFAULT_CANDIDATE_TIMEOUT_S,
+                 compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S, samples: int = 7, seed: int = 0):
+        if importlib.util.find_spec("cupy") is None:
+            raise BackendUnavailable(f"the GPU backend needs CuPy, which is not installed; {INSTALL_HINT}")
+        self.seed = seed
+        self._worker = GpuWorker(WorkerOptions(device_id=device_id, samples=samples), candidate_timeout_s)
+        self._worker.start()
+        self.device = self._worker.limits
+        self.identity = self._worker.identity
+        self._compiler = CompilePool(self.device.arch, compile_workers, compile_timeout_s)
+        self._queue: queue.Queue[CupyTicket | None] = queue.Queue()
+        self._dispatcher = threading.Thread(target=self._dispatch, name="autoconv-gpu-dispatch", daemon=True)
+        self._dispatcher.start()
+        self._closed = False
+
+    @property
+    def worker_restarts(self) -> int:
+        """Fresh GPU workers started after the first (one per lost or hung candidate)."""
+        return self._worker.restarts
+
+    def problem_seed(self, problem, seed: int | None = None) -> int:
+        """The seed of ``problem``'s verification inputs: stable per problem."""
+        base = self.seed if seed is None else seed
+        return (base * 1_000_003 + zlib.crc32(problem.key().encode())) % 2**32
+
+    def submit(self, plan: KernelPlan, *, seed: int | None = None) -> CupyTicket:
+        """Start compiling ``plan`` and queue it for the GPU; ``seed`` picks other
+        verification inputs than the problem's usual ones (the final re-verification of
+        a winner uses this)."""
+        if self._closed:
+            raise RuntimeError("the backend is closed")
+        ticket = CupyTicket(plan, self._compiler.submit(plan.source, plan.name),
+                            self.problem_seed(plan.problem, seed))
+        self._queue.put(ticket)
+        return ticket
+
+    def result(self, ticket: CupyTicket) -> TrialResult:
+        ticket.done.wait()
+        if ticket.error is not None:
+            raise ticket.error
+        return ticket.value
+
+    def _dispatch(self) -> None:
+        while True:
+            ticket = self._queue.get()
+            if ticket is None:
+                return
+            try:
+                ticket.value = self._run(ticket)
+            except BaseException as err:  # handed to the caller of result(), who raises it
+                ticket.error = err
+            finally:
+                ticket.done.set()
+
+    def _run(self, ticket: CupyTicket) -> TrialResult:
+        if self._closed:
+            return failed(ticket.plan, Status.RUNTIME_FAILED, "not run: the backend was closed")
+        compiled = self._compiler.result(ticket.job)
+        if not compiled.ok:
+            return failed(ticket.plan, Status.COMPILE_FAILED, compiled.reason(), compile_s=compiled.seconds)
+        if self._closed:
+            return failed(ticket.plan, Status.RUNTIME_FAILED, "not run: the backend was closed",
+                          compile_s=compiled.seconds)
+        return self._worker.evaluate(ticket.plan, compiled.cubin, compiled.seconds, ticket.seed)
+
+    def close(self) -> None:
+        """Stop: candidates not yet on the GPU are not run; one running is cut short."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._dispatcher.join(timeout=1.0)
+        if self._dispatcher.is_alive():
+            self._worker.kill()  # a candidate is running: do not wait for it
+            self._dispatcher.join(timeout=60)
+        self._compiler.close()
+        self._worker.close()

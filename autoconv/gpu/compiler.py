@@ -1,0 +1,226 @@
+"""CUDA source to cubin with NVRTC (through CuPy's bindings), in a pool of processes.
+
+NVRTC compiles for the device's own architecture (``-arch=sm_XX``), so the cubin holds
+machine code and loading it costs no JIT. Compiling needs no GPU and no CUDA context:
+the tuner compiles the next candidates in :class:`CompilePool`'s processes while the GPU
+worker verifies and times the current one.
+
+A source the compiler rejects is an expected outcome (:class:`CompileOutcome` with
+``ok=False`` and the compiler's log), not an exception.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import shutil
+import threading
+import time
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+#: Flags for every candidate: C++17 (the templates use constexpr lambdas and
+#: ``if constexpr``); no fast-math, which would change float32 results.
+NVRTC_FLAGS = ("-std=c++17",)
+#: Seconds one compilation may take before it counts as failed.
+DEFAULT_COMPILE_TIMEOUT_S = 300.0
+#: Lines of the compiler log kept in a failure's reason.
+LOG_LINES_IN_REASON = 12
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    ok: bool
+    cubin: bytes
+    log: str
+    seconds: float
+
+    def reason(self) -> str:
+        """The first lines of the compiler log that say what is wrong."""
+        lines = [line for line in self.log.splitlines() if line.strip()]
+        errors = [line for line in lines if "error" in line.lower()] or lines
+        shown = errors[:LOG_LINES_IN_REASON]
+        more = len(errors) - len(shown)
+        return "\n".join(shown) + (f"\n... ({more} more lines)" if more > 0 else "")
+
+
+@lru_cache(maxsize=1)
+def cuda_include_dirs() -> tuple[str, ...]:
+    """Folders with the CUDA headers templates may include (``mma.h``,
+    ``cuda_pipeline.h``): CuPy's CUDA path, ``$CUDA_PATH``/``$CUDA_HOME``, nvcc's
+    toolkit, ``/usr/local/cuda``; the first that has ``cuda_runtime.h``."""
+    candidates: list[Path] = []
+    try:
+        import cupy
+        cuda_path = cupy.cuda.get_cuda_path()
+        if cuda_path:
+            candidates.append(Path(cuda_path) / "include")
+    except ImportError:
+        pass
+    for variable in ("CUDA_PATH", "CUDA_HOME"):
+        if os.environ.get(variable):
+            candidates.append(Path(os.environ[variable]) / "include")
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(Path(nvcc).resolve().parent.parent / "include")
+    candidates.append(Path("/usr/local/cuda/include"))
+    for folder in candidates:
+        if (folder / "cuda_runtime.h").is_file():
+            return (str(folder),)
+    return ()
+
+
+def nvrtc_options(arch: str) -> tuple[str, ...]:
+    return (f"-arch={arch}", *NVRTC_FLAGS, *(f"-I{folder}" for folder in cuda_include_dirs()))
+
+
+def compile_source(source: str, arch: str, name: str = "kernel") -> CompileOutcome:
+    """Compile ``source`` to a cubin for ``arch`` (e.g. ``sm_90``) with NVRTC.
+
+    Returns an outcome with ``ok=False`` and the compiler log when NVRTC rejects the
+    source. Raises :class:`~autoconv.errors.BackendUnavailable` without CuPy.
+    """
+    from autoconv.gpu.device import require_cupy
+
+    require_cupy()
+    from cupy_backends.cuda.libs import nvrtc
+
+    started = time.perf_counter()
+    program = nvrtc.createProgram(source, f"{name}.cu", [], [])
+    try:
+        try:
+            nvrtc.compileProgram(program, list(nvrtc_options(arch)))
+        except nvrtc.NVRTCError as err:
+            log = _text(nvrtc.getProgramLog(program)) or str(err)
+            return CompileOutcome(False, b"", log, time.perf_counter() - started)
+        cubin = bytes(nvrtc.getCUBIN(program))
+        log = _text(nvrtc.getProgramLog(program))
+    finally:
+        nvrtc.destroyProgram(program)
+    return CompileOutcome(True, cubin, log, time.perf_counter() - started)
+
+
+def _text(value) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else (value or "")
+
+
+def _warm_up() -> None:
+    """Pool initializer: import CuPy and find the headers once per process, so the
+    first candidate's compile time is the compiler's alone."""
+    from autoconv.gpu.device import require_cupy
+
+    require_cupy()
+    cuda_include_dirs()
+
+
+def default_workers() -> int:
+    """One compiler per core, less one for the GPU worker (NVRTC is single-threaded)."""
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+class CompileJob:
+    """A source submitted to a :class:`CompilePool`."""
+
+    def __init__(self, source: str, name: str):
+        self.source = source
+        self.name = name
+        self.future: concurrent.futures.Future | None = None
+        self.submitted = 0.0
+        self.restarts = 0
+        self.outcome: CompileOutcome | None = None
+
+
+class CompilePool:
+    """Compiles sources for one architecture in ``workers`` processes (spawned, so no
+    CUDA state is inherited), ahead of when their results are needed.
+
+    A compilation that runs past ``timeout_s`` fails (the pool is restarted to free its
+    process); a compiler process that dies fails the job it ran after one retry.
+    ``submit`` and ``result`` may be called from different threads.
+    """
+
+    def __init__(self, arch: str, workers: int | None = None,
+                 timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S):
+        self.arch = arch
+        self.workers = workers or default_workers()
+        self.timeout_s = timeout_s
+        self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+        self._pending: list[CompileJob] = []
+        self._lock = threading.Lock()  # guards the executor and the pending list
+
+    def _ensure_executor(self) -> concurrent.futures.ProcessPoolExecutor:
+        if self._executor is None:
+            self._executor = concurrent.futures.ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_warm_up)
+        return self._executor
+
+    def submit(self, source: str, name: str) -> CompileJob:
+        job = CompileJob(source, name)
+        with self._lock:
+            self._start(job)
+            self._pending.append(job)
+        return job
+
+    def _start(self, job: CompileJob) -> None:
+        job.submitted = time.monotonic()
+        job.future = self._ensure_executor().submit(compile_source, job.source, self.arch, job.name)
+
+    def result(self, job: CompileJob) -> CompileOutcome:
+        """Wait for ``job``; its outcome (never raises for a rejected source)."""
+        while job.outcome is None:
+            future = job.future
+            try:
+                job.outcome = future.result(timeout=self.timeout_s)
+            except concurrent.futures.TimeoutError:
+                job.outcome = CompileOutcome(False, b"", f"error: NVRTC did not finish within "
+                                             f"{self.timeout_s:g} s", self.timeout_s)
+                self._restart()
+            except BrokenProcessPool:
+                # Some compiler process died (NVRTC crashed); every job of the pool is
+                # lost. Rerun them; the one that crashes it twice is a failure.
+                job.restarts += 1
+                if job.restarts > 1:
+                    job.outcome = CompileOutcome(False, b"", "error: the NVRTC process crashed while "
+                                                 "compiling this source (twice)", 0.0)
+                with self._lock:
+                    if job.future is future:  # not resubmitted by another restart yet
+                        self._restart_locked()
+        with self._lock:
+            if job in self._pending:
+                self._pending.remove(job)
+        return job.outcome
+
+    def _restart(self) -> None:
+        with self._lock:
+            self._restart_locked()
+
+    def _restart_locked(self) -> None:
+        """Kill the pool's processes and resubmit every job still without an outcome."""
+        self._kill()
+        for job in self._pending:
+            if job.outcome is None:
+                self._start(job)
+
+    def _kill(self) -> None:
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        # ProcessPoolExecutor cannot cancel a running task; ending its processes is the
+        # only way to free a worker stuck in the compiler.
+        kill = getattr(executor, "kill_workers", None)  # Python 3.14+
+        if kill is not None:
+            kill()
+        else:
+            for process in list(getattr(executor, "_processes", {}).values()):
+                process.kill()
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._pending.clear()
+            if self._executor is not None:
+                self._kill()

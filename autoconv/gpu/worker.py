@@ -1,0 +1,285 @@
+"""The GPU worker process: verifies, then times, one candidate at a time.
+
+It is the only process of a tuning run that holds a CUDA context. The parent
+(:class:`autoconv.gpu.backend.GpuWorker`) sends it requests over a pipe:
+
+- ``("problem", (problem, seed))``: make the inputs for a problem -- fresh random
+  data (never zeros) for one verification set, the float64 reference computed once on
+  the GPU, and enough rotating timing sets to exceed twice the L2 cache. Replies
+  ``("ok", None)``, or ``("problem_failed", why)`` when they do not fit in memory.
+- ``("evaluate", (plan, cubin, compile_s))``: load the cubin, read each kernel's
+  registers, local memory and shared memory and reject what does not fit or spills;
+  run the plan once on NaN-poisoned output and workspace and compare with the
+  reference (relative L2 <= 1e-5); check the inputs were not written; then time it
+  with :func:`autoconv.timing.time_calls`. Replies ``("result", result_dict, fatal)``.
+- ``("shutdown", None)``.
+
+A CUDA error that poisons the context (an illegal address, a kernel trap, ...) makes
+every later CUDA call fail, so after replying the worker exits on purpose (``fatal``)
+and the parent starts a fresh one. A hang is the parent's business: it kills the
+worker when a candidate runs past its time limit. Anything else unexpected is a bug:
+the worker replies ``("error", traceback)`` and exits.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from dataclasses import dataclass
+
+from autoconv.evaluate import Status, TrialResult, failed
+
+#: CUDA errors after which the context is unusable ("sticky" errors), by code.
+STICKY_CUDA_ERRORS = {
+    700: "cudaErrorIllegalAddress",
+    702: "cudaErrorLaunchTimeout",
+    710: "cudaErrorAssert",
+    714: "cudaErrorHardwareStackError",
+    715: "cudaErrorIllegalInstruction",
+    716: "cudaErrorMisalignedAddress",
+    717: "cudaErrorInvalidAddressSpace",
+    718: "cudaErrorInvalidPc",
+    719: "cudaErrorLaunchFailure",
+    999: "cudaErrorUnknown",
+}
+
+#: Exit status of a worker that ends itself after a sticky error.
+EXIT_CONTEXT_LOST = 70
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    device_id: int = 0
+    samples: int = 7          # timed graph replays per candidate (median reported)
+    warmup: int = 2
+    tolerance: float = 1e-5   # relative L2 error against the float64 reference
+    max_buffer_sets: int = 256
+
+
+def worker_main(connection, options: WorkerOptions) -> None:
+    """Entry point of the worker process (spawned; see the module docstring)."""
+    try:
+        from autoconv.errors import BackendUnavailable
+        from autoconv.gpu.device import read_device, require_cupy
+
+        try:
+            cupy = require_cupy()
+            limits, identity = read_device(options.device_id)
+            cupy.cuda.Device(options.device_id).use()
+        except BackendUnavailable as err:
+            connection.send(("unavailable", str(err)))
+            return
+        session = WorkerSession(limits, options)
+        session.warm_up()
+        connection.send(("ready", (limits, identity)))
+        while True:
+            try:
+                kind, payload = connection.recv()
+            except EOFError:  # the parent is gone
+                return
+            if kind == "shutdown":
+                return
+            if kind == "problem":
+                try:
+                    session.set_problem(*payload)
+                except cupy.cuda.memory.OutOfMemoryError as err:
+                    session.buffers = None
+                    cupy.get_default_memory_pool().free_all_blocks()
+                    connection.send(("problem_failed", f"its inputs, float64 reference and timing buffers "
+                                     f"do not fit in GPU memory ({err})"))
+                    continue
+                connection.send(("ok", None))
+            elif kind == "evaluate":
+                result, fatal = session.evaluate(*payload)
+                connection.send(("result", result.as_dict(), fatal))
+                if fatal:
+                    connection.close()
+                    os._exit(EXIT_CONTEXT_LOST)
+            else:
+                raise ValueError(f"unknown request {kind!r}")
+    except Exception:  # a bug: report it to the parent, which raises it
+        try:
+            connection.send(("error", traceback.format_exc()))
+        except (OSError, EOFError):
+            pass
+        raise
+
+
+class ProblemBuffers:
+    """Inputs, reference and timing buffers of one problem, on the GPU."""
+
+    def __init__(self, problem, seed: int, l2_bytes: int, max_sets: int):
+        import cupy
+        import numpy
+
+        from autoconv.reference import conv2d_reference, random_inputs
+        from autoconv.timing import buffer_sets_for
+
+        self.problem = problem
+        self.seed = seed
+        x, w, bias = random_inputs(problem, numpy.random.default_rng(seed))
+        self.x, self.w = cupy.asarray(x), cupy.asarray(w)
+        self.bias = cupy.asarray(bias) if bias is not None else None
+        self.pristine = {"x": self.x.copy(), "w": self.w.copy()}
+        if self.bias is not None:
+            self.pristine["bias"] = self.bias.copy()
+        self.reference = conv2d_reference(problem, self.x, self.w, self.bias, xp=cupy)
+        self.y = cupy.empty(problem.output_shape, dtype=cupy.float32)
+
+        per_set = 4 * (self.x.size + self.w.size + self.y.size + (problem.K if problem.bias else 0))
+        generator = cupy.random.default_rng(seed + 1)
+
+        def uniform(shape):
+            return generator.random(shape, dtype=cupy.float32) * 2 - 1
+
+        self.timing_sets = []
+        for _ in range(buffer_sets_for(per_set, l2_bytes, max_sets)):
+            buffers = {"x": uniform(problem.input_shape), "w": uniform(problem.weight_shape),
+                       "y": cupy.empty(problem.output_shape, dtype=cupy.float32)}
+            if problem.bias:
+                buffers["bias"] = uniform((problem.K,))
+            self.timing_sets.append(buffers)
+
+    def verification(self, workspace) -> dict:
+        """The verification buffers, with output and workspace poisoned (NaN)."""
+        from autoconv.verify import POISON
+
+        self.y.fill(POISON)
+        buffers = {"x": self.x, "w": self.w, "y": self.y}
+        if self.bias is not None:
+            buffers["bias"] = self.bias
+        if workspace is not None:
+            workspace.fill(POISON)
+            buffers["workspace"] = workspace
+        return buffers
+
+    def written_inputs(self) -> list[str]:
+        import cupy
+
+        current = {"x": self.x, "w": self.w, "bias": self.bias}
+        return [name for name, copy in self.pristine.items()
+                if not bool(cupy.array_equal(current[name], copy))]
+
+
+class WorkerSession:
+    """The worker's state: the device's limits and the current problem's buffers."""
+
+    def __init__(self, limits, options: WorkerOptions):
+        self.limits = limits
+        self.options = options
+        self.buffers: ProblemBuffers | None = None
+        # The last candidate's module stays loaded until the next one: after a sticky
+        # error it must not be unloaded (that fails, noisily) before the worker exits.
+        self.loaded = None
+
+    def warm_up(self) -> None:
+        """Run the verification path once on a tiny problem, so CuPy compiles its own
+        kernels (fill, norms, comparisons, the reference's) now: on a machine with a
+        cold CuPy kernel cache that takes seconds, which must not count against the
+        first candidate's time limit."""
+        from autoconv.problem import parse_spec
+        from autoconv.verify import check_result
+
+        self.set_problem(parse_spec("N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1,bias=1"), 0)
+        buffers = self.buffers
+        buffers.verification(None)
+        buffers.y[...] = buffers.reference
+        check_result(buffers.y, buffers.reference, self.options.tolerance)
+        buffers.y.fill(float("nan"))
+        check_result(buffers.y, buffers.reference, self.options.tolerance)
+        buffers.written_inputs()
+        self.buffers = None
+
+    def set_problem(self, problem, seed: int) -> None:
+        if self.buffers is not None and self.buffers.problem == problem and self.buffers.seed == seed:
+            return
+        self.buffers = None  # free the previous problem's memory first
+        import cupy
+        cupy.get_default_memory_pool().free_all_blocks()
+        self.buffers = ProblemBuffers(problem, seed, self.limits.l2_bytes, self.options.max_buffer_sets)
+
+    def evaluate(self, plan, cubin: bytes, compile_s: float) -> tuple[TrialResult, bool]:
+        """Verify and time ``plan``; (result, whether the CUDA context is lost)."""
+        import cupy
+
+        from autoconv.gpu.kernels import LoadedPlan, workspace_elements
+        from autoconv.timing import time_calls
+        from autoconv.verify import check_result
+
+        if self.buffers is None or self.buffers.problem != plan.problem:
+            raise RuntimeError(f"evaluate {plan.name}: no buffers for its problem (send 'problem' first)")
+        started = time.perf_counter()
+        resources: dict = {}
+        stage = "loading the cubin"
+
+        def result(status: Status, reason: str, **extra) -> TrialResult:
+            return failed(plan, status, reason, compile_s=compile_s,
+                          run_s=time.perf_counter() - started, **resources, **extra)
+
+        try:
+            self.loaded = None
+            loaded = self.loaded = LoadedPlan(plan, cubin)
+            used = loaded.resources
+            resources = {
+                "registers": max(r.registers for r in used),
+                "spill_bytes": max(r.local_bytes for r in used),
+                "shared_bytes": max(
+                    (loaded.resources_of(launch.kernel).static_shared_bytes + launch.shared_bytes
+                     for launch in plan.launches), default=0),
+            }
+            problem = loaded.resource_problem(self.limits)
+            if problem is not None:
+                return result(Status(problem[0]), problem[1]), False
+
+            stage = "allocating the workspace"
+            elements = workspace_elements(plan)
+            workspace = cupy.empty(elements, dtype=cupy.float32) if elements else None
+
+            stage = "the verification run"
+            buffers = self.buffers.verification(workspace)
+            loaded.launch(buffers)
+            cupy.cuda.get_current_stream().synchronize()
+            verdict = check_result(self.buffers.y, self.buffers.reference, self.options.tolerance)
+            if not verdict.ok:
+                return result(Status.WRONG_RESULT, verdict.message, error=verdict.error), False
+            written = self.buffers.written_inputs()
+            if written:
+                return result(Status.WRONG_RESULT, f"the kernel wrote to its input(s) {', '.join(written)}, "
+                              "which must stay unchanged", error=verdict.error), False
+
+            stage = "timing"
+            sets = self.buffers.timing_sets
+            extra = {"workspace": workspace} if workspace is not None else {}
+
+            def enqueue(index: int) -> None:
+                loaded.launch(sets[index] | extra)
+
+            timing = time_calls(enqueue, len(sets), samples=self.options.samples,
+                                warmup=self.options.warmup)
+        except cupy.cuda.memory.OutOfMemoryError as err:
+            return result(Status.OUT_OF_RESOURCES, f"out of GPU memory during {stage}: {err}"), False
+        except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as err:
+            code = getattr(err, "status", None)
+            fatal = code in STICKY_CUDA_ERRORS or not _context_healthy()
+            note = ("; the CUDA context is lost, the GPU worker is replaced" if fatal else "")
+            return result(Status.RUNTIME_FAILED, f"CUDA error during {stage}: {err}{note}"), fatal
+
+        return TrialResult(
+            status=Status.OK, reason=verdict.message, kernel_name=plan.name,
+            time_ms=timing.median_ms, min_ms=timing.min_ms, max_ms=timing.max_ms,
+            tflops=timing.tflops(plan.problem.flops), error=verdict.error,
+            compile_s=compile_s, run_s=time.perf_counter() - started,
+            workspace_bytes=plan.workspace_bytes, source_hash=plan.source_hash, **resources), False
+
+
+def _context_healthy() -> bool:
+    """Whether CUDA still works in this process after an error."""
+    import cupy
+
+    try:
+        cupy.cuda.runtime.deviceSynchronize()
+        probe = cupy.full(1, 1.0, dtype=cupy.float32)
+        return float(probe.sum()) == 1.0
+    except Exception:  # any failure here means the context is gone
+        return False

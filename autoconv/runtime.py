@@ -1,0 +1,296 @@
+"""``autoconv.conv2d``: run the tuned kernel for a convolution, in your own process.
+
+    y = autoconv.conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None)
+
+Arguments follow :func:`torch.nn.functional.conv2d` (NCHW input ``x``, KCRS weights
+``w``, optional ``(K,)`` bias; ``stride``/``dilation`` an int or a pair; ``padding`` an
+int, a pair, ``'same'`` or ``'valid'``, and also a ``(top, bottom, left, right)``
+4-tuple for asymmetric padding; ``groups`` is not supported). Arrays may be CuPy arrays,
+PyTorch CUDA tensors or anything exposing DLPack or ``__cuda_array_interface__``; they
+are used in place (zero-copy). A PyTorch input gives a PyTorch output and runs on
+PyTorch's current stream; otherwise the output is a CuPy array on CuPy's current stream.
+
+The kernel is the cached winner for this problem on this GPU (see
+:mod:`autoconv.cache`; the cache file is :func:`set_cache`'s, else ``$AUTOCONV_CACHE``,
+else the default path), compiled once per process. Without a usable entry, a sound
+default (``implicit_gemm``'s default config) runs and :class:`UntunedWarning` says so,
+once per problem. ``'same'`` follows TensorFlow's rule (odd padding at the bottom/right),
+which for stride 1 matches PyTorch's.
+
+Bad arguments raise :class:`~autoconv.errors.ProblemError` (float32 only; shapes that
+disagree; non-contiguous, host, or other-device arrays) before anything is launched.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autoconv.errors import AutoconvError, CacheError, ProblemError
+from autoconv.families import FAMILY_NAMES, KernelPlan, get_family
+from autoconv.problem import ConvProblem, make_problem
+from autoconv.space import DEFAULT_WORKSPACE_LIMIT
+
+#: The family whose default config runs untuned problems.
+FALLBACK_FAMILY = "implicit_gemm"
+
+
+class UntunedWarning(UserWarning):
+    """No tuned kernel is cached for a problem: a default configuration runs instead."""
+
+
+@dataclass
+class _Runner:
+    plan: KernelPlan
+    loaded: Any          # autoconv.gpu.kernels.LoadedPlan
+    origin: str          # "cache" or "default"
+
+
+_lock = threading.Lock()
+_runners: dict[tuple[int, str], _Runner] = {}
+_calls: dict[tuple, tuple[ConvProblem, _Runner]] = {}
+_devices: dict[int, tuple] = {}
+_warned: set[tuple[int, str]] = set()
+_cache_path: Path | None = None
+
+
+def set_cache(path: str | os.PathLike | None) -> None:
+    """Use the winners' cache at ``path`` (None: back to ``$AUTOCONV_CACHE`` or the
+    default path). Kernels already loaded in this process stay."""
+    global _cache_path
+    _cache_path = Path(path) if path is not None else None
+
+
+def cache_path() -> Path:
+    from autoconv.cache import default_path
+    return _cache_path if _cache_path is not None else default_path()
+
+
+def clear_loaded() -> None:
+    """Forget the kernels loaded in this process (the next call looks up the cache again)."""
+    with _lock:
+        _runners.clear()
+        _calls.clear()
+        _warned.clear()
+
+
+def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None):
+    """``y = conv2d(x, w) + bias`` on the GPU (see the module docstring).
+
+    Returns:
+        ``y`` of shape (N, K, P, Q), float32: a PyTorch tensor for PyTorch input, else a
+        CuPy array (``out`` itself when given).
+
+    Raises:
+        ProblemError: wrong dtype, shapes, layout, device or parameters.
+        BackendUnavailable: CuPy is not installed.
+    """
+    from autoconv.gpu.device import require_cupy
+
+    cupy = require_cupy()
+    torch_input = _is_torch(x)
+    xa = _device_array(cupy, "x", x)
+    wa = _device_array(cupy, "w", w)
+    ba = _device_array(cupy, "bias", bias) if bias is not None else None
+    oa = _device_array(cupy, "out", out) if out is not None else None
+
+    if xa.ndim != 4:
+        raise ProblemError("x.shape", tuple(xa.shape), "expected 4 dimensions (N, C, H, W)")
+    if wa.ndim != 4:
+        raise ProblemError("w.shape", tuple(wa.shape), "expected 4 dimensions (K, C, R, S)")
+    if xa.shape[1] != wa.shape[1]:
+        raise ProblemError("w.shape", tuple(wa.shape),
+                           f"w has {wa.shape[1]} input channels but x has {xa.shape[1]} (x is N, C, H, W "
+                           "and w is K, C, R, S; groups are not supported)")
+    if ba is not None and tuple(ba.shape) != (wa.shape[0],):
+        raise ProblemError("bias.shape", tuple(ba.shape), f"expected ({wa.shape[0]},): one value per filter")
+    device_id = _current_device(cupy, torch_input, x)
+    for name, array in (("x", xa), ("w", wa), ("bias", ba), ("out", oa)):
+        if array is not None and array.device.id != device_id:
+            raise ProblemError(f"{name}.device", f"cuda:{array.device.id}",
+                               f"the current device is cuda:{device_id}; move {name} there, or run the call "
+                               f"under `with cupy.cuda.Device({array.device.id}):` "
+                               f"(PyTorch: `with torch.cuda.device({array.device.id}):`)")
+
+    # Repeated calls with the same shapes skip building the problem (~20 us of Python).
+    call_key = (device_id, xa.shape, wa.shape, _hashable(stride), _hashable(padding), _hashable(dilation),
+                ba is not None)
+    try:
+        problem, runner = _calls[call_key]
+    except (KeyError, TypeError):
+        N, C, H, W = (int(v) for v in xa.shape)
+        K, _, R, S = (int(v) for v in wa.shape)
+        problem = make_problem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation,
+                               padding=padding, bias=ba is not None)
+        runner = _runner(cupy, problem, device_id)
+        try:
+            _calls[call_key] = (problem, runner)
+        except TypeError:  # unhashable arguments: no shortcut next time
+            pass
+    if oa is not None and tuple(oa.shape) != problem.output_shape:
+        raise ProblemError("out.shape", tuple(oa.shape), f"expected {problem.output_shape} for this convolution")
+
+    with cupy.cuda.Device(device_id):
+        stream = _stream(cupy, torch_input, x)
+        with stream:
+            result = out
+            if oa is None:
+                if torch_input:
+                    import torch
+                    result = torch.empty(problem.output_shape, dtype=torch.float32, device=x.device)
+                    oa = cupy.from_dlpack(result)
+                else:
+                    oa = result = cupy.empty(problem.output_shape, dtype=cupy.float32)
+            buffers = {"x": xa, "w": wa, "y": oa}
+            if ba is not None:
+                buffers["bias"] = ba
+            if runner.plan.workspace_bytes:
+                buffers["workspace"] = cupy.empty(-(-runner.plan.workspace_bytes // 4), dtype=cupy.float32)
+            runner.loaded.launch(buffers, stream=stream)
+    return result
+
+
+# ---- arguments --------------------------------------------------------------------------
+
+def _hashable(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _is_torch(value) -> bool:
+    return type(value).__module__.split(".")[0] == "torch"
+
+
+def _device_array(cupy, name: str, value):
+    """``value`` as a CuPy array on its GPU (zero-copy), checked: float32, C-contiguous,
+    in device memory."""
+    import numpy
+
+    if isinstance(value, numpy.ndarray):
+        raise ProblemError(name, "numpy.ndarray", "a NumPy array is in host memory; autoconv.conv2d runs "
+                           f"on the GPU: pass cupy.asarray({name}) or a CUDA tensor")
+    if _is_torch(value):
+        if not value.is_cuda:
+            raise ProblemError(name, f"torch tensor on {value.device}",
+                               f"{name} is in host memory; move it to the GPU with {name}.cuda()")
+        if not value.is_contiguous():
+            raise ProblemError(name, "non-contiguous tensor",
+                               f"{name} must be contiguous (NCHW); use {name}.contiguous()")
+        if value.requires_grad:
+            raise ProblemError(name, "tensor requiring grad", "autoconv.conv2d computes the forward pass "
+                               f"only; pass {name}.detach() (or call it under torch.no_grad())")
+    if isinstance(value, cupy.ndarray):
+        array = value
+    elif hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+        device_type, _ = value.__dlpack_device__()
+        if int(device_type) not in (2, 13):  # kDLCUDA, kDLCUDAManaged: memory kernels can use
+            raise ProblemError(name, type(value).__name__,
+                               f"{name} is not in CUDA device memory (DLPack device type {int(device_type)})")
+        array = cupy.from_dlpack(value)
+    elif hasattr(value, "__cuda_array_interface__"):
+        array = cupy.asarray(value)
+    else:
+        raise ProblemError(name, type(value).__name__,
+                           "expected a CuPy array, a CUDA tensor, or an array with DLPack or "
+                           "__cuda_array_interface__")
+    if array.dtype != cupy.float32:
+        raise ProblemError(f"{name}.dtype", str(array.dtype),
+                           f"autoconv.conv2d computes float32 only; convert {name} first "
+                           f"({name}.astype('float32') or {name}.float())")
+    if not array.flags.c_contiguous:
+        raise ProblemError(name, "non-contiguous array",
+                           f"{name} must be C-contiguous (NCHW); use cupy.ascontiguousarray({name})")
+    return array
+
+
+def _current_device(cupy, torch_input: bool, x) -> int:
+    if torch_input:
+        import torch
+        return int(torch.cuda.current_device())
+    return int(cupy.cuda.Device().id)
+
+
+def _stream(cupy, torch_input: bool, x):
+    if torch_input:
+        import torch
+        return cupy.cuda.ExternalStream(torch.cuda.current_stream(x.device).cuda_stream)
+    return cupy.cuda.get_current_stream()
+
+
+# ---- which kernel ------------------------------------------------------------------------
+
+def _runner(cupy, problem: ConvProblem, device_id: int) -> _Runner:
+    key = (device_id, problem.key())
+    with _lock:
+        runner = _runners.get(key)
+        if runner is not None:
+            return runner
+        from autoconv.gpu.compiler import compile_source
+        from autoconv.gpu.device import read_device
+        from autoconv.gpu.kernels import LoadedPlan
+
+        if device_id not in _devices:
+            _devices[device_id] = read_device(device_id)
+        limits, identity = _devices[device_id]
+        plan, origin, why = _winner_plan(problem, limits, identity)
+        if plan is None:
+            plan, origin = _default_plan(problem, limits), "default"
+            if key not in _warned:
+                _warned.add(key)
+                warnings.warn(f"autoconv.conv2d: {why}; running {plan.family}'s default configuration for "
+                              f"{problem.shape_str()} (correct, maybe slow). Tune it with `autoconv tune` "
+                              "(problem spec: " + problem.spec() + ")", UntunedWarning, stacklevel=3)
+        compiled = compile_source(plan.source, limits.arch, plan.name)
+        if not compiled.ok:
+            raise AutoconvError(f"autoconv.conv2d: the {origin} kernel {plan.name} does not compile with this "
+                                f"CUDA (NVRTC):\n{compiled.reason()}")
+        with cupy.cuda.Device(device_id):
+            loaded = LoadedPlan(plan, compiled.cubin)
+            trouble = loaded.resource_problem(limits)
+            if trouble is not None and trouble[0] != "spills":  # spilling is slow, not wrong
+                raise AutoconvError(f"autoconv.conv2d: the {origin} kernel {plan.name} cannot launch on "
+                                    f"{limits.name}: {trouble[1]}")
+            loaded.configure()
+        runner = _runners[key] = _Runner(plan, loaded, origin)
+        return runner
+
+
+def _winner_plan(problem: ConvProblem, limits, identity) -> tuple[KernelPlan | None, str, str]:
+    """The cached winner's plan, or (None, "", why there is none usable)."""
+    from autoconv.cache import CacheKey, WinnerCache
+
+    path = cache_path()
+    if not path.exists():
+        return None, "", f"no winners' cache at {path}"
+    try:
+        with WinnerCache(path) as winners:
+            entry = winners.get(CacheKey.for_problem(identity, problem))
+    except CacheError as err:
+        return None, "", f"the winners' cache cannot be used ({err})"
+    if entry is None:
+        return None, "", f"no tuned kernel for this problem on {identity.gpu_name} in {path}"
+    if entry.family not in FAMILY_NAMES:
+        return None, "", f"the cached winner's family {entry.family!r} is not part of this autoconv"
+    limit = max(DEFAULT_WORKSPACE_LIMIT, entry.workspace_bytes)
+    try:
+        plan = get_family(entry.family).plan(problem, dict(entry.config), limits, limit)
+    except AutoconvError as err:
+        return None, "", f"the cached winner no longer fits ({err})"
+    if plan.source_hash != entry.source_hash:
+        return None, "", "the cached winner's source differs from what this autoconv renders (stale entry)"
+    return plan, "cache", ""
+
+
+def _default_plan(problem: ConvProblem, limits) -> KernelPlan:
+    """The fallback family's default config; else any family's, in registry order."""
+    reasons = []
+    for name in (FALLBACK_FAMILY, *[n for n in FAMILY_NAMES if n != FALLBACK_FAMILY]):
+        try:
+            return get_family(name).plan(problem, None, limits)
+        except AutoconvError as err:
+            reasons.append(f"{name}: {err}")
+    raise AutoconvError(f"autoconv.conv2d: no kernel family can run {problem.shape_str()}:\n  "
+                        + "\n  ".join(reasons))

@@ -1,0 +1,182 @@
+"""The winners' cache: keys, best-wins merging, several writer processes, corrupt files,
+export and import."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+from autoconv.cache import (EXPORT_FORMAT, SCHEMA_VERSION, CacheEntry, CacheKey, WinnerCache,
+                            templates_hash)
+from autoconv.errors import CacheError
+from autoconv.evaluate import FAKE_IDENTITY, BackendIdentity
+from autoconv.problem import parse_spec
+
+PROBLEM = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1")
+
+
+def entry(key: CacheKey, time_ms: float = 1.0, **changes) -> CacheEntry:
+    values = dict(key=key, family="implicit_gemm", config={"BM": 64, "BN": 32}, kernel_name="kernel_x",
+                  source_hash="0123456789abcdef", time_ms=time_ms, tflops=1.0 / time_ms, workspace_bytes=0,
+                  trials=5, study_name="study")
+    values.update(changes)
+    return CacheEntry(**values)
+
+
+@pytest.fixture
+def key():
+    return CacheKey.for_problem(FAKE_IDENTITY, PROBLEM)
+
+
+def test_key_covers_device_versions_templates_and_problem(key):
+    from autoconv import __version__
+
+    assert (key.gpu_name, key.compute_capability) == (FAKE_IDENTITY.gpu_name, "9.0")
+    assert (key.autoconv_version, key.templates_hash, key.problem_key, key.dtype) == (
+        __version__, templates_hash(), PROBLEM.key(), "float32")
+    assert key.is_current
+
+
+def test_round_trip_best_wins_and_baseline_survives(tmp_path, key):
+    with WinnerCache(tmp_path / "c.sqlite") as cache:
+        assert cache.get(key) is None
+        assert cache.put(entry(key, 2.0))
+        assert not cache.put(entry(key, 3.0, kernel_name="slower"))
+        assert cache.get(key).time_ms == 2.0
+        assert cache.set_baseline(key, name="cudnn", plan='{"engine": 1}', time_ms=1.5, tflops=9.0)
+        assert cache.put(entry(key, 1.0, kernel_name="faster", config={"BM": 128}))
+        got = cache.get(key)
+    assert (got.time_ms, got.kernel_name, dict(got.config)) == (1.0, "faster", {"BM": 128})
+    assert (got.baseline_name, got.baseline_time_ms, got.baseline_plan) == ("cudnn", 1.5, '{"engine": 1}')
+    # Values are JSON text, not pickles.
+    raw = sqlite3.connect(tmp_path / "c.sqlite").execute("SELECT config FROM winners").fetchone()[0]
+    assert json.loads(raw) == {"BM": 128}
+
+
+@pytest.mark.parametrize("change", [
+    {"gpu_name": "NVIDIA A100-SXM4-80GB"}, {"compute_capability": "8.0"}, {"cuda_runtime": 12040},
+    {"cuda_driver": 12020}, {"autoconv_version": "0.0.9"}, {"templates_hash": "ffffffffffffffff"},
+    {"problem_key": parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,pad=1").key()}, {"dtype": "float16"},
+])
+def test_entries_of_another_gpu_or_version_are_never_used(tmp_path, key, change):
+    with WinnerCache(tmp_path / "c.sqlite") as cache:
+        cache.put(entry(replace(key, **change)))
+        assert cache.get(key) is None
+        assert len(cache) == 1
+
+
+def test_stale_entries_are_marked(key):
+    assert not replace(key, templates_hash="0" * 16).is_current
+    assert not replace(key, autoconv_version="0.0.1").is_current
+
+
+def _writer(path: str, worker: int, count: int) -> None:
+    identity = BackendIdentity("GPU", (9, 0), 1, 2, "fake")
+    with WinnerCache(path) as cache:
+        for i in range(count):
+            own = CacheKey.for_problem(identity, parse_spec(f"N={worker + 1},C={i + 1},H=8,W=8,K=4,R=3,S=3"))
+            cache.put(entry(own, 1.0 + i))
+            shared = CacheKey.for_problem(identity, PROBLEM)
+            cache.put(entry(shared, 10.0 + worker * count + i, kernel_name=f"w{worker}_{i}"))
+
+
+def test_concurrent_writers_lose_nothing(tmp_path):
+    path = str(tmp_path / "shared.sqlite")
+    context = multiprocessing.get_context("spawn")
+    workers, count = 4, 25
+    processes = [context.Process(target=_writer, args=(path, w, count)) for w in range(workers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    with WinnerCache(path) as cache:
+        entries = cache.entries()
+    own = [e for e in entries if e.key.problem_key != PROBLEM.key()]
+    shared = [e for e in entries if e.key.problem_key == PROBLEM.key()]
+    assert len(own) == workers * count
+    assert len(shared) == 1 and shared[0].time_ms == 10.0 and shared[0].kernel_name == "w0_0"
+
+
+def test_a_file_that_is_not_a_cache_gives_a_clear_error(tmp_path):
+    path = tmp_path / "notes.sqlite"
+    path.write_text("these are my notes, not a database\n" * 10)
+    with pytest.raises(CacheError) as caught:
+        WinnerCache(path)
+    message = str(caught.value)
+    assert str(path) in message and "not an SQLite database" in message and "autoconv cache clear" in message
+    assert path.read_text().startswith("these are my notes")  # untouched
+
+    foreign = tmp_path / "foreign.sqlite"
+    connection = sqlite3.connect(foreign)
+    connection.execute("CREATE TABLE photos (id INTEGER)")
+    connection.commit()
+    connection.close()
+    with pytest.raises(CacheError, match="something else"):
+        WinnerCache(foreign)
+
+
+def test_a_truncated_cache_gives_a_clear_error_and_clear_recovers(tmp_path, key):
+    path = tmp_path / "c.sqlite"
+    with WinnerCache(path) as cache:
+        for i in range(300):
+            cache.put(entry(replace(key, problem_key=f"N={i + 1},C=1,H=4,W=4,K=1,R=1,S=1"), 1.0,
+                            study_name="s" * 200))
+    size = path.stat().st_size
+    assert size > 16 * 4096
+    with open(path, "r+b") as handle:
+        handle.truncate(size // 3)
+    with pytest.raises(CacheError) as caught:
+        with WinnerCache(path) as cache:
+            cache.entries()
+    assert str(path) in str(caught.value) and "autoconv cache clear" in str(caught.value)
+    assert WinnerCache.clear(path)
+    with WinnerCache(path) as cache:
+        assert len(cache) == 0
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "c.sqlite"
+    WinnerCache(path).close()
+    connection = sqlite3.connect(path)
+    connection.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+    connection.commit()
+    connection.close()
+    with pytest.raises(CacheError, match="newer than this autoconv"):
+        WinnerCache(path)
+
+
+def test_export_import_round_trip_keeps_the_faster(tmp_path, key):
+    other = replace(key, problem_key="N=1,C=1,H=4,W=4,K=1,R=1,S=1")
+    with WinnerCache(tmp_path / "a.sqlite") as a:
+        a.put(entry(key, 1.0))
+        a.put(entry(other, 5.0))
+        a.set_baseline(key, name="cudnn", plan=None, time_ms=0.9, tflops=1.1)
+        assert a.export(tmp_path / "winners.json") == 2
+    document = json.loads((tmp_path / "winners.json").read_text())
+    assert document["format"] == EXPORT_FORMAT and len(document["entries"]) == 2
+    with WinnerCache(tmp_path / "b.sqlite") as b:
+        b.put(entry(other, 2.0, kernel_name="faster_here"))
+        assert b.import_file(tmp_path / "winners.json") == (1, 1)
+        assert b.get(other).kernel_name == "faster_here"
+        imported = b.get(key)
+        assert imported.time_ms == 1.0 and imported.baseline_time_ms == 0.9
+        assert b.import_file(tmp_path / "winners.json") == (0, 2)
+
+
+@pytest.mark.parametrize("content, match", [
+    ("not json", "invalid JSON"),
+    ('{"format": "something"}', "not an autoconv cache export"),
+    (json.dumps({"format": EXPORT_FORMAT, "schema_version": SCHEMA_VERSION, "entries": [{"key": {}}]}),
+     r"entries\[0\] is malformed"),
+])
+def test_a_bad_export_is_refused_whole(tmp_path, content, match):
+    (tmp_path / "bad.json").write_text(content)
+    with WinnerCache(tmp_path / "c.sqlite") as cache:
+        with pytest.raises(CacheError, match=match):
+            cache.import_file(tmp_path / "bad.json")
+        assert len(cache) == 0

@@ -1,0 +1,143 @@
+"""``autoconv tune``, ``show`` and ``cache`` from the command line, without a GPU: the
+fake backend (``AUTOCONV_BACKEND=fake``) stands in for the GPU where one would be
+needed; ``--dry-run`` really compiles with nvcc."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoconv.cache import WinnerCache
+from autoconv.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+
+CONFIG = """\
+problems:
+  - name: odd
+    spec: "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"
+  - name: pointwise
+    N: 1
+    C: 8
+    H: 9
+    W: 9
+    K: 12
+    R: 1
+    S: 1
+    bias: true
+families: [direct, im2col_gemm]
+budget: {trials: 6}
+cache: state/cache.sqlite
+storage: state/studies.journal
+results: results
+"""
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / "tune.yaml"
+    path.write_text(CONFIG)
+    return path
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_tune_without_a_gpu_says_so_and_fails(config, tmp_path):
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "AUTOCONV_BACKEND": "cupy",
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "autoconv", "tune", str(config)], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("autoconv tune: error:")
+    assert "GPU" in done.stderr and "--dry-run" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "state" / "cache.sqlite").exists()
+
+
+def test_tune_fills_storage_cache_and_summary_then_serves_from_cache(config, tmp_path, capsys, fake_gpu):
+    code, out, err = run(capsys, "tune", config)
+    assert code == 0, err
+    assert "odd" in out and "pointwise" in out and "tuned" in out
+    assert "2/2 problems with a verified winner" in out
+    assert (tmp_path / "state" / "studies.journal").stat().st_size > 0
+    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+    assert [p["name"] for p in summary["problems"]] == ["odd", "pointwise"]
+    assert all(p["trials_run"] == 6 and p["time_ms"] > 0 for p in summary["problems"])
+    with WinnerCache(tmp_path / "state" / "cache.sqlite") as cache:
+        assert len(cache) == 2
+
+    code, out, err = run(capsys, "tune", config)
+    assert code == 0 and "cache" in out and "tuned" not in out
+
+    # More trials with --retune continue the same studies: 3 more each.
+    code, out, err = run(capsys, "tune", config, "--retune", "--trials", "9", "--families", "direct,im2col_gemm")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+    assert [(p["trials_run"], p["trials_total"]) for p in summary["problems"]] == [(3, 9), (3, 9)]
+
+
+def test_show_and_cache_export_clear_import(config, tmp_path, capsys, fake_gpu):
+    assert run(capsys, "tune", config)[0] == 0
+    cache = tmp_path / "state" / "cache.sqlite"
+    code, out, _ = run(capsys, "show", config)
+    assert code == 0 and "2 cached winners" in out and "current" in out and "17x3x3" in out
+
+    exported = tmp_path / "winners.json"
+    code, out, _ = run(capsys, "cache", "export", exported, "--cache", cache)
+    assert code == 0 and "exported 2 winners" in out
+    code, out, _ = run(capsys, "cache", "clear", "--cache", cache)
+    assert code == 0 and not cache.exists()
+    code, out, _ = run(capsys, "show", "--cache", cache)
+    assert code == 0 and "0 cached winners" in out
+    code, out, _ = run(capsys, "cache", "import", exported, "--cache", cache)
+    assert code == 0 and "imported 2 winners" in out
+    code, out, _ = run(capsys, "show", "--cache", cache)
+    assert "2 cached winners" in out
+
+
+def test_a_corrupt_cache_is_reported_with_the_way_out(config, tmp_path, capsys, fake_gpu):
+    cache = tmp_path / "state" / "cache.sqlite"
+    cache.parent.mkdir()
+    cache.write_bytes(b"\x00garbage" * 100)
+    for argv in (("show", config), ("tune", config)):
+        code, out, err = run(capsys, *argv)
+        assert code == 2
+        assert str(cache) in err and "autoconv cache clear" in err
+    assert run(capsys, "cache", "clear", "--cache", cache)[0] == 0
+    assert run(capsys, "tune", config)[0] == 0
+
+
+def test_bad_arguments_are_errors_not_tracebacks(config, tmp_path, capsys, fake_gpu):
+    code, _, err = run(capsys, "tune", config, "--families", "implicit_gem")
+    assert code == 2 and "unknown kernel family 'implicit_gem'" in err and "implicit_gemm" in err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("problems:\n  - name: x\n    N: 0\n")
+    code, _, err = run(capsys, "tune", bad)
+    assert code == 2 and f"{bad}:3" in err
+    code, _, err = run(capsys, "cache", "import", tmp_path / "missing.json")
+    assert code == 2 and "no such file" in err
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_dry_run_compiles_with_nvcc_without_a_gpu(config, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setenv("AUTOCONV_BACKEND", "cupy")  # would fail: --dry-run must not need it
+    code, out, err = run(capsys, "tune", config, "--dry-run", "--families", "direct")
+    assert code == 0, out + err
+    assert "2 of 2 candidates compiled" in out and "nothing ran" in out
+    assert not (tmp_path / "state").exists()  # no cache, no storage

@@ -1,0 +1,371 @@
+"""GPU tests of the tuning backend, the tuner, the runtime API and the CLI (run on the
+device machine: ``python -m pytest -m gpu``).
+
+Every kernel result is compared with a float64 reference computed independently of the
+code under test (NumPy on the host, or PyTorch in float64), on random data, with the
+output poisoned first.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import numpy
+import pytest
+
+from autoconv.config import Budget
+from autoconv.errors import ProblemError
+from autoconv.evaluate import Status
+from autoconv.families import FAMILY_NAMES, KernelPlan, Launch, get_family
+from autoconv.models import NamedProblem
+from autoconv.problem import parse_spec
+from autoconv.reference import conv2d_reference, random_inputs
+from autoconv.verify import POISON, check_result
+
+pytestmark = pytest.mark.gpu
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: Awkward shapes on purpose: sizes that divide no tile, non-square stride, asymmetric
+#: padding, dilation, bias, a 1x1 and a single-channel input.
+ODD_SHAPES = [
+    "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1",
+    "N=1,C=3,H=21,W=17,K=24,R=4,S=2,stride=2,pad=same",
+    "N=1,C=32,H=28,W=28,K=40,R=3,S=3,pad=2,dilation=2,bias=1",
+    "N=3,C=1,H=9,W=40,K=5,R=1,S=5,pad=0:1:2:0,stride=1x3,bias=1",
+    "N=2,C=66,H=7,W=7,K=130,R=1,S=1",
+]
+
+
+@pytest.fixture(scope="module")
+def device():
+    from autoconv.gpu.device import read_device
+    return read_device(0)
+
+
+def _run_in_process(plan: KernelPlan, x, w, bias, limits):
+    """Compile with NVRTC and run ``plan`` in this process on poisoned output."""
+    import cupy
+
+    from autoconv.gpu.compiler import compile_source
+    from autoconv.gpu.kernels import LoadedPlan, workspace_elements
+
+    compiled = compile_source(plan.source, limits.arch, plan.name)
+    assert compiled.ok, compiled.log
+    loaded = LoadedPlan(plan, compiled.cubin)
+    trouble = loaded.resource_problem(limits)
+    assert trouble is None or trouble[0] == "spills", trouble
+    buffers = {"x": cupy.asarray(x), "w": cupy.asarray(w),
+               "y": cupy.full(plan.problem.output_shape, POISON, dtype=cupy.float32)}
+    if bias is not None:
+        buffers["bias"] = cupy.asarray(bias)
+    if plan.workspace_bytes:
+        buffers["workspace"] = cupy.full(workspace_elements(plan), POISON, dtype=cupy.float32)
+    loaded.launch(buffers)
+    cupy.cuda.runtime.deviceSynchronize()
+    return cupy.asnumpy(buffers["y"])
+
+
+@pytest.mark.parametrize("spec", ODD_SHAPES)
+def test_every_family_matches_the_reference(spec, device, seed):
+    """Each family's default and two random valid configs, on an awkward shape."""
+    from autoconv.tuner import sample_valid
+
+    limits, _ = device
+    problem = parse_spec(spec)
+    x, w, bias = random_inputs(problem, numpy.random.default_rng(seed))
+    reference = conv2d_reference(problem, x, w, bias)
+    checked, supported = 0, 0
+    for name in FAMILY_NAMES:
+        family = get_family(name)
+        if family.unsupported_reason(problem):
+            continue
+        supported += 1
+        for config in sample_valid(name, problem, limits, 1 << 30, count=3, seed=seed):
+            plan = family.plan(problem, config, limits)
+            y = _run_in_process(plan, x, w, bias, limits)
+            verdict = check_result(y, reference)
+            assert verdict.ok, f"{plan.name} on {spec} (seed {seed}): {verdict.message}"
+            checked += 1
+    assert supported and checked >= supported
+
+
+# ---- the shared timer ---------------------------------------------------------------------
+
+def test_timer_replays_a_graph_over_sets_that_defeat_the_l2(device):
+    """A streaming kernel (read 4 MiB, write 4 MiB) timed over rotating sets cannot beat
+    HBM bandwidth; the same kernel on one set, which stays in the 50 MB L2, is faster."""
+    import cupy
+
+    from autoconv.timing import buffer_sets_for, time_calls
+
+    limits, _ = device
+    n = 1 << 20
+    scale = cupy.RawKernel(r"""
+    extern "C" __global__ void scale(const float* __restrict__ x, float* __restrict__ y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = 2.0f * x[i];
+    }""", "scale")
+    sets = buffer_sets_for(8 * n, limits.l2_bytes)
+    assert sets * 8 * n > 2 * limits.l2_bytes
+    xs = [cupy.random.random(n, dtype=cupy.float32) for _ in range(sets)]
+    ys = [cupy.empty_like(x) for x in xs]
+
+    def enqueue(i):
+        scale((n // 256,), (256,), (xs[i], ys[i], cupy.int32(n)))
+
+    rotating = time_calls(enqueue, sets)
+    plain = time_calls(enqueue, sets, use_graph=False)
+    cached = time_calls(lambda i: enqueue(0), 1)
+    assert rotating.graph and not plain.graph
+    assert rotating.calls_per_sample % sets == 0 and len(rotating.samples_ms) == 7
+    assert rotating.min_ms <= rotating.median_ms <= rotating.max_ms
+    bandwidth = 8 * n / (rotating.median_ms * 1e-3)
+    assert 0.5e12 < bandwidth < 3.6e12, f"{bandwidth / 1e12:.2f} TB/s"  # H100 HBM3: 3.35 TB/s peak
+    assert cached.median_ms < rotating.median_ms
+    assert 0.5 < plain.median_ms / rotating.median_ms < 3.0  # plain launches add launch gaps
+    assert bool(cupy.allclose(ys[-1], 2 * xs[-1]))
+    print(f"timer: rotating {rotating.median_ms * 1e3:.2f} us ({bandwidth / 1e12:.2f} TB/s, {sets} sets, "
+          f"spread {rotating.spread:.3f}); plain launches {plain.median_ms * 1e3:.2f} us; "
+          f"one set in L2 {cached.median_ms * 1e3:.2f} us")
+
+
+# ---- the backend: verification, timing, crash isolation ----------------------------------
+
+def _naive_plan(problem, variant: str = "good") -> KernelPlan:
+    """An independent, deliberately simple kernel (one thread per output), and broken
+    variants of it: ``wrong`` skips the last output, ``fault`` writes 256 GiB past the
+    output (an illegal address), ``hang`` spins forever on a volatile flag."""
+    p = problem
+    body = {
+        "good": "y[i] = acc;",
+        "wrong": "if (i + 1 < TOTAL) y[i] = acc;",
+        "fault": "y[(size_t)i + (1ull << 36)] = acc;",
+        "hang": "if (i == 0) { while (autoconv_test_spin) { } } y[i] = acc;",
+    }[variant]
+    name = f"naive_conv_{variant}"
+    source = f"""
+__device__ volatile int autoconv_test_spin = 1;
+extern "C" __global__ void {name}(const float* __restrict__ x, const float* __restrict__ w,
+                                  {"const float* __restrict__ bias, " if p.bias else ""}float* __restrict__ y)
+{{
+    constexpr int N = {p.N}, C = {p.C}, H = {p.H}, W = {p.W}, K = {p.K}, R = {p.R}, S = {p.S};
+    constexpr int P = {p.P}, Q = {p.Q}, TOTAL = N * K * P * Q;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= TOTAL) return;
+    const int q = i % Q, pp = (i / Q) % P, k = (i / (P * Q)) % K, n = i / (K * P * Q);
+    float acc = {"bias[k]" if p.bias else "0.0f"};
+    for (int c = 0; c < C; ++c)
+        for (int r = 0; r < R; ++r)
+            for (int s = 0; s < S; ++s) {{
+                const int h = pp * {p.stride[0]} - {p.padding[0]} + r * {p.dilation[0]};
+                const int ww = q * {p.stride[1]} - {p.padding[2]} + s * {p.dilation[1]};
+                if (h >= 0 && h < H && ww >= 0 && ww < W)
+                    acc += x[((n * C + c) * H + h) * W + ww] * w[((k * C + c) * R + r) * S + s];
+            }}
+    {body}
+}}
+"""
+    total = p.N * p.K * p.P * p.Q
+    args = ("x", "w", "bias", "y") if p.bias else ("x", "w", "y")
+    return KernelPlan(family="test", name=name, problem=p, config={"variant": variant}, source=source,
+                      launches=(Launch(name, (-(-total // 128), 1, 1), (128, 1, 1), args),), workspace_bytes=0)
+
+
+def test_backend_verifies_times_and_survives_faults_and_hangs():
+    """good, wrong, fault, good, hang, good: the failures are results with reasons, a
+    fresh worker replaces each lost one, and the good candidates after them verify
+    and time normally."""
+    from autoconv.gpu.backend import CupyBackend
+
+    problem = parse_spec("N=2,C=5,H=17,W=19,K=7,R=3,S=3,pad=1,bias=1")
+    variants = ["good", "wrong", "fault", "good", "hang", "good"]
+    with CupyBackend(candidate_timeout_s=10.0, compile_workers=4) as backend:
+        tickets = [backend.submit(_naive_plan(problem, v)) for v in variants]
+        results = [backend.result(t) for t in tickets]
+        restarts = backend.worker_restarts
+    statuses = [r.status for r in results]
+    assert statuses == [Status.OK, Status.WRONG_RESULT, Status.RUNTIME_FAILED, Status.OK, Status.TIMEOUT,
+                        Status.OK], [(r.status, r.reason) for r in results]
+    assert "NaN" in results[1].reason
+    assert "illegal" in results[2].reason.lower() or "died" in results[2].reason, results[2].reason
+    assert "per-candidate limit" in results[4].reason
+    assert restarts == 2
+    for good in (results[0], results[3], results[5]):
+        assert good.time_ms > 0 and good.tflops > 0 and good.error < 1e-5
+        assert good.registers > 0 and good.spill_bytes == 0
+        assert good.min_ms <= good.time_ms <= good.max_ms
+
+
+def test_backend_rejects_a_compile_error_and_resources_beyond_the_device():
+    from autoconv.gpu.backend import CupyBackend
+
+    problem = parse_spec("N=1,C=4,H=8,W=8,K=4,R=3,S=3,pad=1")
+    good = _naive_plan(problem)
+    broken = replace(good, source=good.source.replace("float acc", "float acc = undeclared_name +"), name="broken")
+    too_big = replace(good, launches=(replace(good.launches[0], shared_bytes=400 * 1024),), name="too_big")
+    with CupyBackend(compile_workers=2) as backend:
+        results = [backend.evaluate(plan) for plan in (broken, too_big, good)]
+    assert [r.status for r in results] == [Status.COMPILE_FAILED, Status.OUT_OF_RESOURCES, Status.OK]
+    assert "undeclared_name" in results[0].reason
+    assert "shared memory" in results[1].reason
+
+
+# ---- the tuner, the cache and the runtime ------------------------------------------------
+
+def test_tune_caches_a_verified_winner_that_conv2d_runs(tmp_path, seed):
+    import cupy
+
+    import autoconv
+    from autoconv import runtime
+    from autoconv.cache import WinnerCache
+    from autoconv.gpu.backend import CupyBackend
+    from autoconv.tuner import Tuner
+
+    problem = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,bias=1")
+    cache_file = tmp_path / "cache.sqlite"
+    with CupyBackend(seed=seed) as backend, WinnerCache(cache_file) as cache:
+        tuner = Tuner(backend, storage=tmp_path / "study.journal", families=FAMILY_NAMES,
+                      budget=Budget(trials=8), seed=seed, cache=cache)
+        outcome, = tuner.tune([NamedProblem("odd", problem)])
+        entries = cache.entries()
+    assert outcome.source == "tuned" and outcome.time_ms > 0, outcome
+    assert outcome.trials_run == 8 and len(entries) == 1
+    assert entries[0].kernel_name == outcome.kernel_name
+
+    runtime.set_cache(cache_file)
+    runtime.clear_loaded()
+    try:
+        x, w, bias = random_inputs(problem, numpy.random.default_rng(seed + 1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", runtime.UntunedWarning)  # the cached winner must be used
+            y = autoconv.conv2d(cupy.asarray(x), cupy.asarray(w), cupy.asarray(bias), stride=(2, 1), padding=1)
+        assert runtime._runners[(0, problem.key())].origin == "cache"
+        assert runtime._runners[(0, problem.key())].plan.name == outcome.kernel_name
+        verdict = check_result(cupy.asnumpy(y), conv2d_reference(problem, x, w, bias))
+        assert verdict.ok, verdict.message
+    finally:
+        runtime.set_cache(None)
+        runtime.clear_loaded()
+
+
+def test_conv2d_with_cupy_inputs_untuned_warns_once(tmp_path, seed):
+    import cupy
+
+    import autoconv
+    from autoconv import runtime
+
+    runtime.set_cache(tmp_path / "absent.sqlite")
+    runtime.clear_loaded()
+    try:
+        problem = parse_spec("N=1,C=3,H=21,W=17,K=24,R=4,S=2,stride=2,pad=same")
+        x, w, _ = random_inputs(problem, numpy.random.default_rng(seed))
+        xd, wd = cupy.asarray(x), cupy.asarray(w)
+        with pytest.warns(runtime.UntunedWarning, match="no winners' cache"):
+            y = autoconv.conv2d(xd, wd, stride=2, padding="same")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", runtime.UntunedWarning)
+            out = cupy.full(problem.output_shape, POISON, dtype=cupy.float32)
+            again = autoconv.conv2d(xd, wd, stride=2, padding="same", out=out)
+        assert again is out
+        reference = conv2d_reference(problem, x, w)
+        for result in (y, out):
+            verdict = check_result(cupy.asnumpy(result), reference)
+            assert verdict.ok, verdict.message
+        # asymmetric 4-tuple padding equals what 'same' resolved to
+        explicit = autoconv.conv2d(xd, wd, stride=2, padding=problem.padding)
+        assert bool(cupy.array_equal(explicit, y))
+    finally:
+        runtime.set_cache(None)
+        runtime.clear_loaded()
+
+
+def test_conv2d_refuses_bad_arguments_without_launching():
+    import cupy
+
+    import autoconv
+
+    x = cupy.random.random((2, 4, 9, 9), dtype=cupy.float32)
+    w = cupy.random.random((6, 4, 3, 3), dtype=cupy.float32)
+    cases = [
+        ((x.astype(cupy.float16), w), "float32"),
+        ((x, cupy.ascontiguousarray(w[:, :3])), "input channels"),
+        ((x[:, :, :, ::2], w), "contiguous"),
+        ((cupy.asnumpy(x), w), "host memory"),
+        ((x, w, cupy.zeros(5, dtype=cupy.float32)), "one value per filter"),
+        ((x[0], w), "4 dimensions"),
+    ]
+    for args, match in cases:
+        with pytest.raises(ProblemError, match=match):
+            autoconv.conv2d(*args, padding=1)
+    with pytest.raises(ProblemError, match="out.shape"):
+        autoconv.conv2d(x, w, padding=1, out=cupy.empty((2, 6, 8, 8), dtype=cupy.float32))
+    if cupy.cuda.runtime.getDeviceCount() > 1:
+        with cupy.cuda.Device(1):
+            other = cupy.asarray(cupy.asnumpy(w))
+        with pytest.raises(ProblemError, match="current device"):
+            autoconv.conv2d(x, other, padding=1)
+
+
+def test_conv2d_with_pytorch_tensors(seed):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA")
+    import autoconv
+
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.rand((2, 13, 31, 29), generator=generator) * 2 - 1
+    w = torch.rand((17, 13, 3, 3), generator=generator) * 2 - 1
+    b = torch.rand((17,), generator=generator) * 2 - 1
+    expected = torch.nn.functional.conv2d(x.double(), w.double(), b.double(), stride=(2, 1), padding=1,
+                                          dilation=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y = autoconv.conv2d(x.cuda(), w.cuda(), b.cuda(), stride=(2, 1), padding=1)
+    assert isinstance(y, torch.Tensor) and y.is_cuda and y.dtype == torch.float32
+    error = (torch.linalg.norm(y.double().cpu() - expected) / torch.linalg.norm(expected)).item()
+    assert error <= 1e-5
+    # 'same' with stride 1 and an even kernel: PyTorch's own padding convention
+    w2 = (torch.rand((8, 13, 4, 2), generator=generator) * 2 - 1)
+    expected = torch.nn.functional.conv2d(x.double(), w2.double(), padding="same")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y = autoconv.conv2d(x.cuda(), w2.cuda(), padding="same")
+    error = (torch.linalg.norm(y.double().cpu() - expected) / torch.linalg.norm(expected)).item()
+    assert error <= 1e-5
+    with pytest.raises(ProblemError, match="host memory"):
+        autoconv.conv2d(x, w.cuda())
+    with pytest.raises(ProblemError, match="contiguous"):
+        autoconv.conv2d(x.cuda().transpose(2, 3), w.cuda())
+
+
+# ---- the CLI -------------------------------------------------------------------------
+
+def test_second_tune_is_served_from_the_cache(tmp_path):
+    config = tmp_path / "tune.yaml"
+    config.write_text(
+        "problems:\n"
+        "  - name: odd\n"
+        "    spec: \"N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1\"\n"
+        "budget: {trials: 6}\n"
+        "cache: cache.sqlite\nstorage: study.journal\nresults: results\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "autoconv", "tune", str(config)]
+    first = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "tuned" in first.stdout
+    started = time.monotonic()
+    second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    elapsed = time.monotonic() - started
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "cache" in second.stdout and "tuned" not in second.stdout
+    assert elapsed < 30, f"the cached run took {elapsed:.1f} s"
+    show = subprocess.run([sys.executable, "-m", "autoconv", "show", str(config)], capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert show.returncode == 0 and "current" in show.stdout

@@ -1,0 +1,250 @@
+"""The search loop on the CPU, with the fake backend (deterministic synthetic timings).
+
+What is checked: budgets (trials, seconds, patience), that invalid proposals are never
+evaluated, that each family's default comes first, that the winner is the fastest
+evaluated candidate and is re-verified, that failures are recorded and never win, and
+that a resumed study repeats no evaluated configuration.
+"""
+
+from __future__ import annotations
+
+import os
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from autoconv.cache import WinnerCache, templates_hash
+from autoconv.config import Budget
+from autoconv.device import H100
+from autoconv.evaluate import FakeBackend, Status
+from autoconv.families import get_family
+from autoconv.models import NamedProblem
+from autoconv.problem import parse_spec
+from autoconv.tuner import EVALUATED, Tuner, ValidPoints, config_key, enumerate_points, study_name
+
+#: Small, awkward problem; the two families with quick-to-enumerate spaces.
+PROBLEM = NamedProblem("odd", parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"))
+FAMILIES = ("direct", "im2col_gemm")
+
+
+@pytest.fixture(scope="module")
+def points():
+    return ValidPoints(enumerate_points(PROBLEM.problem, FAMILIES, H100, 1 << 30))
+
+
+def storage():
+    return optuna.storages.InMemoryStorage()
+
+
+def make_tuner(backend, budget, store=None, **options):
+    return Tuner(backend, storage=store or storage(), families=FAMILIES, budget=budget, seed=3, **options)
+
+
+def study_of(tuner, problem=PROBLEM.problem):
+    name = study_name(problem, tuner.backend.identity.gpu_name, tuner.families)
+    return optuna.load_study(study_name=name, storage=tuner.storage)
+
+
+def keys(plans):
+    return [config_key(plan.family, plan.config) for plan in plans]
+
+
+def test_trial_budget_defaults_first_and_only_valid_points(points):
+    backend = FakeBackend()
+    tuner = make_tuner(backend, Budget(trials=15))
+    outcome = tuner.tune_problem(PROBLEM, points)
+
+    searched = backend.evaluated[:-1]  # the last one is the winner's re-verification
+    assert outcome.trials_run == outcome.trials_total == len(searched) == 15
+    assert outcome.stop_reason == "15 trials"
+    assert len(set(keys(searched))) == 15, "a configuration was evaluated twice"
+    for plan in searched:
+        assert get_family(plan.family).space.is_valid(plan.config, PROBLEM.problem, H100)
+    defaults = [(name, points.default(name)) for name in FAMILIES]
+    assert [(plan.family, dict(plan.config)) for plan in searched[:2]] == defaults
+
+    study = study_of(tuner)
+    invalid = [t for t in study.trials if t.user_attrs.get("status") == Status.INVALID.value]
+    assert outcome.invalid == len(invalid) > 0, "TPE proposed no invalid point: the test proves nothing"
+    for trial in invalid:
+        assert trial.state == TrialState.PRUNED
+        assert trial.user_attrs["reason"]
+        family = trial.params["family"]
+        config = {k.split(".", 1)[1]: v for k, v in trial.params.items() if k != "family"}
+        assert config_key(family, config) not in keys(backend.evaluated)
+    evaluated = [t for t in study.trials if t.user_attrs.get("status") in EVALUATED]
+    assert len(evaluated) == 15
+    for trial in evaluated:
+        assert trial.state == TrialState.COMPLETE
+        assert {"status", "reason", "compile_s", "run_s", "time_ms", "details"} <= set(trial.user_attrs)
+        assert trial.value == trial.user_attrs["time_ms"]
+
+
+def test_winner_is_the_fastest_evaluated_and_is_reverified(points, tmp_path):
+    backend = FakeBackend()
+    with WinnerCache(tmp_path / "cache.sqlite") as cache:
+        tuner = make_tuner(backend, Budget(trials=12), cache=cache)
+        outcome, = tuner.tune([PROBLEM])
+        entry, = cache.entries()
+    searched, reverified = backend.evaluated[:-1], backend.evaluated[-1]
+    fastest = min(searched, key=FakeBackend.synthetic_time_ms)
+    assert reverified.name == fastest.name == outcome.kernel_name == entry.kernel_name
+    assert outcome.time_ms == pytest.approx(FakeBackend.synthetic_time_ms(fastest))
+    assert outcome.tflops == pytest.approx(PROBLEM.problem.flops / (outcome.time_ms * 1e-3) / 1e12)
+    assert (entry.family, dict(entry.config)) == (fastest.family, dict(fastest.config))
+    assert entry.source_hash == fastest.source_hash and entry.trials == 12
+    assert entry.key.templates_hash == templates_hash() and entry.key.problem_key == PROBLEM.problem.key()
+
+    # A second run is served from the cache: nothing evaluated.
+    count = len(backend.evaluated)
+    with WinnerCache(tmp_path / "cache.sqlite") as cache:
+        again, = make_tuner(backend, Budget(trials=12), cache=cache).tune([PROBLEM])
+    assert again.source == "cache" and again.kernel_name == outcome.kernel_name
+    assert len(backend.evaluated) == count
+
+
+def test_failures_are_recorded_and_never_win(points):
+    def fail(plan):
+        if plan.family == "im2col_gemm":
+            return Status.WRONG_RESULT, "planted: relative L2 error 0.3 exceeds 1e-05"
+        if plan.config.get("TILE_P") == 2:
+            return Status.TIMEOUT, "planted hang"
+        return None
+
+    backend = FakeBackend(fail=fail)
+    tuner = make_tuner(backend, Budget(trials=20))
+    outcome = tuner.tune_problem(PROBLEM, points)
+    assert outcome.family == "direct" and outcome.config.get("TILE_P") != 2
+    assert outcome.failures.get("wrong_result", 0) >= 1
+    assert outcome.failed == sum(1 for plan in backend.evaluated[:-1] if fail(plan))
+    study = study_of(tuner)
+    failed = [t for t in study.trials if t.user_attrs.get("status") in ("wrong_result", "timeout")]
+    assert len(failed) == outcome.failed
+    for trial in failed:
+        assert trial.state == TrialState.PRUNED  # TPE ranks them worst
+        assert trial.user_attrs["reason"].startswith("planted")
+
+
+def test_a_winner_failing_reverification_gives_way_to_the_next(points):
+    calls: dict[str, int] = {}
+    best_name = []
+
+    def fail(plan):
+        calls[plan.name] = calls.get(plan.name, 0) + 1
+        if best_name and plan.name == best_name[0] and calls[plan.name] > 1:
+            return Status.WRONG_RESULT, "planted: wrong on fresh inputs"
+        return None
+
+    # The first run finds the best; the second (same study, more trials) fails it on
+    # re-verification, so the runner-up becomes the winner.
+    store = storage()
+    first = make_tuner(FakeBackend(), Budget(trials=10), store).tune_problem(PROBLEM, points)
+    best_name.append(first.kernel_name)
+    calls[first.kernel_name] = 1
+    backend = FakeBackend(fail=fail)
+    second = make_tuner(backend, Budget(trials=10), store).tune_problem(PROBLEM, points)
+    assert second.trials_run == 0 and second.kernel_name != first.kernel_name
+    assert "re-verification failed" in second.message and first.kernel_name in second.message
+    assert second.time_ms > first.time_ms
+
+
+def test_seconds_budget(points):
+    backend = FakeBackend(delay_s=0.05)
+    tuner = make_tuner(backend, Budget(trials=None, seconds=0.6), pipeline_depth=2)
+    outcome = tuner.tune_problem(PROBLEM, points)
+    assert outcome.stop_reason == "0.6 s"
+    assert 4 <= outcome.trials_run <= 0.6 / 0.05 + 3
+    assert outcome.wall_s < 3
+
+
+@pytest.mark.parametrize("depth", [1, 4])
+def test_patience_stops_after_trials_without_improvement(points, depth):
+    tuner = make_tuner(FakeBackend(), Budget(trials=200, patience=4), pipeline_depth=depth)
+    outcome = tuner.tune_problem(PROBLEM, points)
+    assert outcome.stop_reason == "no improvement in 4 trials"
+    values = [t.value for t in sorted(study_of(tuner).trials, key=lambda t: t.number)
+              if t.user_attrs.get("status") in EVALUATED]
+    since_best = len(values) - 1 - values.index(min(values))
+    # Candidates already in flight when patience ran out are finished, not dropped.
+    assert 4 <= since_best <= 4 + depth - 1
+    assert len(values) < 200
+
+
+def test_small_space_is_exhausted_without_repeats():
+    problem = NamedProblem("tiny", parse_spec("N=1,C=2,H=4,W=4,K=2,R=3,S=3,pad=1"))
+    points = ValidPoints(enumerate_points(problem.problem, ("im2col_gemm",), H100, 1 << 30))
+    backend = FakeBackend()
+    tuner = Tuner(backend, storage=storage(), families=("im2col_gemm",), budget=Budget(trials=100_000))
+    outcome = tuner.tune_problem(problem, points)
+    assert outcome.stop_reason == "every valid configuration evaluated"
+    assert outcome.trials_run == len(points) == len(set(keys(backend.evaluated[:-1])))
+
+
+def test_resume_after_interruption_repeats_no_evaluated_trial(points, tmp_path):
+    journal = tmp_path / "study.journal"
+
+    class Interrupted(FakeBackend):
+        def result(self, ticket):
+            if len(self.evaluated) == 7:
+                raise KeyboardInterrupt
+            return super().result(ticket)
+
+    first = Interrupted()
+    with pytest.raises(KeyboardInterrupt):
+        make_tuner(first, Budget(trials=16), str(journal)).tune_problem(PROBLEM, points)
+
+    # A run killed outright leaves a RUNNING trial whose process is gone.
+    tuner = make_tuner(FakeBackend(), Budget(trials=16), str(journal))
+    study = study_of(tuner)
+    orphan = study.ask()
+    orphan.set_user_attr("owner", f"{tuner.owner.rpartition(':')[0]}:{_dead_pid()}")
+
+    second = FakeBackend()
+    tuner = make_tuner(second, Budget(trials=16), str(journal))
+    outcome = tuner.tune_problem(PROBLEM, points)
+    assert outcome.trials_total == 16 and outcome.trials_run == 16 - 7
+    before, after = keys(first.evaluated), keys(second.evaluated[:-1])
+    assert not set(before) & set(after), "a configuration evaluated before the interruption ran again"
+    states = {t.number: (t.state, t.user_attrs.get("status")) for t in study_of(tuner).trials}
+    assert states[orphan.number] == (TrialState.FAIL, "abandoned")
+    assert not [t for t in study_of(tuner).trials if t.state == TrialState.RUNNING]
+
+    # Re-running the finished command evaluates nothing more (but re-verifies the winner).
+    third = FakeBackend()
+    again = make_tuner(third, Budget(trials=16), str(journal)).tune_problem(PROBLEM, points)
+    assert again.trials_run == 0 and len(third.evaluated) == 1
+    assert again.kernel_name == outcome.kernel_name
+
+
+def test_study_name_and_tune_all_problems(tmp_path):
+    problem_b = NamedProblem("b", parse_spec("N=1,C=4,H=9,W=9,K=6,R=1,S=1"))
+    backend = FakeBackend()
+    tuner = Tuner(backend, storage=storage(), families=("im2col_gemm",), budget=Budget(trials=3))
+    outcomes = tuner.tune([PROBLEM, problem_b])
+    assert [o.name for o in outcomes] == ["odd", "b"]
+    assert all(o.source == "tuned" and o.family == "im2col_gemm" for o in outcomes)
+    name = outcomes[1].study_name
+    assert problem_b.problem.key() in name and backend.identity.gpu_name in name and templates_hash() in name
+    assert {s.study_name for s in optuna.get_all_study_summaries(tuner.storage)} == \
+        {o.study_name for o in outcomes}
+
+
+def test_no_valid_configuration_is_reported_not_raised():
+    # A workspace limit of 0 bytes rules out im2col_gemm (its column buffer).
+    problem = NamedProblem("ws", parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3"))
+    backend = FakeBackend()
+    tuner = Tuner(backend, storage=storage(), families=("im2col_gemm",), budget=Budget(trials=3),
+                  workspace_limit=0)
+    outcome, = tuner.tune([problem])
+    assert outcome.source == "none" and outcome.time_ms is None
+    assert "no configuration" in outcome.message and not backend.evaluated
+
+
+def _dead_pid() -> int:
+    """A process id that is not running (a child that has exited and been reaped)."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
