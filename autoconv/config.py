@@ -29,7 +29,9 @@ The format (every key optional unless marked; see README "Config files")::
       seconds: 30                   # wall time
       patience: 25                  # stop after this many trials without improvement
     seed: 0
-    cache: .autoconv/cache.sqlite   # paths are relative to the config file's folder
+    cache: .autoconv/cache.sqlite   # default: $AUTOCONV_CACHE or ~/.cache/autoconv/winners.sqlite3
+                                    # (where autoconv.conv2d looks); paths are relative to
+                                    # the config file's folder
     storage: .autoconv/studies.journal   # Optuna storage: a file (journal) or a URL
     results: results/
     device: 0                       # CUDA device index
@@ -59,13 +61,13 @@ from typing import Callable
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from autoconv.cache import default_path as default_cache_path
 from autoconv.errors import ConfigError, ProblemError
 from autoconv.models import MODEL_PRESETS, NamedProblem
 from autoconv.problem import SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
 
 __all__ = ["Budget", "NamedProblem", "TuneConfig", "load_config", "load_config_text"]
 
-DEFAULT_CACHE = ".autoconv/cache.sqlite"
 DEFAULT_STORAGE = ".autoconv/studies.journal"
 DEFAULT_RESULTS = "results"
 DEFAULT_WORKSPACE_LIMIT_MB = 1024
@@ -114,7 +116,7 @@ class TuneConfig:
     families: tuple[str, ...]
     budget: Budget = Budget()
     seed: int = 0
-    cache: Path = Path(DEFAULT_CACHE)
+    cache: Path = field(default_factory=default_cache_path)
     storage: str = DEFAULT_STORAGE  # absolute journal-file path, or a SQLAlchemy URL
     results: Path = Path(DEFAULT_RESULTS)
     device: int = 0
@@ -227,7 +229,8 @@ class _ConfigReader:
         device = self.integer(_value(top, "device"), "device", 0, default=0)
         workspace = self.integer(_value(top, "workspace_limit_mb"), "workspace_limit_mb", 0,
                                  default=DEFAULT_WORKSPACE_LIMIT_MB)
-        cache = self.path(_value(top, "cache"), "cache", DEFAULT_CACHE)
+        # Without a `cache:` key, tune writes the user's cache, which autoconv.conv2d reads.
+        cache = default_cache_path() if _value(top, "cache") is None else self.path(_value(top, "cache"), "cache", "")
         results = self.path(_value(top, "results"), "results", DEFAULT_RESULTS)
         storage = self.storage(_value(top, "storage"))
 

@@ -17,6 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from autoconv.cache import default_path as default_cache_path
 from autoconv.cli import main
 from autoconv.config import (BUDGET_KEYS, MODEL_KEYS, PROBLEM_KEYS, TOP_KEYS, Budget, TuneConfig,
                              load_config, load_config_text)
@@ -73,7 +74,7 @@ def test_full_problem_and_defaults():
     assert config.budget == Budget(trials=50, seconds=None, patience=None)
     assert config.seed == 0 and config.device == 0
     assert config.workspace_limit_mb == 1024 and config.workspace_limit_bytes == 1 << 30
-    assert config.cache == Path("/base/.autoconv/cache.sqlite")
+    assert config.cache == default_cache_path()  # the user's cache, which autoconv.conv2d reads
     assert config.storage == "/base/.autoconv/studies.journal" and not config.storage_is_url
     assert config.results == Path("/base/results")
     assert config.origin == "test.yaml" and config.notes == ()
@@ -375,7 +376,7 @@ def test_load_config_reads_files_relative_to_their_folder(tmp_path):
     path.write_text(textwrap.dedent(PROBLEM) + "results: out\n")
     config = load_config(path)
     assert config.results == folder.resolve() / "out"
-    assert config.cache == folder.resolve() / ".autoconv" / "cache.sqlite"
+    assert config.cache == default_cache_path()
     assert config.origin == str(path)
 
 
@@ -510,7 +511,7 @@ def test_quickstart_example(capsys):
     assert by_name["same_even_kernel"].padding == (1, 2, 0, 1)  # SAME, asymmetric
     assert by_name["dilated_bias"].dilation == (2, 2) and by_name["dilated_bias"].bias
     assert config.families == FAMILY_NAMES
-    assert config.cache == EXAMPLES.parent / ".autoconv" / "cache.sqlite"
+    assert config.cache == default_cache_path()
     assert main(["check", str(EXAMPLES / "quickstart.yaml")]) == 0
 
 
