@@ -47,11 +47,17 @@ class CompileOutcome:
         return "\n".join(shown) + (f"\n... ({more} more lines)" if more > 0 else "")
 
 
+#: The CUDA headers autoconv's templates include, and what those include in turn.
+TEMPLATE_HEADERS = ("cuda_runtime.h", "mma.h", "crt/mma.h", "cuda_pipeline.h")
+
+
 @lru_cache(maxsize=1)
 def cuda_include_dirs() -> tuple[str, ...]:
     """Folders with the CUDA headers templates may include (``mma.h``,
     ``cuda_pipeline.h``): CuPy's CUDA path, ``$CUDA_PATH``/``$CUDA_HOME``, nvcc's
-    toolkit, ``/usr/local/cuda``; the first that has ``cuda_runtime.h``."""
+    toolkit, ``/usr/local/cuda``; the first that has all of :data:`TEMPLATE_HEADERS`,
+    else the first that has ``cuda_runtime.h``. (The pip-installed CUDA headers that
+    CuPy may point at ship ``mma.h`` without the ``crt/mma.h`` it includes.)"""
     candidates: list[Path] = []
     try:
         import cupy
@@ -67,6 +73,9 @@ def cuda_include_dirs() -> tuple[str, ...]:
     if nvcc:
         candidates.append(Path(nvcc).resolve().parent.parent / "include")
     candidates.append(Path("/usr/local/cuda/include"))
+    for folder in candidates:
+        if all((folder / header).is_file() for header in TEMPLATE_HEADERS):
+            return (str(folder),)
     for folder in candidates:
         if (folder / "cuda_runtime.h").is_file():
             return (str(folder),)
