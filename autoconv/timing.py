@@ -126,7 +126,12 @@ def _capture(stream, enqueue: Callable[[int], None], calls: int, buffer_sets: in
         except cupy.cuda.runtime.CUDARuntimeError:
             pass
         return None
-    return stream.end_capture()
+    try:
+        return stream.end_capture()
+    except cupy.cuda.runtime.CUDARuntimeError:
+        # The capture was invalidated by a call that is not capturable (cudaMalloc in a
+        # library, a synchronisation): time the calls back-to-back instead.
+        return None
 
 
 def geometric_mean(values: Sequence[float]) -> float:
