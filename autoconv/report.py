@@ -292,7 +292,7 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
 
     lines += ["## Per layer", "",
               "Speedup = cuDNN strict ms / autoconv ms; above 1 autoconv is faster. "
-              "`autoconv.conv2d` runs cuDNN's plan where the speedup is below 1.", "",
+              "cuDNN's best plan is recorded in the winners' cache.", "",
               "| layer | count | shape (NxCxHxW * KxRxS) | GFLOP | family | key params | autoconv ms "
               "| TFLOP/s | % of FP32 peak | cuDNN strict ms | speedup | cuDNN TF32 ms | PyTorch ms |",
               "|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
