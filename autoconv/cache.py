@@ -211,8 +211,14 @@ class WinnerCache:
             check = connection.execute("PRAGMA quick_check").fetchone()
             if check is None or check[0] != "ok":
                 raise self._error(f"the database is corrupt ({check[0] if check else 'no answer'})")
+            # Check what the file is before switching it to WAL (a write): a foreign
+            # database is left exactly as it was.
+            tables = self._tables(connection)
+            if tables:
+                self._check_format(connection, tables)
             connection.execute("PRAGMA journal_mode = WAL")
-            self._initialise(connection)
+            if not tables:
+                self._initialise(connection)
         except sqlite3.DatabaseError as err:
             connection.close()
             raise self._error(f"the database is unreadable ({err})") from None
@@ -221,24 +227,32 @@ class WinnerCache:
             raise
         return connection
 
+    @staticmethod
+    def _tables(connection: sqlite3.Connection) -> set[str]:
+        return {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
     def _initialise(self, connection: sqlite3.Connection) -> None:
-        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if tables and "meta" not in tables:
+        """Create the schema in a new file (several processes may race to: each statement
+        is idempotent), then check it as any other file."""
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    connection.execute(statement)
+            connection.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+            connection.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                               (str(SCHEMA_VERSION),))
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        self._check_format(connection, self._tables(connection))
+
+    def _check_format(self, connection: sqlite3.Connection, tables: set[str]) -> None:
+        """CacheError unless the database is an autoconv cache of this schema (reads only)."""
+        if "meta" not in tables:
             raise self._error(f"an SQLite database of something else (tables {', '.join(sorted(tables))}), "
                               "not an autoconv cache")
-        if not tables:
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        connection.execute(statement)
-                connection.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
-                connection.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                                   (str(SCHEMA_VERSION),))
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
         meta = dict(connection.execute("SELECT name, value FROM meta").fetchall())
         if meta.get("format") != FORMAT:
             raise self._error(f"an SQLite database with format {meta.get('format')!r}, not an autoconv cache")
@@ -346,10 +360,9 @@ class WinnerCache:
         entries = self.entries()
         document = {"format": EXPORT_FORMAT, "schema_version": SCHEMA_VERSION, "exported_at": now_iso(),
                     "entries": [entry.as_dict() for entry in entries]}
-        target = Path(path)
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
-        os.replace(temporary, target)
+        from autoconv.files import write_atomically
+
+        write_atomically(path, json.dumps(document, indent=1, sort_keys=True) + "\n")
         return len(entries)
 
     def import_file(self, path: str | os.PathLike) -> tuple[int, int]:

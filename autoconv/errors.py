@@ -44,3 +44,11 @@ class BackendUnavailable(AutoconvError):
 
 class CacheError(AutoconvError):
     """The winners' cache cannot be read or written."""
+
+
+class StorageError(AutoconvError):
+    """The Optuna study storage (a journal file or a database) cannot be read or written."""
+
+
+class DeviceMemoryError(AutoconvError):
+    """A problem's buffers do not fit in the GPU's memory (refused before allocating)."""

@@ -155,6 +155,13 @@ class Backend(ABC):
         """Submit one plan and wait for its result."""
         return self.result(self.submit(plan, seed=seed))
 
+    def available_memory_bytes(self) -> int:
+        """Device memory one problem's buffers may take: the tuner refuses a problem whose
+        estimate (:mod:`autoconv.memory`) exceeds it before anything is allocated. The
+        device's total memory here; the GPU worker checks the memory actually free when it
+        prepares a problem."""
+        return self.device.global_memory_bytes
+
     def close(self) -> None:
         pass
 
@@ -189,14 +196,18 @@ class FakeBackend(Backend):
         device: the limits the search spaces see (default: the H100's).
         fail: ``fail(plan) -> (Status, reason) | None``: inject failures (a compile
             error, a wrong result, a hang...) for chosen candidates.
-        delay_s: sleep this long per result (for tests of the seconds budget).
+        delay_s: sleep this long per result (for tests of the seconds budget, and to
+            give tests of a killed ``autoconv tune`` something to interrupt).
+        memory_bytes: the device memory it pretends to have (default: ``device``'s).
 
     ``evaluated`` lists every plan whose result was asked for, in order.
     """
 
     def __init__(self, device: DeviceLimits = H100, *,
                  fail: Callable[[KernelPlan], tuple[Status, str] | None] | None = None,
-                 delay_s: float = 0.0):
+                 delay_s: float = 0.0, memory_bytes: int | None = None):
+        if memory_bytes is not None:
+            device = replace(device, global_memory_bytes=int(memory_bytes))
         self.device = device
         self.identity = FAKE_IDENTITY
         self._fail = fail
@@ -235,6 +246,10 @@ class FakeBackend(Backend):
 #: Environment variable choosing the backend of ``autoconv tune``: ``cupy`` (default)
 #: or ``fake`` (synthetic timings, no GPU: for testing the search and the CLI).
 BACKEND_VARIABLE = "AUTOCONV_BACKEND"
+#: With the fake backend: seconds each candidate takes (``delay_s``) and the device
+#: memory in MiB it pretends to have (``memory_bytes``). For tests of the CLI.
+FAKE_DELAY_VARIABLE = "AUTOCONV_FAKE_DELAY_S"
+FAKE_MEMORY_VARIABLE = "AUTOCONV_FAKE_MEMORY_MB"
 
 
 def make_backend(device_id: int = 0, *, seed: int = 0, **options) -> Backend:
@@ -250,8 +265,29 @@ def make_backend(device_id: int = 0, *, seed: int = 0, **options) -> Backend:
 
     kind = os.environ.get(BACKEND_VARIABLE, "cupy").strip().lower()
     if kind == "fake":
-        return FakeBackend()
+        delay = _number_from_environment(FAKE_DELAY_VARIABLE, 0.0)
+        memory_mb = _number_from_environment(FAKE_MEMORY_VARIABLE, None)
+        return FakeBackend(delay_s=delay,
+                           memory_bytes=None if memory_mb is None else int(memory_mb * (1 << 20)))
     if kind != "cupy":
         raise BackendUnavailable(f"{BACKEND_VARIABLE}={kind!r}: expected 'cupy' or 'fake'")
     from autoconv.gpu.backend import CupyBackend
     return CupyBackend(device_id, seed=seed, **options)
+
+
+def _number_from_environment(name: str, default: float | None) -> float | None:
+    import math
+    import os
+
+    from autoconv.errors import BackendUnavailable
+
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise BackendUnavailable(f"{name}={text!r}: expected a number >= 0")
+    return value

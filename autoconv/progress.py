@@ -178,6 +178,7 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
     from autoconv.cache import WinnerCache
     from autoconv.config import load_config
     from autoconv.errors import BackendUnavailable
+    from autoconv.files import write_atomically
 
     config = load_config(config_path)
     families = tuple(families) if families else config.families
@@ -211,7 +212,7 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
     stdout.print(summary_table(outcomes, wall_s))
     config.results.mkdir(parents=True, exist_ok=True)
     summary_path = config.results / "tune.json"
-    summary_path.write_text(json.dumps({
+    write_atomically(summary_path, json.dumps({  # a kill leaves the old file or the new one
         "config": config.origin, "device": backend.identity.gpu_name, "families": list(families),
         "budget": dataclasses.asdict(budget), "wall_s": wall_s,
         "problems": [outcome.as_dict() for outcome in outcomes]}, indent=1) + "\n")

@@ -91,6 +91,11 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None):
     """
     from autoconv.gpu.device import require_cupy
 
+    # Host arrays and foreign objects are refused first, so that the error is the same
+    # (and as clear) where CuPy is missing.
+    for name, value in (("x", x), ("w", w), ("bias", bias), ("out", out)):
+        if value is not None:
+            _refuse_host_memory(name, value)
     cupy = require_cupy()
     torch_input = _is_torch(x)
     xa = _device_array(cupy, "x", x)
@@ -164,18 +169,47 @@ def _is_torch(value) -> bool:
     return type(value).__module__.split(".")[0] == "torch"
 
 
-def _device_array(cupy, name: str, value):
-    """``value`` as a CuPy array on its GPU (zero-copy), checked: float32, C-contiguous,
-    in device memory."""
+#: DLPack device types of memory a kernel can read: kDLCUDA, kDLCUDAManaged.
+_DLPACK_CUDA_TYPES = (2, 13)
+_GPU_ARRAYS = "autoconv.conv2d runs on the GPU and takes CuPy arrays or CUDA tensors"
+
+
+def _refuse_host_memory(name: str, value) -> None:
+    """ProblemError unless ``value`` can be an array in CUDA device memory: NumPy arrays,
+    CPU tensors, DLPack arrays on other devices and objects that are no array at all are
+    refused. Needs neither CuPy nor a GPU."""
     import numpy
 
     if isinstance(value, numpy.ndarray):
-        raise ProblemError(name, "numpy.ndarray", "a NumPy array is in host memory; autoconv.conv2d runs "
-                           f"on the GPU: pass cupy.asarray({name}) or a CUDA tensor")
+        raise ProblemError(name, "numpy.ndarray", f"{name} is a NumPy array in host memory; {_GPU_ARRAYS}: "
+                           f"pass cupy.asarray({name}) (or torch.from_numpy({name}).cuda())")
     if _is_torch(value):
-        if not value.is_cuda:
+        if not getattr(value, "is_cuda", False):
             raise ProblemError(name, f"torch tensor on {value.device}",
-                               f"{name} is in host memory; move it to the GPU with {name}.cuda()")
+                               f"{name} is in host memory; {_GPU_ARRAYS}: move it with {name}.cuda()")
+        return
+    if hasattr(value, "__cuda_array_interface__"):
+        return
+    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+        try:
+            device_type = int(value.__dlpack_device__()[0])
+        except (TypeError, ValueError, IndexError) as err:
+            raise ProblemError(name, type(value).__name__, f"cannot tell where {name} lives: its "
+                               f"__dlpack_device__() failed ({err})") from None
+        if device_type not in _DLPACK_CUDA_TYPES:
+            raise ProblemError(name, type(value).__name__,
+                               f"{name} is not in CUDA device memory (DLPack device type {device_type}, "
+                               f"host memory or another kind of device); {_GPU_ARRAYS}")
+        return
+    raise ProblemError(name, type(value).__name__,
+                       f"expected a CuPy array, a CUDA tensor, or an array with DLPack or "
+                       f"__cuda_array_interface__ in GPU memory; {_GPU_ARRAYS}")
+
+
+def _device_array(cupy, name: str, value):
+    """``value`` as a CuPy array on its GPU (zero-copy), checked: float32, C-contiguous,
+    in device memory (host memory was refused by :func:`_refuse_host_memory`)."""
+    if _is_torch(value):
         if not value.is_contiguous():
             raise ProblemError(name, "non-contiguous tensor",
                                f"{name} must be contiguous (NCHW); use {name}.contiguous()")
@@ -185,17 +219,9 @@ def _device_array(cupy, name: str, value):
     if isinstance(value, cupy.ndarray):
         array = value
     elif hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
-        device_type, _ = value.__dlpack_device__()
-        if int(device_type) not in (2, 13):  # kDLCUDA, kDLCUDAManaged: memory kernels can use
-            raise ProblemError(name, type(value).__name__,
-                               f"{name} is not in CUDA device memory (DLPack device type {int(device_type)})")
         array = cupy.from_dlpack(value)
-    elif hasattr(value, "__cuda_array_interface__"):
-        array = cupy.asarray(value)
     else:
-        raise ProblemError(name, type(value).__name__,
-                           "expected a CuPy array, a CUDA tensor, or an array with DLPack or "
-                           "__cuda_array_interface__")
+        array = cupy.asarray(value)  # __cuda_array_interface__
     if array.dtype != cupy.float32:
         raise ProblemError(f"{name}.dtype", str(array.dtype),
                            f"autoconv.conv2d computes float32 only; convert {name} first "

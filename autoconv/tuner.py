@@ -8,7 +8,12 @@ For each problem (:class:`Tuner.tune`):
    storage (an Optuna journal file by default, which several processes on one host can
    share, or a SQLAlchemy URL). Re-running the same command loads it and continues: the
    trial budget counts the study's evaluated trials, and a configuration evaluated
-   before is never evaluated again.
+   before, or being evaluated by another process, is never evaluated again. Trials of a
+   killed run are failed as ``abandoned`` (:meth:`Tuner._fail_abandoned`); a damaged
+   journal is an error naming the file, except a last record cut short, which is
+   dropped (:func:`make_storage`). Before anything else, a problem whose buffers cannot
+   fit in the device's memory is refused (:mod:`autoconv.memory`), and the workspace
+   its candidates may use is capped by what its buffers leave.
 3. **Sampling only valid points.** The kernel family is a categorical parameter, each
    family's parameters are namespaced (``implicit_gemm.BM``) and suggested
    define-by-run, so their distributions are fixed within a study. TPE (seeded,
@@ -20,7 +25,9 @@ For each problem (:class:`Tuner.tune`):
    only ~3% of implicit_gemm's parameter combinations are valid, so rejecting and
    re-asking would spend almost every ask on an invalid point. A proposal evaluated
    before is told FAIL (``status: repeat``; samplers ignore failed trials) and its
-   nearest unevaluated neighbour enqueued likewise. Each family's default config is
+   nearest unevaluated neighbour enqueued likewise. So is one that another process
+   holds: a proposal is checked again once its params are in the storage, so of two
+   processes proposing one config at once, the later one sees the earlier's. Each family's default config is
    enqueued first (warm start).
 4. **Pipelined evaluation.** Up to ``pipeline_depth`` candidates are asked ahead and
    submitted to the backend, which compiles them in parallel while the GPU evaluates
@@ -46,18 +53,20 @@ import time
 import warnings
 from collections import deque
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from autoconv.cache import CacheEntry, CacheKey, WinnerCache, templates_hash
 from autoconv.config import Budget
 from autoconv.device import DeviceLimits
-from autoconv.errors import AutoconvError
+from autoconv.errors import AutoconvError, DeviceMemoryError
 from autoconv.evaluate import Backend, Status, TrialResult
 from autoconv.families import KernelPlan, get_family
 from autoconv.models import NamedProblem
 from autoconv.problem import ConvProblem
+from autoconv.processes import exit_with_parent
+from autoconv.processes import process_alive as _process_alive
 from autoconv.space import DEFAULT_WORKSPACE_LIMIT
+from autoconv.storage import make_storage
 
 #: Candidates asked ahead and compiling while the GPU evaluates (per problem).
 DEFAULT_PIPELINE_DEPTH = 8
@@ -71,6 +80,9 @@ EVALUATED = frozenset(status.value for status in Status if status is not Status.
 #: Asks without a new candidate after which the space counts as exhausted (a safety
 #: net: a repair enqueues a valid unevaluated point, so one ask normally suffices).
 MAX_ASKS_PER_CANDIDATE = 200
+#: Age after which a RUNNING trial that no process claimed (no ``owner``) is abandoned.
+#: Claiming is the write right after asking, so a live process is never this slow.
+UNCLAIMED_TRIAL_AGE_S = 600.0
 
 
 # ---- study names and storage ----------------------------------------------------------
@@ -78,20 +90,6 @@ MAX_ASKS_PER_CANDIDATE = 200
 def study_name(problem: ConvProblem, gpu_name: str, families: Sequence[str]) -> str:
     """``autoconv/<problem key>/<GPU name>/<families>/<template hash>``."""
     return f"autoconv/{problem.key()}/{gpu_name}/{'+'.join(families)}/{templates_hash()}"
-
-
-def make_storage(storage: str | os.PathLike):
-    """An Optuna storage: a SQLAlchemy URL (``sqlite:///...``, ``postgresql://...``) as
-    is, anything else as the path of a journal file (created with its folder)."""
-    import optuna
-    from optuna.storages.journal import JournalFileBackend, JournalStorage
-
-    text = str(storage)
-    if "://" in text:
-        return optuna.storages.RDBStorage(text)
-    path = Path(text).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return JournalStorage(JournalFileBackend(str(path)))
 
 
 # ---- the valid points of a problem ----------------------------------------------------
@@ -117,10 +115,14 @@ def _enumerate_job(args) -> list[dict]:
 
 
 def enumerate_all(problems: Sequence[ConvProblem], families: Sequence[str], device: DeviceLimits,
-                  workspace_limit: int, workers: int = 1) -> list[dict[str, list[dict]]]:
+                  workspace_limit: int | Sequence[int], workers: int = 1) -> list[dict[str, list[dict]]]:
     """:func:`enumerate_points` for several problems, one (problem, family) per job in
-    ``workers`` processes (a large space takes seconds to enumerate)."""
-    jobs = [(problem, family, device, workspace_limit) for problem in problems for family in families]
+    ``workers`` processes (a large space takes seconds to enumerate). ``workspace_limit``
+    is one limit for all problems, or one per problem."""
+    limits = [workspace_limit] * len(problems) if isinstance(workspace_limit, int) else list(workspace_limit)
+    if len(limits) != len(problems):
+        raise ValueError(f"{len(limits)} workspace limits for {len(problems)} problems")
+    jobs = [(problem, family, device, limit) for problem, limit in zip(problems, limits) for family in families]
     if workers <= 1 or len(jobs) <= 1:
         results = [_enumerate_job(job) for job in jobs]
     else:
@@ -128,7 +130,8 @@ def enumerate_all(problems: Sequence[ConvProblem], families: Sequence[str], devi
         import multiprocessing
 
         with concurrent.futures.ProcessPoolExecutor(
-                max_workers=min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as pool:
+                max_workers=min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
+                initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
             results = list(pool.map(_enumerate_job, jobs))
     per_problem = iter(results)
     return [{family: next(per_problem) for family in families} for _ in problems]
@@ -282,6 +285,23 @@ class _History:
         return cls(results, evaluated, best, since, waiting, running)
 
 
+def _claimed_by_another(study, number: int, key: str) -> str | None:
+    """Why another trial than ``number`` holds the config ``key`` (it was evaluated, or
+    it is being evaluated), or None."""
+    from optuna.trial import TrialState
+
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE,
+                                                          TrialState.PRUNED)):
+        family = trial.params.get("family")
+        if trial.number == number or family is None or config_key(family, _config_of(trial.params, family)) != key:
+            continue
+        if trial.state == TrialState.RUNNING:
+            return f"being evaluated now (trial {trial.number})"
+        if trial.user_attrs.get("status") in EVALUATED:
+            return f"evaluated before (trial {trial.number})"
+    return None
+
+
 def _config_of(params: Mapping[str, object], family: str) -> dict[str, object]:
     prefix = family + "."
     return {name[len(prefix):]: value for name, value in params.items() if name.startswith(prefix)}
@@ -321,14 +341,15 @@ class Tuner:
         for name in families:
             get_family(name)  # unknown names fail here, with the known ones listed
         self.backend = backend
-        self.storage = make_storage(storage) if isinstance(storage, (str, os.PathLike)) else storage
+        self.reporter = reporter or Reporter()
+        self.storage = make_storage(storage, on_repair=self.reporter.note) \
+            if isinstance(storage, (str, os.PathLike)) else storage
         self.families = tuple(families)
         self.budget = budget
         self.seed = seed
         self.workspace_limit = workspace_limit
         self.cache = cache
         self.retune = retune
-        self.reporter = reporter or Reporter()
         self.pipeline_depth = max(1, pipeline_depth)
         self.workers = workers
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
@@ -346,10 +367,19 @@ class Tuner:
                 self.reporter.problem_finished(cached)
             else:
                 to_tune.append((index, item))
+        fitting = []
+        for index, item in to_tune:  # before enumerating or allocating anything
+            try:
+                fitting.append((index, item, self.problem_workspace_limit(item)))
+            except DeviceMemoryError as err:
+                outcomes[index] = ProblemOutcome(name=item.name, problem=item.problem, count=item.count,
+                                                 stop_reason="too large for GPU memory", message=str(err))
+                self.reporter.problem_finished(outcomes[index])
+        to_tune = [(index, item) for index, item, _ in fitting]
         if to_tune:
             self.reporter.note(f"enumerating the valid configurations of {len(to_tune)} problem(s)")
             all_points = enumerate_all([item.problem for _, item in to_tune], self.families,
-                                       self.backend.device, self.workspace_limit, self.workers)
+                                       self.backend.device, [limit for _, _, limit in fitting], self.workers)
             for (index, item), points in zip(to_tune, all_points):
                 try:
                     outcome = self.tune_problem(item, ValidPoints(points))
@@ -362,6 +392,21 @@ class Tuner:
         self.reporter.run_finished(ordered)
         return ordered
 
+    def problem_workspace_limit(self, item: NamedProblem) -> int:
+        """The workspace a candidate for ``item`` may use: the configured limit, less
+        whatever the problem's own buffers leave of the device's memory
+        (:mod:`autoconv.memory`).
+
+        Raises:
+            DeviceMemoryError: the problem's buffers alone do not fit (nothing allocated).
+        """
+        from autoconv.memory import check_fits
+
+        available = self.backend.available_memory_bytes()
+        need = check_fits(item.problem, available, self.backend.device.name, self.backend.device.l2_bytes,
+                          label=item.name)
+        return max(0, min(self.workspace_limit, available - need.fixed))
+
     def _cache_key(self, problem: ConvProblem) -> CacheKey:
         return CacheKey.for_problem(self.backend.identity, problem)
 
@@ -371,12 +416,28 @@ class Tuner:
         entry = self.cache.get(self._cache_key(item.problem))
         if entry is None or entry.family not in self.families:
             return None
+        stale = self._unusable(entry, item.problem)
+        if stale:
+            self.reporter.note(f"{item.name}: not using its cached winner ({stale}); tuning it again")
+            return None
         return ProblemOutcome(
             name=item.name, problem=item.problem, count=item.count, source="cache", family=entry.family,
             config=dict(entry.config), kernel_name=entry.kernel_name, time_ms=entry.time_ms,
             tflops=entry.tflops, workspace_bytes=entry.workspace_bytes, study_name=entry.study_name,
             stop_reason="cached", message=f"cached winner measured {entry.measured_at}",
             trials_total=entry.trials)
+
+    def _unusable(self, entry: CacheEntry, problem: ConvProblem) -> str | None:
+        """Why a cache entry of this problem's key cannot be this autoconv's kernel (it no
+        longer plans, or renders to another source), or None."""
+        try:
+            plan = get_family(entry.family).plan(problem, dict(entry.config), self.backend.device,
+                                                 max(self.workspace_limit, entry.workspace_bytes))
+        except AutoconvError as err:
+            return f"its configuration is no longer valid: {str(err).splitlines()[0]}"
+        if plan.source_hash != entry.source_hash:
+            return "this autoconv renders another source for it (stale entry)"
+        return None
 
     # ---- one problem ---------------------------------------------------------------
     def tune_problem(self, item: NamedProblem, points: ValidPoints | None = None) -> ProblemOutcome:
@@ -385,9 +446,9 @@ class Tuner:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         problem = item.problem
+        workspace_limit = self.problem_workspace_limit(item)
         if points is None:
-            points = ValidPoints(enumerate_points(problem, self.families, self.backend.device,
-                                                  self.workspace_limit))
+            points = ValidPoints(enumerate_points(problem, self.families, self.backend.device, workspace_limit))
         name = study_name(problem, self.backend.identity.gpu_name, self.families)
         outcome = ProblemOutcome(name=item.name, problem=problem, count=item.count, study_name=name,
                                  valid_points=len(points))
@@ -395,7 +456,7 @@ class Tuner:
         if not points.families:
             outcome.stop_reason = "no valid configuration"
             outcome.message = (f"no configuration of {', '.join(self.families)} is valid for "
-                               f"{problem.shape_str()} within a workspace of {self.workspace_limit} bytes")
+                               f"{problem.shape_str()} within a workspace of {workspace_limit} bytes")
             return outcome
 
         with warnings.catch_warnings():
@@ -421,7 +482,8 @@ class Tuner:
                     stop = self._stop_reason(history, len(in_flight), started)
                     if stop:
                         break
-                    candidate = self._next_candidate(study, problem, points, history, in_flight, outcome)
+                    candidate = self._next_candidate(study, problem, points, history, in_flight, outcome,
+                                                     workspace_limit)
                     if candidate is None:
                         stop = "every valid configuration evaluated"
                         break
@@ -469,19 +531,35 @@ class Tuner:
 
     def _fail_abandoned(self, study) -> None:
         """Fail RUNNING trials whose tuning process (on this host) is gone: a run that
-        was killed. Trials of live processes, or of other hosts, are left alone."""
+        was killed. Trials of live processes, or of other hosts, are left alone. A trial
+        without an owner (its process was killed between asking for it and claiming it,
+        which is the next write) is failed once it is :data:`UNCLAIMED_TRIAL_AGE_S` old."""
+        import datetime
+
+        from optuna.exceptions import UpdateFinishedTrialError
         from optuna.trial import Trial, TrialState
 
         host = socket.gethostname()
+        now = datetime.datetime.now()
         for frozen in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             owner = str(frozen.user_attrs.get("owner", ""))
-            owner_host, _, pid = owner.rpartition(":")
-            if owner_host != host or not pid.isdigit() or _process_alive(int(pid)):
-                continue
+            if owner:
+                owner_host, _, pid = owner.rpartition(":")
+                if owner_host != host or not pid.isdigit() or _process_alive(int(pid)):
+                    continue
+                reason = f"its tuning process ({owner}) ended before it was evaluated"
+            else:
+                started = frozen.datetime_start
+                if started is None or (now - started).total_seconds() < UNCLAIMED_TRIAL_AGE_S:
+                    continue
+                reason = "no tuning process claimed it (the one that asked for it was killed)"
             trial = Trial(study, frozen._trial_id)
-            trial.set_user_attr("status", "abandoned")
-            trial.set_user_attr("reason", f"its tuning process ({owner}) ended before it was evaluated")
-            study.tell(frozen.number, state=TrialState.FAIL, skip_if_finished=True)
+            try:
+                trial.set_user_attr("status", "abandoned")
+                trial.set_user_attr("reason", reason)
+                study.tell(frozen.number, state=TrialState.FAIL, skip_if_finished=True)
+            except UpdateFinishedTrialError:  # another process starting now failed it first
+                continue
 
     def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints) -> None:
         """Each family's default config, unless evaluated or queued already."""
@@ -493,13 +571,14 @@ class Tuner:
                 study.enqueue_trial(_params_of(family, config), user_attrs={"origin": "family default"})
 
     def _next_candidate(self, study, problem: ConvProblem, points: ValidPoints, history: _History,
-                        in_flight, outcome: ProblemOutcome):
+                        in_flight, outcome: ProblemOutcome, workspace_limit: int):
         """Ask until a valid, unevaluated config comes up; (trial, plan), or None when
-        every valid config has been evaluated (or is being)."""
+        every valid config has been evaluated (or is being, here or by another process
+        on the same study)."""
         from optuna.trial import TrialState
 
         pending = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
-        seen = set(history.results) | pending
+        seen = set(history.results) | pending | history.running
         for _ in range(MAX_ASKS_PER_CANDIDATE):
             trial = study.ask()
             trial.set_user_attr("owner", self.owner)
@@ -512,19 +591,24 @@ class Tuner:
             key = config_key(family, config)
             if not points.is_valid(family, config):
                 trial.set_user_attr("status", Status.INVALID.value)
-                trial.set_user_attr("reason", self._invalid_reason(family, config, problem))
+                trial.set_user_attr("reason", self._invalid_reason(family, config, problem, workspace_limit))
                 study.tell(trial, state=TrialState.PRUNED)
                 outcome.invalid += 1
-            elif key in seen:
-                earlier = history.results.get(key)
+            else:
+                if key in seen:
+                    earlier = history.results.get(key)
+                    repeat = f"evaluated before (trial {earlier[0]})" if earlier else "being evaluated now"
+                else:
+                    # Checked again now that this trial's params are in the storage: of two
+                    # processes proposing the same config at once, the later sees the other.
+                    repeat = _claimed_by_another(study, trial.number, key)
+                if repeat is None:
+                    return trial, get_family(family).plan(problem, config, self.backend.device, workspace_limit)
+                seen.add(key)  # (claimed since ``history`` was read: the repair must not pick it)
                 trial.set_user_attr("status", "repeat")
-                trial.set_user_attr("reason", f"evaluated before (trial {earlier[0]})" if earlier
-                                    else "being evaluated now")
+                trial.set_user_attr("reason", repeat)
                 study.tell(trial, state=TrialState.FAIL)
                 outcome.repeats += 1
-            else:
-                plan = get_family(family).plan(problem, config, self.backend.device, self.workspace_limit)
-                return trial, plan
             repair = points.nearest_unseen(family, config, seen | _History.of(study).waiting)
             if repair is None:
                 return None
@@ -533,12 +617,12 @@ class Tuner:
         raise AutoconvError(f"no new candidate after {MAX_ASKS_PER_CANDIDATE} proposals for "
                             f"{problem.shape_str()} (is another process draining the same study?)")
 
-    def _invalid_reason(self, family: str, config: Mapping[str, object], problem: ConvProblem) -> str:
+    def _invalid_reason(self, family: str, config: Mapping[str, object], problem: ConvProblem,
+                        workspace_limit: int) -> str:
         unsupported = get_family(family).unsupported_reason(problem)
         if unsupported:
             return unsupported
-        broken = get_family(family).space.violations(config, problem, self.backend.device,
-                                                     self.workspace_limit)
+        broken = get_family(family).space.violations(config, problem, self.backend.device, workspace_limit)
         return "; ".join(broken) or f"no valid {family} configuration for this problem"
 
     def _tell(self, study, trial, plan: KernelPlan, result: TrialResult) -> None:
@@ -595,25 +679,19 @@ class Tuner:
             study.set_user_attr("winner", {"trial": trial.number, "kernel_name": plan.name,
                                            "time_ms": check.time_ms, "tflops": check.tflops})
             if self.cache is not None:
+                # A faster entry stays, unless it is one this autoconv cannot use.
+                existing = self.cache.get(self._cache_key(problem))
+                replace_it = existing is not None and self._unusable(existing, problem) is not None
                 self.cache.put(CacheEntry(
                     key=self._cache_key(problem), family=family, config=config, kernel_name=plan.name,
                     source_hash=plan.source_hash, time_ms=check.time_ms, tflops=check.tflops,
                     workspace_bytes=plan.workspace_bytes, trials=outcome.trials_total,
-                    study_name=outcome.study_name))
+                    study_name=outcome.study_name), only_if_faster=not replace_it)
             break
         if rejected:
             outcome.message = "; ".join(filter(None, [outcome.message, "re-verification failed for "
                                                       + " | ".join(rejected)]))
 
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 

@@ -116,10 +116,14 @@ def _text(value) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else (value or "")
 
 
-def _warm_up() -> None:
-    """Pool initializer: import CuPy and find the headers once per process, so the
-    first candidate's compile time is the compiler's alone."""
+def _warm_up(parent_pid: int) -> None:
+    """Pool initializer: end with the tuning process (:func:`exit_with_parent`: a killed
+    run leaves no compiler behind); import CuPy and find the headers once per process,
+    so the first candidate's compile time is the compiler's alone."""
     from autoconv.gpu.device import require_cupy
+    from autoconv.processes import exit_with_parent
+
+    exit_with_parent(parent_pid)
 
     require_cupy()
     cuda_include_dirs()
@@ -164,7 +168,7 @@ class CompilePool:
         if self._executor is None:
             self._executor = concurrent.futures.ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_warm_up)
+                initializer=_warm_up, initargs=(os.getpid(),))
         return self._executor
 
     def submit(self, source: str, name: str) -> CompileJob:

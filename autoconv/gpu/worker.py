@@ -6,7 +6,9 @@ It is the only process of a tuning run that holds a CUDA context. The parent
 - ``("problem", (problem, seed))``: make the inputs for a problem -- fresh random
   data (never zeros) for one verification set, the float64 reference computed once on
   the GPU, and enough rotating timing sets to exceed twice the L2 cache. Replies
-  ``("ok", None)``, or ``("problem_failed", why)`` when they do not fit in memory.
+  ``("ok", None)``, or ``("problem_failed", why)`` when they do not fit in memory
+  (compared with the free memory before anything is allocated:
+  :func:`autoconv.memory.check_fits`).
 - ``("evaluate", (plan, cubin, compile_s))``: load the cubin, read each kernel's
   registers, local memory and shared memory and reject what does not fit or spills;
   run the plan once on NaN-poisoned output and workspace and compare with the
@@ -60,7 +62,7 @@ class WorkerOptions:
 def worker_main(connection, options: WorkerOptions) -> None:
     """Entry point of the worker process (spawned; see the module docstring)."""
     try:
-        from autoconv.errors import BackendUnavailable
+        from autoconv.errors import BackendUnavailable, DeviceMemoryError
         from autoconv.gpu.device import read_device, require_cupy
 
         try:
@@ -83,6 +85,9 @@ def worker_main(connection, options: WorkerOptions) -> None:
             if kind == "problem":
                 try:
                     session.set_problem(*payload)
+                except DeviceMemoryError as err:  # refused before allocating
+                    connection.send(("problem_failed", str(err)))
+                    continue
                 except cupy.cuda.memory.OutOfMemoryError as err:
                     session.buffers = None
                     cupy.get_default_memory_pool().free_all_blocks()
@@ -196,7 +201,14 @@ class WorkerSession:
             return
         self.buffers = None  # free the previous problem's memory first
         import cupy
+
+        from autoconv.memory import check_fits
+
         cupy.get_default_memory_pool().free_all_blocks()
+        # Refuse a problem that cannot fit before allocating any of it (DeviceMemoryError).
+        free_bytes, _ = cupy.cuda.runtime.memGetInfo()
+        check_fits(problem, free_bytes, self.limits.name, self.limits.l2_bytes, free=True,
+                   max_buffer_sets=self.options.max_buffer_sets)
         self.buffers = ProblemBuffers(problem, seed, self.limits.l2_bytes, self.options.max_buffer_sets)
 
     def evaluate(self, plan, cubin: bytes, compile_s: float) -> tuple[TrialResult, bool]:

@@ -1,0 +1,41 @@
+"""Helper processes that end with the process that started them.
+
+``autoconv tune`` uses pools of spawned processes (enumerating search spaces, compiling
+candidates). A ``ProcessPoolExecutor`` worker waits on a queue whose pipe it holds both
+ends of, so when its parent is killed (SIGKILL: no clean-up runs) it would wait forever.
+:func:`exit_with_parent`, run as the pool's initializer, makes it end instead.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+#: Seconds between two looks at whether the parent still runs.
+PARENT_POLL_S = 0.5
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """End this process (exit status 1) soon after process ``parent_pid`` is gone: a
+    daemon thread watches for this process being handed to another parent."""
+    if os.getppid() != parent_pid:  # already gone before this process got going
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="autoconv-parent-watch", daemon=True).start()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (someone else's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
