@@ -366,12 +366,10 @@ class LoadedWinner:
     def __init__(self, plan, loaded):
         import cupy
 
-        from autoconv.gpu.kernels import workspace_elements
-
         self.plan = plan
         self.loaded = loaded
         self.workspace_bytes = plan.workspace_bytes
-        self.workspace = (cupy.empty(workspace_elements(plan), dtype=cupy.float32)
+        self.workspace = (cupy.empty(plan.workspace_elements, dtype=cupy.float32)
                           if plan.workspace_bytes > 0 else None)
 
     def enqueue(self, buffers: Mapping[str, Any]) -> None:

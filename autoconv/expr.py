@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Callable, Mapping
 
 from autoconv.errors import ExpressionError
+from autoconv.problem import ceil_div
 
 
 def _is_string(node) -> bool:
@@ -28,10 +29,6 @@ def _is_string(node) -> bool:
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float))
-
-
-def _ceil_div(a, b):
-    return -(-a // b)
 
 
 def _is_pow2(a):
@@ -43,7 +40,7 @@ FUNCTIONS: dict[str, Callable] = {
     "min": min,
     "max": max,
     "abs": abs,
-    "ceil_div": _ceil_div,
+    "ceil_div": ceil_div,
     "is_pow2": _is_pow2,
     "log2": lambda a: int(math.log2(a)) if _is_pow2(a) else math.log2(a),
 }

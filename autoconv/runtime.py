@@ -154,7 +154,7 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None):
             if ba is not None:
                 buffers["bias"] = ba
             if runner.plan.workspace_bytes:
-                buffers["workspace"] = cupy.empty(-(-runner.plan.workspace_bytes // 4), dtype=cupy.float32)
+                buffers["workspace"] = cupy.empty(runner.plan.workspace_elements, dtype=cupy.float32)
             runner.loaded.launch(buffers, stream=stream)
     return result
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator, Mapping
 
 import yaml
@@ -317,7 +316,3 @@ def _compile(origin: str, where: str, text) -> Expression:
     except ExpressionError as err:
         raise SearchSpaceError(f"{origin}: {where}: {err}") from None
 
-
-def search_space_files() -> list[Path]:
-    from autoconv.resources import search_spaces_dir
-    return sorted(search_spaces_dir().glob("*.yaml"))

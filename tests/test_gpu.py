@@ -54,7 +54,7 @@ def _run_in_process(plan: KernelPlan, x, w, bias, limits):
     import cupy
 
     from autoconv.gpu.compiler import compile_source
-    from autoconv.gpu.kernels import LoadedPlan, workspace_elements
+    from autoconv.gpu.kernels import LoadedPlan
 
     compiled = compile_source(plan.source, limits.arch, plan.name)
     assert compiled.ok, compiled.log
@@ -66,7 +66,7 @@ def _run_in_process(plan: KernelPlan, x, w, bias, limits):
     if bias is not None:
         buffers["bias"] = cupy.asarray(bias)
     if plan.workspace_bytes:
-        buffers["workspace"] = cupy.full(workspace_elements(plan), POISON, dtype=cupy.float32)
+        buffers["workspace"] = cupy.full(plan.workspace_elements, POISON, dtype=cupy.float32)
     loaded.launch(buffers)
     cupy.cuda.runtime.deviceSynchronize()
     return cupy.asnumpy(buffers["y"])

@@ -64,7 +64,7 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
         buffers["bias"] = _input("bias", bias, (problem.K,))
     buffers["y"] = numpy.full(problem.output_shape, POISON, dtype=numpy.float32)
     if plan.workspace_bytes > 0:
-        buffers["workspace"] = numpy.full(-(-plan.workspace_bytes // 4), POISON, dtype=numpy.float32)
+        buffers["workspace"] = numpy.full(plan.workspace_elements, POISON, dtype=numpy.float32)
 
     program = compile_program(plan.source, (launch.kernel for launch in plan.launches), name=plan.name)
     result = program.run(plan.launches, buffers, workers=workers, timeout=timeout)

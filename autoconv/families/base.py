@@ -54,6 +54,11 @@ class KernelPlan:
     values: Mapping[str, object] = field(repr=False, default_factory=dict)
 
     @property
+    def workspace_elements(self) -> int:
+        """float32 elements of the workspace buffer (its bytes rounded up)."""
+        return -(-self.workspace_bytes // 4)
+
+    @property
     def source_hash(self) -> str:
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 

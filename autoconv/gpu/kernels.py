@@ -128,7 +128,3 @@ def _read_resources(name: str, function) -> KernelResources:
         max_threads_per_block=attribute(_MAX_THREADS_PER_BLOCK),
     )
 
-
-def workspace_elements(plan: KernelPlan) -> int:
-    """float32 elements of the plan's workspace (its bytes rounded up)."""
-    return -(-plan.workspace_bytes // 4)

@@ -215,7 +215,7 @@ class WorkerSession:
         """Verify and time ``plan``; (result, whether the CUDA context is lost)."""
         import cupy
 
-        from autoconv.gpu.kernels import LoadedPlan, workspace_elements
+        from autoconv.gpu.kernels import LoadedPlan
         from autoconv.timing import time_calls
         from autoconv.verify import check_result
 
@@ -245,7 +245,7 @@ class WorkerSession:
                 return result(Status(problem[0]), problem[1]), False
 
             stage = "allocating the workspace"
-            elements = workspace_elements(plan)
+            elements = plan.workspace_elements
             workspace = cupy.empty(elements, dtype=cupy.float32) if elements else None
 
             stage = "the verification run"
