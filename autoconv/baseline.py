@@ -462,8 +462,6 @@ class CudnnConv:
     """
 
     def __init__(self, problem: ConvProblem, mode: str = STRICT, plan_name: str | None = None):
-        import cupy
-
         self.problem = problem
         self.mode = mode
         self.graph = CudnnGraph(problem, mode)
@@ -489,7 +487,7 @@ class CudnnConv:
         self.plan_name = names[self.index]
         self.exact = plan_name is None or self.plan_name == plan_name
         self.workspace_bytes = self.graph.workspace_bytes(self.index)
-        self._workspace = cupy.empty(max(self.workspace_bytes, 1), dtype=cupy.uint8)
+        self._workspace = None  # allocated on the first call that brings none
 
     @classmethod
     def from_baseline_plan(cls, problem: ConvProblem, baseline_plan: str) -> "CudnnConv":
@@ -504,11 +502,12 @@ class CudnnConv:
         return cls(problem, mode, name)
 
     def __call__(self, x: int, w: int, y: int, bias: int | None = None, *,
-                 stream: int | None = None) -> None:
+                 stream: int | None = None, workspace: int | None = None) -> None:
         """Enqueue ``y = conv(x, w) [+ bias]`` on ``stream`` (CuPy's current stream if None).
-        Pointers are device addresses of dense NCHW / KCRS / NKPQ float32 tensors. The
-        plan's workspace belongs to this object: do not run one instance on two streams
-        at once."""
+        Pointers are device addresses of dense NCHW / KCRS / NKPQ float32 tensors.
+        ``workspace`` points at :attr:`workspace_bytes` bytes of scratch; without it the
+        object's own scratch is used, so then do not run one instance on two streams at
+        once."""
         import cupy
 
         if self.problem.bias and bias is None:
@@ -518,8 +517,11 @@ class CudnnConv:
             buffers["bias"] = bias
         if stream is None:
             stream = cupy.cuda.get_current_stream().ptr
-        self.graph.execute(self.index, buffers, self._workspace.data.ptr if self.workspace_bytes else 0,
-                           stream)
+        if workspace is None:
+            if self.workspace_bytes and self._workspace is None:
+                self._workspace = cupy.empty(self.workspace_bytes, dtype=cupy.uint8)
+            workspace = self._workspace.data.ptr if self.workspace_bytes else 0
+        self.graph.execute(self.index, buffers, workspace, stream)
 
     def forward(self, x, w, bias=None):
         """Convenience for CuPy arrays: returns a new output array."""

@@ -292,7 +292,8 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
 
     lines += ["## Per layer", "",
               "Speedup = cuDNN strict ms / autoconv ms; above 1 autoconv is faster. "
-              "cuDNN's best plan is recorded in the winners' cache.", "",
+              "cuDNN's best plan is recorded in the winners' cache; where it is faster, "
+              "`autoconv.conv2d` runs it.", "",
               "| layer | count | shape (NxCxHxW * KxRxS) | GFLOP | family | key params | autoconv ms "
               "| TFLOP/s | % of FP32 peak | cuDNN strict ms | speedup | cuDNN TF32 ms | PyTorch ms |",
               "|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]

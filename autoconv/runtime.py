@@ -12,9 +12,12 @@ PyTorch's current stream; otherwise the output is a CuPy array on CuPy's current
 
 The kernel is the cached winner for this problem on this GPU (see
 :mod:`autoconv.cache`; the cache file is :func:`set_cache`'s, else ``$AUTOCONV_CACHE``,
-else the default path), compiled once per process. Without a usable entry, a sound
+else the default path), compiled once per process. Where ``autoconv bench`` measured
+cuDNN's best strict-FP32 plan faster than the winner, that cuDNN plan runs instead
+(through the cuDNN frontend, when it is installed; :func:`use_cudnn` turns this off), so
+calling autoconv is never slower than calling cuDNN. Without a usable entry, a sound
 default (``implicit_gemm``'s default config) runs and :class:`UntunedWarning` says so,
-once per problem. ``'same'`` follows TensorFlow's rule (odd padding at the bottom/right),
+once per problem. :func:`loaded_kernels` tells what runs for each problem seen so far. ``'same'`` follows TensorFlow's rule (odd padding at the bottom/right),
 which for stride 1 matches PyTorch's.
 
 Bad arguments raise :class:`~autoconv.errors.ProblemError` (float32 only; shapes that
@@ -45,17 +48,25 @@ class UntunedWarning(UserWarning):
 
 @dataclass
 class _Runner:
-    plan: KernelPlan
-    loaded: Any          # autoconv.gpu.kernels.LoadedPlan
-    origin: str          # "cache" or "default"
+    """What runs one problem on one device: an autoconv kernel, or a cuDNN plan."""
+    plan: KernelPlan | None
+    loaded: Any          # autoconv.gpu.kernels.LoadedPlan, None when cuDNN runs
+    origin: str          # "cache", "default" or "cudnn"
+    cudnn: Any = None    # autoconv.baseline.CudnnConv where cuDNN beat the cached winner
+
+    @property
+    def name(self) -> str:
+        return f"cudnn:{self.cudnn.plan_name}" if self.cudnn is not None else self.plan.name
 
 
 _lock = threading.Lock()
 _runners: dict[tuple[int, str], _Runner] = {}
+_runner_specs: dict[tuple[int, str], str] = {}
 _calls: dict[tuple, tuple[ConvProblem, _Runner]] = {}
 _devices: dict[int, tuple] = {}
 _warned: set[tuple[int, str]] = set()
 _cache_path: Path | None = None
+_cudnn_allowed = True
 
 
 def set_cache(path: str | os.PathLike | None) -> None:
@@ -70,10 +81,29 @@ def cache_path() -> Path:
     return _cache_path if _cache_path is not None else default_path()
 
 
+def use_cudnn(enabled: bool = True) -> None:
+    """Allow (the default) or forbid running cuDNN for problems where the cache records
+    cuDNN as faster than the tuned winner. Applies to problems not loaded yet; call
+    :func:`clear_loaded` to re-decide the others."""
+    global _cudnn_allowed
+    _cudnn_allowed = bool(enabled)
+
+
+def loaded_kernels() -> list[dict[str, Any]]:
+    """What ``conv2d`` runs for each (device, problem) it has seen in this process:
+    ``device``, ``problem`` (its spec string), ``origin`` (``cache``: the tuned winner;
+    ``cudnn``: cuDNN's plan, measured faster than the winner; ``default``: untuned) and
+    ``kernel`` (the kernel's name, or ``cudnn:<plan>``)."""
+    with _lock:
+        return [{"device": key[0], "problem": _runner_specs[key], "origin": runner.origin, "kernel": runner.name}
+                for key, runner in _runners.items()]
+
+
 def clear_loaded() -> None:
     """Forget the kernels loaded in this process (the next call looks up the cache again)."""
     with _lock:
         _runners.clear()
+        _runner_specs.clear()
         _calls.clear()
         _warned.clear()
 
@@ -150,6 +180,12 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None):
                     oa = cupy.from_dlpack(result)
                 else:
                     oa = result = cupy.empty(problem.output_shape, dtype=cupy.float32)
+            if runner.cudnn is not None:
+                workspace = runner.cudnn.workspace_bytes
+                scratch = cupy.empty(workspace, dtype=cupy.uint8) if workspace else None
+                runner.cudnn(xa.data.ptr, wa.data.ptr, oa.data.ptr, None if ba is None else ba.data.ptr,
+                             stream=stream.ptr, workspace=0 if scratch is None else scratch.data.ptr)
+                return result
             buffers = {"x": xa, "w": wa, "y": oa}
             if ba is not None:
                 buffers["bias"] = ba
@@ -261,7 +297,14 @@ def _runner(cupy, problem: ConvProblem, device_id: int) -> _Runner:
         if device_id not in _devices:
             _devices[device_id] = read_device(device_id)
         limits, identity = _devices[device_id]
-        plan, origin, why = _winner_plan(problem, limits, identity)
+        plan, origin, why, entry = _winner_plan(problem, limits, identity)
+        if entry is not None and _cudnn_allowed:
+            with cupy.cuda.Device(device_id):
+                cudnn = _cudnn_if_faster(problem, entry)
+            if cudnn is not None:
+                runner = _runners[key] = _Runner(plan, None, "cudnn", cudnn)
+                _runner_specs[key] = problem.spec()
+                return runner
         if plan is None:
             plan, origin = _default_plan(problem, limits), "default"
             if key not in _warned:
@@ -281,33 +324,61 @@ def _runner(cupy, problem: ConvProblem, device_id: int) -> _Runner:
                                     f"{limits.name}: {trouble[1]}")
             loaded.configure()
         runner = _runners[key] = _Runner(plan, loaded, origin)
+        _runner_specs[key] = problem.spec()
         return runner
 
 
-def _winner_plan(problem: ConvProblem, limits, identity) -> tuple[KernelPlan | None, str, str]:
-    """The cached winner's plan, or (None, "", why there is none usable)."""
+def _winner_plan(problem: ConvProblem, limits, identity):
+    """``(plan, "cache", "", entry)`` for the cached winner, or ``(None, "", why, entry)``
+    where none is usable (``entry`` None where the cache has none for this problem)."""
     from autoconv.cache import CacheKey, WinnerCache
 
     path = cache_path()
     if not path.exists():
-        return None, "", f"no winners' cache at {path}"
+        return None, "", f"no winners' cache at {path}", None
     try:
         with WinnerCache(path) as winners:
             entry = winners.get(CacheKey.for_problem(identity, problem))
     except CacheError as err:
-        return None, "", f"the winners' cache cannot be used ({err})"
+        return None, "", f"the winners' cache cannot be used ({err})", None
     if entry is None:
-        return None, "", f"no tuned kernel for this problem on {identity.gpu_name} in {path}"
+        return None, "", f"no tuned kernel for this problem on {identity.gpu_name} in {path}", None
     if entry.family not in FAMILY_NAMES:
-        return None, "", f"the cached winner's family {entry.family!r} is not part of this autoconv"
+        return None, "", f"the cached winner's family {entry.family!r} is not part of this autoconv", entry
     limit = max(DEFAULT_WORKSPACE_LIMIT, entry.workspace_bytes)
     try:
         plan = get_family(entry.family).plan(problem, dict(entry.config), limits, limit)
     except AutoconvError as err:
-        return None, "", f"the cached winner no longer fits ({err})"
+        return None, "", f"the cached winner no longer fits ({err})", entry
     if plan.source_hash != entry.source_hash:
-        return None, "", "the cached winner's source differs from what this autoconv renders (stale entry)"
-    return plan, "cache", ""
+        return None, "", "the cached winner's source differs from what this autoconv renders (stale entry)", entry
+    return plan, "cache", "", entry
+
+
+class CudnnFallbackWarning(UserWarning):
+    """cuDNN was measured faster for a problem but cannot run here: the tuned kernel runs."""
+
+
+def _cudnn_if_faster(problem: ConvProblem, entry):
+    """cuDNN's plan for ``problem`` when the cache entry says it beat the tuned winner
+    (timed side by side by ``autoconv bench``) and the frontend can build it; else None."""
+    if entry.baseline_time_ms is None or not entry.baseline_plan or entry.time_ms is None:
+        return None
+    if not entry.baseline_time_ms < entry.time_ms:
+        return None
+    from autoconv.baseline import CudnnConv
+
+    try:
+        conv = CudnnConv.from_baseline_plan(problem, entry.baseline_plan)
+        if not conv.exact:
+            raise AutoconvError(f"this cuDNN has no plan {conv.plan_name!r} (another cuDNN version "
+                                "measured it; run `autoconv bench` again)")
+        return conv
+    except AutoconvError as err:  # frontend missing, plan unknown to this cuDNN, ...
+        warnings.warn(f"autoconv.conv2d: cuDNN was measured faster for {problem.shape_str()} "
+                      f"({entry.baseline_time_ms:.4g} ms vs {entry.time_ms:.4g} ms) but cannot run here "
+                      f"({err}); running the tuned kernel", CudnnFallbackWarning, stacklevel=4)
+        return None
 
 
 def _default_plan(problem: ConvProblem, limits) -> KernelPlan:

@@ -204,3 +204,71 @@ def test_bench_end_to_end(tmp_path, capsys):
     assert cli.main(["bench", str(config), "--no-tune", "--out", str(tmp_path / "x.json")]) == 2
     error = capsys.readouterr().err
     assert "never_tuned" in error and "autoconv tune" in error and "odd_bias" not in error
+
+
+def test_conv2d_runs_cudnn_where_the_cache_says_cudnn_was_faster(tmp_path, seed):
+    """The runtime's choice between the tuned winner and cuDNN's recorded plan, with a
+    cache entry written by hand so that each branch is taken on purpose."""
+    _cudnn_or_skip()
+    import json
+    import warnings
+
+    import cupy
+
+    import autoconv
+    from autoconv import runtime
+    from autoconv.baseline import CudnnConv
+    from autoconv.cache import CacheEntry, CacheKey, WinnerCache
+    from autoconv.families import get_family
+    from autoconv.gpu.device import read_device
+    from autoconv.reference import conv2d_reference, random_inputs
+    from autoconv.verify import POISON, check_result
+
+    problem = parse_spec("N=2,C=19,H=11,W=13,K=12,R=3,S=2,stride=1x2,pad=1,bias=1")
+    limits, identity = read_device(0)
+    plan = get_family("implicit_gemm").plan(problem, None, limits)
+    key = CacheKey.for_problem(identity, problem)
+    cache_file = tmp_path / "cache.sqlite"
+    cudnn_plan = CudnnConv(problem, "strict").plan_name
+    with WinnerCache(cache_file) as cache:
+        cache.put(CacheEntry(key=key, family=plan.family, config=dict(plan.config), kernel_name=plan.name,
+                             source_hash=plan.source_hash, time_ms=1.0, tflops=1.0,
+                             workspace_bytes=plan.workspace_bytes))
+
+    def record_baseline(time_ms, plan_name):
+        with WinnerCache(cache_file) as cache:
+            cache.set_baseline(key, name="cudnn-strict", time_ms=time_ms, tflops=1.0,
+                               plan=json.dumps({"mode": "strict", "plan_name": plan_name}))
+
+    x, w, bias = (cupy.asarray(a) for a in random_inputs(problem, numpy.random.default_rng(seed)))
+    reference = conv2d_reference(problem, x, w, bias, xp=cupy)
+
+    def run():
+        runtime.clear_loaded()
+        out = cupy.full(problem.output_shape, POISON, dtype=cupy.float32)
+        autoconv.conv2d(x, w, bias, stride=(1, 2), padding=1, out=out)
+        verdict = check_result(out, reference)
+        assert verdict.ok, verdict.message
+        loaded, = runtime.loaded_kernels()
+        assert loaded["problem"] == problem.spec()
+        return loaded
+
+    runtime.set_cache(cache_file)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # neither untuned nor a fallback
+            record_baseline(0.5, cudnn_plan)  # cuDNN faster: its plan runs
+            assert run() == {"device": 0, "problem": problem.spec(), "origin": "cudnn",
+                             "kernel": f"cudnn:{cudnn_plan}"}
+            runtime.use_cudnn(False)  # the user's choice wins
+            assert run()["origin"] == "cache"
+            runtime.use_cudnn(True)
+            record_baseline(2.0, cudnn_plan)  # cuDNN slower: the winner runs
+            assert run() == {"device": 0, "problem": problem.spec(), "origin": "cache", "kernel": plan.name}
+        record_baseline(0.5, "eng999_no_such_plan")  # recorded by another cuDNN: say so, run the winner
+        with pytest.warns(runtime.CudnnFallbackWarning, match="eng999_no_such_plan|no plan"):
+            assert run()["origin"] == "cache"
+    finally:
+        runtime.use_cudnn(True)
+        runtime.set_cache(None)
+        runtime.clear_loaded()

@@ -362,7 +362,7 @@ def test_a_damaged_cache_stops_tune_with_the_file_and_the_way_out(tmp_path, caps
     # Never a wrong kernel: autoconv.conv2d's lookup finds nothing in it (and says why).
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runtime, "_cache_path", cache)
-        plan, origin, why = runtime._winner_plan(parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1"), H100,
+        plan, origin, why, _ = runtime._winner_plan(parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1"), H100,
                                                   FAKE_IDENTITY)
     assert plan is None and str(cache) in why
 
@@ -632,13 +632,13 @@ def test_conv2d_looks_up_only_current_entries_of_this_gpu(tmp_path, monkeypatch)
 
     assert lookup()[2] .startswith("no winners' cache")
     store(entry)
-    found, origin, _ = lookup()
+    found, origin, _, _ = lookup()
     assert origin == "cache" and found.source_hash == plan.source_hash and dict(found.config) == config
     assert lookup(replace(FAKE_IDENTITY, gpu_name="Fake GPU B"))[0] is None
     assert lookup(replace(FAKE_IDENTITY, cuda_driver=1))[0] is None
     with monkeypatch.context() as patch:
         _change_templates(patch, "0123456789abcdef")
-        found, _, why = lookup()
+        found, _, why, _ = lookup()
         assert found is None and "no tuned kernel" in why
     for changed, fragment in [
         (replace(entry, source_hash="0" * 16), "stale entry"),
@@ -646,7 +646,7 @@ def test_conv2d_looks_up_only_current_entries_of_this_gpu(tmp_path, monkeypatch)
         (replace(entry, family="winograd"), "not part of this autoconv"),
     ]:
         store(changed)
-        found, _, why = lookup()
+        found, _, why, _ = lookup()
         assert found is None and fragment in why, why
 
 
