@@ -117,7 +117,7 @@ def cmd_tune(args) -> int:
     families = [name.strip() for item in args.families or [] for name in item.split(",") if name.strip()]
     return tune_command(args.config, families=families or None, trials=args.trials, seconds=args.seconds,
                         patience=args.patience, dry_run=args.dry_run, storage=args.storage,
-                        cache=args.cache, retune=args.retune, per_family=args.per_family)
+                        cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus)
 
 
 def cmd_show(args) -> int:
@@ -222,27 +222,33 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--per-family", type=int, default=1, metavar="N",
                       help="with --dry-run: configs compiled per family and problem (default 1)")
     tune.add_argument("--storage", metavar="URL", help="Optuna storage: a journal file path or a SQLAlchemy "
-                      "URL (default: the config's)")
-    tune.add_argument("--cache", metavar="PATH", help="winners' cache file (default: the config's)")
+                      "URL (default: the config's); with a URL and no cache configured, the winners go "
+                      "into the same database")
+    tune.add_argument("--cache", metavar="PATH|URL",
+                      help="winners' cache: a file or a SQLAlchemy URL (default: the config's)")
     tune.add_argument("--retune", action="store_true", help="search even problems with a cached winner")
+    tune.add_argument("--gpus", metavar="all|I[,I...]",
+                      help="tune with one worker process per GPU of this host (`all`, or indices like 0,1); "
+                           "they share each problem's study and budget")
     tune.set_defaults(handler=cmd_tune)
 
     show = commands.add_parser("show", help="list the cached winners (shape, family, params, ms, TFLOP/s)")
     show.add_argument("config", nargs="?", help="a config whose cache to list (default: --cache, "
                       "$AUTOCONV_CACHE or ~/.cache/autoconv/winners.sqlite3)")
-    show.add_argument("--cache", metavar="PATH", help="the cache file")
+    show.add_argument("--cache", metavar="PATH|URL", help="the cache: a file or a SQLAlchemy URL")
     show.set_defaults(handler=cmd_show)
 
     cache = commands.add_parser("cache", help="clear, export or import the winners' cache")
     cache_actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION")
-    for action, summary in (("clear", "delete the cache file (also a corrupt one)"),
+    for action, summary in (("clear", "delete the cache file (also a corrupt one), or a URL database's "
+                                      "autoconv tables"),
                             ("export", "write every cached winner to a JSON file"),
                             ("import", "merge winners from an exported JSON file (the faster entry stays)")):
         sub = cache_actions.add_parser(action, help=summary)
         if action != "clear":
             sub.add_argument("file", metavar="FILE")
-        sub.add_argument("--cache", metavar="PATH", help="the cache file (default: $AUTOCONV_CACHE or "
-                         "~/.cache/autoconv/winners.sqlite3)")
+        sub.add_argument("--cache", metavar="PATH|URL", help="the cache: a file or a SQLAlchemy URL (default: "
+                         "$AUTOCONV_CACHE or ~/.cache/autoconv/winners.sqlite3)")
     cache.set_defaults(handler=cmd_cache)
     return parser
 

@@ -31,7 +31,7 @@ The format (every key optional unless marked; see README "Config files")::
     seed: 0
     cache: .autoconv/cache.sqlite   # default: $AUTOCONV_CACHE or ~/.cache/autoconv/winners.sqlite3
                                     # (where autoconv.conv2d looks); paths are relative to
-                                    # the config file's folder
+                                    # the config file's folder; or a SQLAlchemy URL
     storage: .autoconv/studies.journal   # Optuna storage: a file (journal) or a URL
     results: results/
     device: 0                       # CUDA device index
@@ -61,7 +61,7 @@ from typing import Callable
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from autoconv.cache import default_path as default_cache_path
+from autoconv.cache import default_location as default_cache_location, is_url
 from autoconv.errors import ConfigError, ProblemError
 from autoconv.models import MODEL_PRESETS, NamedProblem
 from autoconv.problem import SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
@@ -116,12 +116,13 @@ class TuneConfig:
     families: tuple[str, ...]
     budget: Budget = Budget()
     seed: int = 0
-    cache: Path = field(default_factory=default_cache_path)
+    cache: Path | str = field(default_factory=default_cache_location)  # a file, or a SQLAlchemy URL
     storage: str = DEFAULT_STORAGE  # absolute journal-file path, or a SQLAlchemy URL
     results: Path = Path(DEFAULT_RESULTS)
     device: int = 0
     workspace_limit_mb: int = DEFAULT_WORKSPACE_LIMIT_MB
     notes: tuple[str, ...] = field(default=(), compare=False)  # e.g. merged duplicates
+    cache_given: bool = False  # the config has a `cache:` key (else `cache` is the default)
 
     @property
     def workspace_limit_bytes(self) -> int:
@@ -230,7 +231,8 @@ class _ConfigReader:
         workspace = self.integer(_value(top, "workspace_limit_mb"), "workspace_limit_mb", 0,
                                  default=DEFAULT_WORKSPACE_LIMIT_MB)
         # Without a `cache:` key, tune writes the user's cache, which autoconv.conv2d reads.
-        cache = default_cache_path() if _value(top, "cache") is None else self.path(_value(top, "cache"), "cache", "")
+        cache = (default_cache_location() if _value(top, "cache") is None
+                 else self.location(_value(top, "cache"), "cache"))
         results = self.path(_value(top, "results"), "results", DEFAULT_RESULTS)
         storage = self.storage(_value(top, "storage"))
 
@@ -247,7 +249,7 @@ class _ConfigReader:
             origin=self.origin, problems=tuple(item for item, _, _ in problems),
             families=families, budget=budget, seed=seed, cache=cache, storage=storage,
             results=results, device=device, workspace_limit_mb=workspace,
-            notes=tuple(self.notes))
+            notes=tuple(self.notes), cache_given=_value(top, "cache") is not None)
 
     def compose(self, text: str) -> Node | None:
         if not isinstance(text, str):
@@ -466,13 +468,14 @@ class _ConfigReader:
             return text
         if "://" not in text:
             return str(_under(self.base_dir, text))
-        # A relative SQLite file in a URL is relative to the config too, not to the
-        # directory the tuner happens to run in.
-        prefix = "sqlite:///"
-        rest = text[len(prefix):]
-        if text.startswith(prefix) and rest and not rest.startswith("/") and rest != ":memory:":
-            return prefix + str(_under(self.base_dir, rest))
-        return text
+        return _url_under(self.base_dir, text)
+
+    def location(self, node: Node, key: str) -> Path | str:
+        """A file path (relative to the config's folder) or a SQLAlchemy URL."""
+        text = self.string(node, key)
+        if text is INVALID:
+            return text
+        return _url_under(self.base_dir, text) if is_url(text) else _under(self.base_dir, text)
 
     # ---- sections ------------------------------------------------------------------
     def problems(self, node: Node) -> list[tuple[NamedProblem, str, Node]]:
@@ -704,6 +707,16 @@ def _is_int(value) -> bool:
 def _under(base_dir: Path, text: str) -> Path:
     """``text`` as a path, relative ones taken from ``base_dir``, without ``..`` parts."""
     return Path(os.path.normpath(base_dir / Path(text).expanduser()))
+
+
+def _url_under(base_dir: Path, url: str) -> str:
+    """``url`` as is, but a relative SQLite file in it is relative to ``base_dir`` (the
+    config's folder), not to the directory the tuner happens to run in."""
+    prefix = "sqlite:///"
+    rest = url[len(prefix):]
+    if url.startswith(prefix) and rest and not rest.startswith("/") and rest != ":memory:":
+        return prefix + str(_under(base_dir, rest))
+    return url
 
 
 def _join(path: str, key: str) -> str:

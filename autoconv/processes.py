@@ -39,3 +39,35 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _process_namespace() -> str:
+    """A short id of this machine's boot and process-id namespace: two processes with
+    the same id see each other's process ids. (Containers on one host share a hostname
+    often, on several hosts too; they never share this.)"""
+    import hashlib
+
+    parts = []
+    for path in ("/proc/sys/kernel/random/boot_id", "/proc/self/ns/pid"):
+        try:
+            parts.append(os.readlink(path) if path.startswith("/proc/self") else open(path).read().strip())
+        except OSError:
+            parts.append("?")
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:8]
+
+
+def process_owner() -> str:
+    """``host[namespace]:pid``: who holds a trial, such that :func:`owner_is_dead` can
+    tell, from any process, whether that holder is gone."""
+    import socket
+
+    return f"{socket.gethostname()}[{_process_namespace()}]:{os.getpid()}"
+
+
+def owner_is_dead(owner: str) -> bool:
+    """Whether the process named by :func:`process_owner`'s ``owner`` is known to be gone:
+    it ran in this process namespace (same host, same boot) and no longer exists. A
+    holder elsewhere is never declared dead here (heartbeats tell that)."""
+    where, _, pid = owner.rpartition(":")
+    here = process_owner().rpartition(":")[0]
+    return where == here and pid.isdigit() and not process_alive(int(pid))

@@ -7,6 +7,7 @@ the table.
 
 from __future__ import annotations
 
+import time
 from typing import Sequence
 
 from rich.console import Console
@@ -87,6 +88,51 @@ class RichReporter(Reporter):
         self.progress.console.print(f"  {text}")
 
 
+class RichFleetReporter:
+    """``autoconv tune --gpus``: the problems' bar, one bar per GPU worker (its current
+    problem, the study's evaluated trials, the best it has seen), and a line per problem
+    once every live worker has finished it (see :class:`autoconv.fleet.FleetReporter`)."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=self.console,
+            transient=False, redirect_stdout=False, redirect_stderr=False)
+        self._problems_task = None
+        self._worker_tasks: dict[int, object] = {}
+        self._budget: Budget | None = None
+
+    def run_started(self, problems: Sequence[NamedProblem], budget: Budget, devices: Sequence[int]) -> None:
+        self._budget = budget
+        self.console.print(f"tuning {len(problems)} problem(s) on {len(devices)} GPUs "
+                           f"({', '.join(map(str, devices))}); budget per problem, shared by the GPUs: "
+                           f"{budget.describe()}")
+        self.progress.start()
+        self._problems_task = self.progress.add_task("problems", total=len(problems), best="")
+        for device in devices:
+            self._worker_tasks[device] = self.progress.add_task(f"GPU {device}: starting", total=budget.trials,
+                                                                best="")
+
+    def worker_update(self, worker) -> None:
+        task = self._worker_tasks[worker.device]
+        if worker.status != "running":
+            self.progress.update(task, description=f"GPU {worker.device}: {worker.status}", best="")
+            return
+        label = f"GPU {worker.device}: {worker.problem}" if worker.problem else f"GPU {worker.device}: between problems"
+        self.progress.update(task, description=label, completed=worker.evaluated, best=worker.best)
+
+    def problem_finished(self, outcome: ProblemOutcome) -> None:
+        self.progress.advance(self._problems_task)
+        self.progress.console.print(problem_line(outcome))
+
+    def note(self, text: str) -> None:
+        self.progress.console.print(f"  {text}")
+
+    def run_finished(self) -> None:
+        self.progress.stop()
+
+
 def problem_line(outcome: ProblemOutcome) -> str:
     """One line per finished problem (also in logs without a terminal)."""
     if outcome.time_ms is None:
@@ -95,8 +141,9 @@ def problem_line(outcome: ProblemOutcome) -> str:
         return (f"[green]=[/green] {outcome.name}: cached {outcome.family} {outcome.time_ms:.4f} ms "
                 f"({outcome.tflops:.1f} TFLOP/s)")
     failed = f", {outcome.failed} failed ({_failures(outcome)})" if outcome.failed else ""
+    workers = f" on {outcome.workers} GPUs" if outcome.workers > 1 else ""
     return (f"[green]✓[/green] {outcome.name}: {outcome.family} {outcome.time_ms:.4f} ms "
-            f"({outcome.tflops:.1f} TFLOP/s) after {outcome.trials_run} trials{failed}; "
+            f"({outcome.tflops:.1f} TFLOP/s) after {outcome.trials_run} trials{workers}{failed}; "
             f"stopped: {outcome.stop_reason}")
 
 
@@ -167,18 +214,17 @@ def _bytes(count: int) -> str:
 def tune_command(config_path: str, *, families: Sequence[str] | None = None, trials: int | None = None,
                  seconds: float | None = None, patience: int | None = None, dry_run: bool = False,
                  storage: str | None = None, cache: str | None = None, retune: bool = False,
-                 per_family: int = 1) -> int:
+                 per_family: int = 1, gpus: str | None = None) -> int:
     """``autoconv tune``: 0 when every problem has a verified winner (or, with
-    ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError."""
+    ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError.
+    ``gpus`` (``all`` or ``0,1,...``) tunes with one worker process per GPU
+    (:mod:`autoconv.fleet`)."""
     import dataclasses
-    import json
     import os
-    import time
 
     from autoconv.cache import WinnerCache
     from autoconv.config import load_config
     from autoconv.errors import BackendUnavailable
-    from autoconv.files import write_atomically
 
     config = load_config(config_path)
     families = tuple(families) if families else config.families
@@ -192,28 +238,87 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
     from autoconv.evaluate import make_backend
     from autoconv.tuner import Tuner
 
+    storage = storage or config.storage
+    cache = cache_location(cache, storage, config)
     started = time.monotonic()
+    if gpus is not None:
+        from autoconv.fleet import parse_gpus
+
+        try:
+            devices = parse_gpus(gpus)
+        except BackendUnavailable as err:
+            raise BackendUnavailable(f"{err}. `autoconv tune --gpus` measures kernels on CUDA GPUs") from None
+        if len(devices) > 1:
+            return _tune_on_gpus(config, devices, families, budget, storage, cache, retune, started, stdout)
+        config = dataclasses.replace(config, device=devices[0])
     try:
         backend = make_backend(config.device, seed=config.seed)
     except BackendUnavailable as err:
         raise BackendUnavailable(f"{err}. `autoconv tune` measures kernels on a CUDA GPU; "
                                  "`autoconv tune --dry-run` renders and compiles the candidates "
                                  "with nvcc instead") from None
-    with backend, WinnerCache(cache or config.cache) as winners:
+    with backend, WinnerCache(cache) as winners:
         reporter = RichReporter()
         reporter.note(f"device: {backend.identity.gpu_name} (sm_{''.join(map(str, backend.identity.compute_capability))}, "
                       f"CUDA runtime {backend.identity.cuda_runtime}, driver {backend.identity.cuda_driver}); "
-                      f"cache {winners.path}; storage {storage or config.storage}")
-        tuner = Tuner(backend, storage=storage or config.storage, families=families, budget=budget,
+                      f"cache {_shown(cache)}; storage {_shown(storage)}")
+        tuner = Tuner(backend, storage=storage, families=families, budget=budget,
                       seed=config.seed, workspace_limit=config.workspace_limit_bytes, cache=winners,
                       retune=retune, reporter=reporter, workers=os.cpu_count() or 1)
         outcomes = tuner.tune(config.problems)
     wall_s = time.monotonic() - started
+    return _summarise(config, outcomes, wall_s, stdout, families, budget,
+                      {"device": backend.identity.gpu_name, "gpus": [config.device]})
+
+
+def cache_location(cache: str | None, storage: str, config) -> str:
+    """Where winners go: ``--cache``; else, when the studies are in a database (a URL
+    ``storage``) and the config names no cache, that same database (so that hosts
+    sharing the studies share the winners); else the config's cache."""
+    from autoconv.storage import is_url
+
+    if cache is not None:
+        return str(cache)
+    if is_url(storage) and not config.cache_given:
+        return storage
+    return str(config.cache)
+
+
+def _shown(location: str) -> str:
+    from autoconv.storage import _shown as masked
+    return masked(str(location))
+
+
+def _tune_on_gpus(config, devices, families, budget, storage: str, cache: str, retune: bool, started: float,
+                  stdout: Console) -> int:
+    from autoconv.fleet import tune_on_gpus
+
+    reporter = RichFleetReporter()
+    reporter.note(f"cache {_shown(cache)}; storage {_shown(storage)}")
+    outcomes, workers = tune_on_gpus(config, devices, families=families, budget=budget, storage=storage,
+                                     cache=cache, retune=retune, reporter=reporter)
+    wall_s = time.monotonic() - started
+    for worker in workers:
+        if worker.status != "done":
+            stdout.print(f"[red]GPU {worker.device}[/red] ({worker.gpu or 'not started'}): {worker.error}")
+    return _summarise(config, outcomes, wall_s, stdout, families, budget, {
+        "device": sorted({w.gpu for w in workers if w.gpu}), "gpus": list(devices),
+        "workers": [{"gpu": w.device, "device": w.gpu, "status": w.status, "error": w.error,
+                     "problems_finished": len(w.finished)} for w in workers]})
+
+
+def _summarise(config, outcomes, wall_s: float, stdout: Console, families, budget, run: dict) -> int:
+    """Print the summary table and write ``tune.json``; the exit status."""
+    import dataclasses
+    import json
+
+    from autoconv.files import write_atomically
+
     stdout.print(summary_table(outcomes, wall_s))
     config.results.mkdir(parents=True, exist_ok=True)
     summary_path = config.results / "tune.json"
     write_atomically(summary_path, json.dumps({  # a kill leaves the old file or the new one
-        "config": config.origin, "device": backend.identity.gpu_name, "families": list(families),
+        "config": config.origin, **run, "families": list(families),
         "budget": dataclasses.asdict(budget), "wall_s": wall_s,
         "problems": [outcome.as_dict() for outcome in outcomes]}, indent=1) + "\n")
     stdout.print(f"summary written to {summary_path}")
@@ -246,30 +351,34 @@ def show_command(cache: str | None = None, config_path: str | None = None) -> in
     path = cache or (load_config(config_path).cache if config_path else None)
     with WinnerCache(path) as winners:
         entries = winners.entries()
-        title = f"{winners.path}: {len(entries)} cached winner{'s' if len(entries) != 1 else ''}"
+        title = f"{winners.location}: {len(entries)} cached winner{'s' if len(entries) != 1 else ''}"
     stdout_console().print(cache_table(entries, title))
     return 0
 
 
 def cache_command(action: str, file: str | None = None, cache: str | None = None) -> int:
     """``autoconv cache clear | export FILE | import FILE``."""
-    from autoconv.cache import WinnerCache, default_path
+    from autoconv.cache import WinnerCache, default_location, is_url
     from autoconv.errors import AutoconvError
 
     console = stdout_console()
     if action == "clear":
-        target = cache or default_path()
+        target = cache or default_location()
         existed = WinnerCache.clear(target)
-        console.print(f"{'deleted' if existed else 'no cache at'} {target}")
+        if is_url(target):  # only autoconv's tables go, never Optuna's
+            console.print(f"{'dropped the tables autoconv_meta, autoconv_winners in' if existed else 'no cache in'} "
+                          f"{_shown(target)}")
+        else:
+            console.print(f"{'deleted' if existed else 'no cache at'} {target}")
         return 0
     if file is None:
         raise AutoconvError(f"cache {action} needs a FILE")
     with WinnerCache(cache) as winners:
         if action == "export":
             count = winners.export(file)
-            console.print(f"exported {count} winner{'s' if count != 1 else ''} from {winners.path} to {file}")
+            console.print(f"exported {count} winner{'s' if count != 1 else ''} from {winners.location} to {file}")
         else:
             stored, kept = winners.import_file(file)
-            console.print(f"imported {stored} winner{'s' if stored != 1 else ''} into {winners.path}"
+            console.print(f"imported {stored} winner{'s' if stored != 1 else ''} into {winners.location}"
                           + (f"; kept {kept} faster existing entr{'ies' if kept != 1 else 'y'}" if kept else ""))
     return 0

@@ -11,14 +11,15 @@ are used in place (zero-copy). A PyTorch input gives a PyTorch output and runs o
 PyTorch's current stream; otherwise the output is a CuPy array on CuPy's current stream.
 
 The kernel is the cached winner for this problem on this GPU (see
-:mod:`autoconv.cache`; the cache file is :func:`set_cache`'s, else ``$AUTOCONV_CACHE``,
-else the default path), compiled once per process. Where ``autoconv bench`` measured
-cuDNN's best strict-FP32 plan faster than the winner, that cuDNN plan runs instead
-(through the cuDNN frontend, when it is installed; :func:`use_cudnn` turns this off), so
-calling autoconv is never slower than calling cuDNN. Without a usable entry, a sound
-default (``implicit_gemm``'s default config) runs and :class:`UntunedWarning` says so,
-once per problem. :func:`loaded_kernels` tells what runs for each problem seen so far. ``'same'`` follows TensorFlow's rule (odd padding at the bottom/right),
-which for stride 1 matches PyTorch's.
+:mod:`autoconv.cache`; the cache, a file or a SQLAlchemy URL, is :func:`set_cache`'s,
+else ``$AUTOCONV_CACHE``, else the default path), compiled once per process. Where
+``autoconv bench`` measured cuDNN's best strict-FP32 plan faster than the winner, that
+cuDNN plan runs instead (through the cuDNN frontend, when it is installed;
+:func:`use_cudnn` turns this off), so calling autoconv is never slower than calling cuDNN.
+Without a usable entry, a sound default (``implicit_gemm``'s default config) runs and
+:class:`UntunedWarning` says so, once per problem. :func:`loaded_kernels` tells what runs
+for each problem seen so far. ``'same'`` follows TensorFlow's rule (odd padding at the
+bottom/right), which for stride 1 matches PyTorch's.
 
 Bad arguments raise :class:`~autoconv.errors.ProblemError` (float32 only; shapes that
 disagree; non-contiguous, host, or other-device arrays) before anything is launched.
@@ -65,20 +66,24 @@ _runner_specs: dict[tuple[int, str], str] = {}
 _calls: dict[tuple, tuple[ConvProblem, _Runner]] = {}
 _devices: dict[int, tuple] = {}
 _warned: set[tuple[int, str]] = set()
-_cache_path: Path | None = None
+_cache_path: Path | str | None = None  # a file, or a SQLAlchemy URL
 _cudnn_allowed = True
 
 
-def set_cache(path: str | os.PathLike | None) -> None:
-    """Use the winners' cache at ``path`` (None: back to ``$AUTOCONV_CACHE`` or the
+def set_cache(location: str | os.PathLike | None) -> None:
+    """Use the winners' cache at ``location``, a file path or a SQLAlchemy URL such as
+    ``postgresql+psycopg://user@host/db`` (None: back to ``$AUTOCONV_CACHE`` or the
     default path). Kernels already loaded in this process stay."""
+    from autoconv.cache import is_url
+
     global _cache_path
-    _cache_path = Path(path) if path is not None else None
+    _cache_path = None if location is None else str(location) if is_url(location) else Path(location)
 
 
-def cache_path() -> Path:
-    from autoconv.cache import default_path
-    return _cache_path if _cache_path is not None else default_path()
+def cache_path() -> Path | str:
+    """The winners' cache ``conv2d`` reads: a file's Path, or a SQLAlchemy URL."""
+    from autoconv.cache import default_location
+    return _cache_path if _cache_path is not None else default_location()
 
 
 def use_cudnn(enabled: bool = True) -> None:
@@ -331,18 +336,18 @@ def _runner(cupy, problem: ConvProblem, device_id: int) -> _Runner:
 def _winner_plan(problem: ConvProblem, limits, identity):
     """``(plan, "cache", "", entry)`` for the cached winner, or ``(None, "", why, entry)``
     where none is usable (``entry`` None where the cache has none for this problem)."""
-    from autoconv.cache import CacheKey, WinnerCache
+    from autoconv.cache import CacheKey, WinnerCache, is_url
 
-    path = cache_path()
-    if not path.exists():
-        return None, "", f"no winners' cache at {path}", None
+    location = cache_path()
+    if not is_url(location) and not Path(location).exists():  # a reader creates no file
+        return None, "", f"no winners' cache at {location}", None
     try:
-        with WinnerCache(path) as winners:
+        with WinnerCache(location) as winners:
             entry = winners.get(CacheKey.for_problem(identity, problem))
     except CacheError as err:
         return None, "", f"the winners' cache cannot be used ({err})", None
     if entry is None:
-        return None, "", f"no tuned kernel for this problem on {identity.gpu_name} in {path}", None
+        return None, "", f"no tuned kernel for this problem on {identity.gpu_name} in {winners.location}", None
     if entry.family not in FAMILY_NAMES:
         return None, "", f"the cached winner's family {entry.family!r} is not part of this autoconv", entry
     limit = max(DEFAULT_WORKSPACE_LIMIT, entry.workspace_bytes)

@@ -1,7 +1,16 @@
 """The Optuna storage of the tuner's studies, and keeping it usable after a crash.
 
-A storage is a SQLAlchemy URL (an RDB storage) or, by default, a journal file: one JSON
-record per line, appended by every process that tunes (Optuna's ``JournalFileBackend``).
+A storage is a SQLAlchemy URL (an RDB storage: PostgreSQL for workers on several hosts,
+or an SQLite file) or, by default, a journal file: one JSON record per line, appended by
+every process that tunes on this host (Optuna's ``JournalFileBackend``).
+
+An RDB storage records a **heartbeat** for every trial being evaluated (the tuner
+records it, :class:`autoconv.tuner.Heartbeat`, every :func:`heartbeat_interval_s`
+seconds); a trial whose heartbeat is older than the grace period belongs to a worker
+that died (SIGKILL, lost host or GPU): Optuna's ``fail_stale_trials`` fails it and
+:func:`retry_stale_trial` enqueues its configuration again, so another worker evaluates
+it. On a journal (one host), the tuner recognises dead workers by their process id.
+
 Two things can go wrong with a journal that autoconv takes care of:
 
 - **A writer killed while holding the lock.** Optuna's default lock is a symlink that
@@ -48,12 +57,8 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
     text = str(storage)
-    if "://" in text:
-        try:
-            return optuna.storages.RDBStorage(text)
-        except Exception as err:  # SQLAlchemy's and Optuna's errors alike: name the storage
-            raise StorageError(f"study storage {text}: cannot open it ({_first_line(err)}); check the URL, "
-                               "or pass another storage with --storage or `storage:` in the config") from None
+    if is_url(text):
+        return _rdb_storage(text)
     path = Path(text).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     dropped = check_journal(path)
@@ -64,6 +69,94 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
         return JournalStorage(JournalFileBackend(str(path), lock_obj=_journal_lock(path)))
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:  # Optuna replaying junk
         raise StorageError(_journal_damage(path, f"Optuna cannot replay it ({_first_line(err)})")) from None
+
+
+#: Environment variable: seconds between two heartbeats of a trial being evaluated.
+HEARTBEAT_VARIABLE = "AUTOCONV_HEARTBEAT_S"
+DEFAULT_HEARTBEAT_S = 10
+#: A trial whose heartbeat is this many intervals old belongs to a dead worker.
+HEARTBEAT_GRACE_INTERVALS = 6
+#: How often one configuration is retried after its workers died evaluating it.
+MAX_RETRIES = 2
+
+
+def is_url(text: str | os.PathLike) -> bool:
+    """Whether a storage or cache location is a SQLAlchemy URL (else a file path)."""
+    return "://" in str(text)
+
+
+def _shown(url: str) -> str:
+    """``url`` with its password masked, for messages."""
+    try:
+        from sqlalchemy.engine import make_url
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not even a URL: show it as given
+        return url
+
+
+def heartbeat_interval_s() -> int:
+    """Seconds between heartbeats: ``$AUTOCONV_HEARTBEAT_S`` (a whole number >= 1), else
+    :data:`DEFAULT_HEARTBEAT_S`. A dead worker's trials are retried after
+    :data:`HEARTBEAT_GRACE_INTERVALS` times that."""
+    text = os.environ.get(HEARTBEAT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_HEARTBEAT_S
+    if not text.isdigit() or int(text) < 1:
+        raise StorageError(f"{HEARTBEAT_VARIABLE}={text!r}: expected a whole number of seconds >= 1")
+    return int(text)
+
+
+def retry_stale_trial(study, trial) -> None:
+    """Optuna's callback for a trial failed because its heartbeat stopped: enqueue its
+    configuration again (at most :data:`MAX_RETRIES` times), so no candidate is lost with
+    the worker that died."""
+    retry_trial(study, trial, "its worker stopped sending heartbeats")
+
+
+def retry_trial(study, trial, reason: str) -> bool:
+    """Enqueue the params of the failed ``trial`` again, noting why; False when the
+    configuration was retried :data:`MAX_RETRIES` times already."""
+    retries = int(trial.user_attrs.get("retries", 0))
+    if retries >= MAX_RETRIES or not trial.params:
+        return False
+    study.enqueue_trial(dict(trial.params), user_attrs={
+        "origin": f"retry of trial {trial.number} ({reason})", "retries": retries + 1})
+    return True
+
+
+#: Attempts at opening a database whose tables other processes may be creating right now.
+SCHEMA_ATTEMPTS = 5
+
+
+def _rdb_storage(url: str):
+    """Optuna's RDB storage at ``url`` with heartbeats (see the module docstring).
+    Workers starting together on an empty database race to create Optuna's tables; the
+    losers' errors ("already exists") are retried after a short pause."""
+    import random
+    import time
+    import warnings
+
+    import optuna
+
+    # Heartbeats serve ask-and-tell here (the tuner records them), not Study.optimize;
+    # Optuna warns on every ask otherwise.
+    warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
+    interval = heartbeat_interval_s()
+    for attempt in range(SCHEMA_ATTEMPTS):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(
+                    url, heartbeat_interval=interval, grace_period=HEARTBEAT_GRACE_INTERVALS * interval,
+                    heartbeat_stale_trial_callback=retry_stale_trial)
+        except Exception as err:  # SQLAlchemy's and Optuna's errors alike: name the storage
+            racing = any(word in str(err).lower() for word in ("already exists", "duplicate", "unique"))
+            if racing and attempt + 1 < SCHEMA_ATTEMPTS:
+                time.sleep(0.2 + random.random())
+                continue
+            raise StorageError(f"study storage {_shown(url)}: cannot open it ({_first_line(err)}); check the "
+                               "URL (and that the database server runs and accepts this user), or pass another "
+                               "storage with --storage or `storage:` in the config") from None
 
 
 def check_journal(path: Path) -> int:

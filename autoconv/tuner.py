@@ -8,8 +8,11 @@ For each problem (:class:`Tuner.tune`):
    storage (an Optuna journal file by default, which several processes on one host can
    share, or a SQLAlchemy URL). Re-running the same command loads it and continues: the
    trial budget counts the study's evaluated trials, and a configuration evaluated
-   before, or being evaluated by another process, is never evaluated again. Trials of a
-   killed run are failed as ``abandoned`` (:meth:`Tuner._fail_abandoned`); a damaged
+   before, or being evaluated by another process, is never evaluated again. Several
+   processes (``autoconv tune --gpus``, or the same command on several hosts sharing a
+   database) tune one study together. Trials of a killed process are failed as
+   ``abandoned`` and their configurations enqueued again (:meth:`Tuner._fail_abandoned`:
+   by process id on this host, by heartbeat through an RDB storage); a damaged
    journal is an error naming the file, except a last record cut short, which is
    dropped (:func:`make_storage`). Before anything else, a problem whose buffers cannot
    fit in the device's memory is refused (:mod:`autoconv.memory`), and the workspace
@@ -36,19 +39,21 @@ For each problem (:class:`Tuner.tune`):
    the value, any failure as PRUNED; params, status, reason, compile and GPU seconds,
    registers, spills, shared memory and workspace go into the trial's user attributes
    (``optuna-dashboard`` shows them).
-5. **Budget.** Per problem: ``trials`` evaluated trials in the study, ``seconds`` of
-   wall time in this run, ``patience`` evaluated trials without improving the best;
-   whichever ends first (in-flight candidates are finished, not discarded).
+5. **Budget.** Per problem: ``trials`` evaluated trials in the study (those being
+   evaluated by any process count as spent), ``seconds`` of wall time in this run,
+   ``patience`` evaluated trials without improving the best; whichever ends first
+   (in-flight candidates are finished, not discarded).
 6. **The winner** is the fastest ok trial of the study; it is re-verified and re-timed
    on fresh inputs, and only then cached (if it fails, the next fastest is tried).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
-import socket
+import threading
 import time
 import warnings
 from collections import deque
@@ -63,10 +68,9 @@ from autoconv.evaluate import Backend, Status, TrialResult
 from autoconv.families import KernelPlan, get_family
 from autoconv.models import NamedProblem
 from autoconv.problem import ConvProblem
-from autoconv.processes import exit_with_parent
-from autoconv.processes import process_alive as _process_alive
+from autoconv.processes import exit_with_parent, owner_is_dead, process_owner
 from autoconv.space import DEFAULT_WORKSPACE_LIMIT
-from autoconv.storage import make_storage
+from autoconv.storage import make_storage, retry_trial
 
 #: Candidates asked ahead and compiling while the GPU evaluates (per problem).
 DEFAULT_PIPELINE_DEPTH = 8
@@ -80,6 +84,8 @@ EVALUATED = frozenset(status.value for status in Status if status is not Status.
 #: Asks without a new candidate after which the space counts as exhausted (a safety
 #: net: a repair enqueues a valid unevaluated point, so one ask normally suffices).
 MAX_ASKS_PER_CANDIDATE = 200
+#: Seconds between two looks at other workers' running trials once this one is done.
+SETTLE_POLL_S = 1.0
 #: Age after which a RUNNING trial that no process claimed (no ``owner``) is abandoned.
 #: Claiming is the write right after asking, so a live process is never this slow.
 UNCLAIMED_TRIAL_AGE_S = 600.0
@@ -215,6 +221,7 @@ class ProblemOutcome:
     gpu_s: float = 0.0
     wall_s: float = 0.0
     valid_points: int = 0
+    workers: int = 1           # processes whose trials are counted here (``tune --gpus``)
 
     @property
     def failed(self) -> int:
@@ -239,6 +246,19 @@ class Reporter:
     def problem_finished(self, outcome: ProblemOutcome) -> None: ...
     def run_finished(self, outcomes: Sequence[ProblemOutcome]) -> None: ...
     def note(self, text: str) -> None: ...
+
+
+def _combined(first: ProblemOutcome, second: ProblemOutcome) -> ProblemOutcome:
+    """One problem tuned twice in a run (:meth:`Tuner._settle`): the second pass's
+    winner (it re-verified the study's best), the work of both."""
+    failures = dict(first.failures)
+    for status, count in second.failures.items():
+        failures[status] = failures.get(status, 0) + count
+    base = second if second.time_ms is not None else first
+    return dataclasses.replace(
+        base, trials_run=first.trials_run + second.trials_run, invalid=first.invalid + second.invalid,
+        repeats=first.repeats + second.repeats, failures=failures, compile_s=first.compile_s + second.compile_s,
+        gpu_s=first.gpu_s + second.gpu_s, wall_s=first.wall_s + second.wall_s)
 
 
 # ---- the study's history ----------------------------------------------------------------
@@ -311,6 +331,52 @@ def _params_of(family: str, config: Mapping[str, object]) -> dict[str, object]:
     return {"family": family, **{f"{family}.{name}": value for name, value in config.items()}}
 
 
+# ---- heartbeats -----------------------------------------------------------------------
+
+class Heartbeat:
+    """Records a heartbeat for each trial being evaluated by this process, every
+    ``interval_s`` seconds, in a daemon thread, so that other workers sharing an RDB
+    storage can tell this process is alive (and, when the heartbeats stop, fail and
+    retry its trials). Does nothing for storages without heartbeats (journal files)."""
+
+    def __init__(self, storage):
+        from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
+
+        from autoconv.storage import heartbeat_interval_s
+
+        self.storage = storage
+        self.enabled = isinstance(storage, BaseHeartbeat) and is_heartbeat_enabled(storage)
+        self.interval_s = float(storage.get_heartbeat_interval()) if self.enabled else float(heartbeat_interval_s())
+        self._trial_ids: set[int] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, trial_id: int) -> None:
+        if not self.enabled:
+            return
+        self.storage.record_heartbeat(trial_id)  # at once: a trial without any heartbeat is never stale
+        with self._lock:
+            self._trial_ids.add(trial_id)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._beat, name="autoconv-heartbeat", daemon=True)
+                self._thread.start()
+
+    def discard(self, trial_id: int) -> None:
+        with self._lock:
+            self._trial_ids.discard(trial_id)
+
+    def _beat(self) -> None:
+        while True:
+            time.sleep(self.interval_s)
+            with self._lock:
+                trial_ids = sorted(self._trial_ids)
+            for trial_id in trial_ids:
+                try:
+                    self.storage.record_heartbeat(trial_id)
+                except Exception:  # the database is unreachable for a moment: the next beat retries
+                    pass
+
+
 # ---- the tuner ------------------------------------------------------------------------
 
 class Tuner:
@@ -352,7 +418,10 @@ class Tuner:
         self.retune = retune
         self.pipeline_depth = max(1, pipeline_depth)
         self.workers = workers
-        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.owner = process_owner()
+        self.heartbeat = Heartbeat(self.storage)
+        self._evaluating: set[int] = set()  # ids of the trials this tuner is evaluating now
+        self._last_stale_check = 0.0
 
     # ---- all problems --------------------------------------------------------------
     def tune(self, problems: Sequence[NamedProblem]) -> list[ProblemOutcome]:
@@ -380,17 +449,51 @@ class Tuner:
             self.reporter.note(f"enumerating the valid configurations of {len(to_tune)} problem(s)")
             all_points = enumerate_all([item.problem for _, item in to_tune], self.families,
                                        self.backend.device, [limit for _, _, limit in fitting], self.workers)
+            tuned = []
             for (index, item), points in zip(to_tune, all_points):
+                cached = self._cached(item, quiet=True)  # another process may have finished it since
+                if cached is not None:
+                    outcomes[index] = cached
+                    self.reporter.problem_finished(cached)
+                    continue
                 try:
-                    outcome = self.tune_problem(item, ValidPoints(points))
+                    valid = ValidPoints(points)
+                    outcome = self.tune_problem(item, valid)
+                    if valid.families:  # (else no study was made)
+                        tuned.append((index, item, valid))
                 except AutoconvError as err:  # e.g. the problem does not fit on the GPU
                     outcome = ProblemOutcome(name=item.name, problem=item.problem, count=item.count,
                                              stop_reason="error", message=str(err))
                 outcomes[index] = outcome
                 self.reporter.problem_finished(outcome)
+            self._settle(tuned, outcomes)
         ordered = [outcomes[i] for i in range(len(problems))]
         self.reporter.run_finished(ordered)
         return ordered
+
+    def _settle(self, tuned: list, outcomes: dict[int, ProblemOutcome]) -> None:
+        """Leave no trial behind: while another worker's trials are still running in the
+        studies of this run, wait; a dead worker's trial (killed after this process left
+        its study) is failed, queued again and evaluated here (the problem is tuned once
+        more, which evaluates what the budget still holds). Alone, this is one look."""
+        import optuna
+        from optuna.trial import TrialState
+
+        while True:
+            others_running = False
+            for index, item, points in tuned:
+                name = study_name(item.problem, self.backend.identity.gpu_name, self.families)
+                study = optuna.load_study(study_name=name, storage=self.storage)
+                if self._fail_abandoned(study, force=True):
+                    self.reporter.note(f"{item.name}: evaluating the candidates of a worker that died")
+                    again = self.tune_problem(item, points)
+                    outcomes[index] = _combined(outcomes[index], again)
+                    self.reporter.problem_finished(outcomes[index])
+                elif study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+                    others_running = True
+            if not others_running:
+                return
+            time.sleep(SETTLE_POLL_S)
 
     def problem_workspace_limit(self, item: NamedProblem) -> int:
         """The workspace a candidate for ``item`` may use: the configured limit, less
@@ -410,7 +513,7 @@ class Tuner:
     def _cache_key(self, problem: ConvProblem) -> CacheKey:
         return CacheKey.for_problem(self.backend.identity, problem)
 
-    def _cached(self, item: NamedProblem) -> ProblemOutcome | None:
+    def _cached(self, item: NamedProblem, quiet: bool = False) -> ProblemOutcome | None:
         if self.cache is None or self.retune:
             return None
         entry = self.cache.get(self._cache_key(item.problem))
@@ -418,7 +521,8 @@ class Tuner:
             return None
         stale = self._unusable(entry, item.problem)
         if stale:
-            self.reporter.note(f"{item.name}: not using its cached winner ({stale}); tuning it again")
+            if not quiet:
+                self.reporter.note(f"{item.name}: not using its cached winner ({stale}); tuning it again")
             return None
         return ProblemOutcome(
             name=item.name, problem=item.problem, count=item.count, source="cache", family=entry.family,
@@ -467,7 +571,7 @@ class Tuner:
         study = optuna.create_study(study_name=name, storage=self.storage, sampler=sampler,
                                     direction="minimize", load_if_exists=True)
         study.set_user_attr("problem", problem.key())
-        self._fail_abandoned(study)
+        self._fail_abandoned(study, force=True)
         self._enqueue_defaults(study, problem, points)
         history = _History.of(study)
         self.reporter.problem_started(item, name, history.evaluated, self.budget)
@@ -477,6 +581,7 @@ class Tuner:
         try:
             while True:
                 stop = None
+                self._fail_abandoned(study)
                 while len(in_flight) < self.pipeline_depth:
                     history = _History.of(study)
                     stop = self._stop_reason(history, len(in_flight), started)
@@ -488,6 +593,8 @@ class Tuner:
                         stop = "every valid configuration evaluated"
                         break
                     trial, plan = candidate
+                    self._evaluating.add(trial._trial_id)
+                    self.heartbeat.add(trial._trial_id)
                     in_flight.append((trial, plan, self.backend.submit(plan)))
                 if not in_flight:
                     outcome.stop_reason = stop or "done"
@@ -496,6 +603,8 @@ class Tuner:
                 result = self.backend.result(ticket)
                 in_flight.popleft()  # only now: an interrupted wait leaves it to the cleanup below
                 self._tell(study, trial, plan, result)
+                self._evaluating.discard(trial._trial_id)
+                self.heartbeat.discard(trial._trial_id)
                 outcome.trials_run += 1
                 outcome.compile_s += result.compile_s
                 outcome.gpu_s += result.run_s
@@ -513,6 +622,8 @@ class Tuner:
                 trial.set_user_attr("status", "abandoned")
                 trial.set_user_attr("reason", "the tuning run ended before this candidate was evaluated")
                 study.tell(trial, state=TrialState.FAIL)
+                self._evaluating.discard(trial._trial_id)
+                self.heartbeat.discard(trial._trial_id)
 
         outcome.trials_total = _History.of(study).evaluated
         self._finish(study, problem, outcome)
@@ -521,7 +632,9 @@ class Tuner:
 
     def _stop_reason(self, history: _History, in_flight: int, started: float) -> str | None:
         budget = self.budget
-        if budget.trials is not None and history.evaluated + in_flight >= budget.trials:
+        # Trials being evaluated, here or by other processes, are spent budget (``running``
+        # holds this process's in-flight trials too, once their params are stored).
+        if budget.trials is not None and history.evaluated + max(in_flight, len(history.running)) >= budget.trials:
             return f"{budget.trials} trials"
         if budget.seconds is not None and time.monotonic() - started >= budget.seconds:
             return f"{budget.seconds:g} s"
@@ -529,23 +642,47 @@ class Tuner:
             return f"no improvement in {budget.patience} trials"
         return None
 
-    def _fail_abandoned(self, study) -> None:
-        """Fail RUNNING trials whose tuning process (on this host) is gone: a run that
-        was killed. Trials of live processes, or of other hosts, are left alone. A trial
-        without an owner (its process was killed between asking for it and claiming it,
-        which is the next write) is failed once it is :data:`UNCLAIMED_TRIAL_AGE_S` old."""
+    def _fail_abandoned(self, study, force: bool = False) -> int:
+        """Fail the RUNNING trials of processes that are gone and enqueue their
+        configurations again (:func:`autoconv.storage.retry_trial`), so that the
+        candidates of a killed worker are evaluated by the others:
+
+        - a trial whose owner ran on this host (same process namespace) and is dead, or
+          is this process but not evaluating it (left by an earlier run here);
+        - through an RDB storage, a trial whose heartbeat stopped (any host): Optuna's
+          ``fail_stale_trials``, whose callback enqueues the retry;
+        - a trial without an owner (its process was killed between asking for it and
+          claiming it, which is the next write), once :data:`UNCLAIMED_TRIAL_AGE_S` old.
+
+        Trials of live processes are left alone. Runs at most once per heartbeat interval
+        unless ``force``. Returns how many trials it failed (and so queued again)."""
         import datetime
 
+        import optuna
         from optuna.exceptions import UpdateFinishedTrialError
         from optuna.trial import Trial, TrialState
 
-        host = socket.gethostname()
+        now_s = time.monotonic()
+        if not force and now_s - self._last_stale_check < self.heartbeat.interval_s:
+            return 0
+        self._last_stale_check = now_s
+        running = {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)  # no-op without heartbeats (journal storage)
         now = datetime.datetime.now()
-        for frozen in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        still_running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        failed = len(running - {t._trial_id for t in still_running}
+                     - {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
+                                                                                       TrialState.PRUNED))})
+        for frozen in still_running:
             owner = str(frozen.user_attrs.get("owner", ""))
-            if owner:
-                owner_host, _, pid = owner.rpartition(":")
-                if owner_host != host or not pid.isdigit() or _process_alive(int(pid)):
+            if owner == self.owner:
+                if frozen._trial_id in self._evaluating:
+                    continue
+                reason = "an earlier run in this process ended before it was evaluated"
+            elif owner:
+                if not owner_is_dead(owner):
                     continue
                 reason = f"its tuning process ({owner}) ended before it was evaluated"
             else:
@@ -560,6 +697,9 @@ class Tuner:
                 study.tell(frozen.number, state=TrialState.FAIL, skip_if_finished=True)
             except UpdateFinishedTrialError:  # another process starting now failed it first
                 continue
+            retry_trial(study, frozen, "abandoned")
+            failed += 1
+        return failed
 
     def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints) -> None:
         """Each family's default config, unless evaluated or queued already."""
@@ -642,12 +782,20 @@ class Tuner:
                  "details": details}
         if result.time_ms is not None:
             attrs["time_ms"] = result.time_ms
-        for name, value in attrs.items():
-            trial.set_user_attr(name, value)
-        if result.ok:
-            study.tell(trial, result.time_ms)
-        else:
-            study.tell(trial, state=TrialState.PRUNED)
+        from optuna.exceptions import UpdateFinishedTrialError
+
+        try:
+            for name, value in attrs.items():
+                trial.set_user_attr(name, value)
+            if result.ok:
+                study.tell(trial, result.time_ms)
+            else:
+                study.tell(trial, state=TrialState.PRUNED)
+        except UpdateFinishedTrialError:
+            # Another process ended this trial: it took this process for dead (no heartbeat
+            # within the grace period) and failed it, so its configuration was queued again.
+            self.reporter.note(f"trial {trial.number} was ended by another worker while it was evaluated "
+                               f"here (no heartbeat within the grace period?); its result is dropped")
 
     def _finish(self, study, problem: ConvProblem, outcome: ProblemOutcome) -> None:
         """Re-verify the study's fastest ok trials until one passes; cache it."""

@@ -1,0 +1,277 @@
+"""Several workers tuning together (``autoconv tune --gpus``, or the same command on
+several hosts sharing a database), without a GPU: the fake backend stands in for each
+GPU. Storages: the default journal file, an SQLite URL, and a real PostgreSQL server
+when ``$AUTOCONV_TEST_POSTGRES_URL`` names one (``.ci/run`` starts one with
+``.ci/postgres``)."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from autoconv.cache import WinnerCache
+from autoconv.errors import AutoconvError
+from autoconv.fleet import merge_outcomes, parse_gpus
+from autoconv.problem import parse_spec
+from autoconv.tuner import EVALUATED, ProblemOutcome, _config_of, config_key
+
+REPO = Path(__file__).resolve().parent.parent
+POSTGRES = os.environ.get("AUTOCONV_TEST_POSTGRES_URL")
+
+CONFIG = """\
+problems:
+  - name: odd
+    spec: "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"
+  - name: pointwise
+    spec: "N=1,C=8,H=9,W=9,K=12,R=1,S=1,bias=1"
+families: [direct, im2col_gemm]
+budget: {{trials: {trials}}}
+cache: state/cache.sqlite
+storage: state/studies.journal
+results: results
+"""
+
+
+# ---- --gpus and merging ------------------------------------------------------------------
+
+def test_gpus_are_all_or_distinct_existing_indices():
+    assert parse_gpus("all", available=3) == [0, 1, 2]
+    assert parse_gpus(" 2, 0 ", available=3) == [2, 0]
+    for text, fragment in [("0,0", "listed twice"), ("0,4", "no device 4 on this host (3 GPUs: 0, 1, 2)"),
+                           ("one", "'one' is not a device index"), ("0,,1", "'' is not a device index"),
+                           ("-1", "'-1' is not a device index")]:
+        with pytest.raises(AutoconvError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+            parse_gpus(text, available=3)
+
+
+def test_merged_outcome_is_the_fastest_winner_with_the_work_of_all():
+    problem = parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1")
+    slow = ProblemOutcome(name="p", problem=problem, source="tuned", family="direct", time_ms=2.0, tflops=1.0,
+                          trials_run=7, trials_total=20, failures={"compile_failed": 1}, compile_s=3.0,
+                          gpu_s=1.0, wall_s=5.0)
+    fast = dataclasses.replace(slow, family="im2col_gemm", time_ms=1.5, trials_run=13, failures={
+        "compile_failed": 2, "wrong_result": 1}, wall_s=4.0)
+    merged = merge_outcomes([slow, fast])
+    assert (merged.family, merged.time_ms, merged.trials_run, merged.trials_total) == ("im2col_gemm", 1.5, 20, 20)
+    assert merged.failures == {"compile_failed": 3, "wrong_result": 1}
+    assert (merged.compile_s, merged.gpu_s, merged.wall_s, merged.workers) == (6.0, 2.0, 5.0, 2)
+
+
+# ---- storages ----------------------------------------------------------------------------
+
+@pytest.fixture
+def postgres_url():
+    """A fresh database on the test server, dropped afterwards."""
+    if not POSTGRES:
+        pytest.skip("no PostgreSQL server: set AUTOCONV_TEST_POSTGRES_URL (`eval \"$(bash .ci/postgres start)\"`)")
+    psycopg = pytest.importorskip("psycopg")
+    from sqlalchemy.engine import make_url
+
+    server = make_url(POSTGRES)
+    name = f"autoconv_fleet_{uuid.uuid4().hex[:10]}"
+    admin = dict(host=server.host, port=server.port, user=server.username, password=server.password,
+                 dbname=server.database, autocommit=True)
+    with psycopg.connect(**admin) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    yield server.set(database=name).render_as_string(hide_password=False)
+    with psycopg.connect(**admin) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["journal", "postgresql"])
+def storage(request, tmp_path):
+    if request.param == "journal":
+        return str(tmp_path / "state" / "studies.journal")
+    return request.getfixturevalue("postgres_url")
+
+
+def fake_environment(**extra) -> dict:
+    environment = dict(os.environ, AUTOCONV_BACKEND="fake", AUTOCONV_FAKE_DEVICES="2",
+                       PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    environment.update({name: str(value) for name, value in extra.items()})
+    return environment
+
+
+def studies(storage_url: str) -> dict[str, list]:
+    """Every study's trials, by the problem it tunes."""
+    import optuna
+
+    from autoconv.storage import make_storage
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    opened = make_storage(storage_url)
+    return {summary.user_attrs["problem"]: optuna.load_study(study_name=summary.study_name, storage=opened).trials
+            for summary in optuna.get_all_study_summaries(opened)}
+
+
+def check_shared_studies(storage_url: str, trials: int, workers: int, all_busy: bool = True) -> dict[str, float]:
+    """Each study: ``trials`` evaluated (the budget, plus at most one per extra worker
+    that raced for the last), no configuration evaluated twice, none left running, and
+    (with ``all_busy``) trials from several workers. Returns each problem's best."""
+    from optuna.trial import TrialState
+
+    best = {}
+    for problem, all_trials in studies(storage_url).items():
+        evaluated = [t for t in all_trials if t.user_attrs.get("status") in EVALUATED]
+        keys = [config_key(t.params["family"], _config_of(t.params, t.params["family"])) for t in evaluated]
+        duplicates = [key for key, count in collections.Counter(keys).items() if count > 1]
+        assert not duplicates, f"{problem}: evaluated twice: {duplicates}"
+        assert trials <= len(evaluated) <= trials + workers - 1, (problem, len(evaluated))
+        assert not [t.number for t in all_trials if t.state == TrialState.RUNNING], problem
+        owners = {t.user_attrs["owner"] for t in evaluated}
+        if workers > 1 and all_busy:
+            assert len(owners) >= 2, f"{problem}: one worker did everything ({owners})"
+        best[problem] = min(t.value for t in all_trials if t.state == TrialState.COMPLETE)
+    return best
+
+
+# ---- autoconv tune --gpus ------------------------------------------------------------------
+
+def test_two_workers_share_each_problem_and_the_cache_keeps_the_best(tmp_path, storage):
+    (tmp_path / "tune.yaml").write_text(CONFIG.format(trials=24))
+    command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "all", "--storage", storage]
+    done = subprocess.run(command, cwd=tmp_path, env=fake_environment(AUTOCONV_FAKE_DELAY_S=0.02),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "on 2 GPUs (0, 1)" in done.stderr and "Traceback" not in done.stderr + done.stdout
+    best = check_shared_studies(storage, trials=24, workers=2)
+
+    # The config names a cache file: the winners went there, the best of both workers.
+    with WinnerCache(tmp_path / "state" / "cache.sqlite") as cache:
+        entries = {entry.key.problem_key: entry for entry in cache.entries()}
+    assert set(entries) == set(best)
+    for problem, entry in entries.items():
+        assert entry.time_ms == pytest.approx(best[problem]), problem  # the fake timings repeat exactly
+    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+    assert summary["gpus"] == [0, 1] and [w["status"] for w in summary["workers"]] == ["done", "done"]
+    assert all(p["workers"] == 2 and p["trials_run"] >= 24 for p in summary["problems"])
+
+
+def test_an_sqlite_url_is_refused_for_several_workers(tmp_path):
+    (tmp_path / "tune.yaml").write_text(CONFIG.format(trials=4))
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "0,1", "--storage", url]
+    done = subprocess.run(command, cwd=tmp_path, env=fake_environment(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"--storage {url}: several workers cannot share an SQLite database" in done.stderr
+    assert "journal file" in done.stderr and "postgresql" in done.stderr
+
+
+def test_killing_a_worker_loses_nothing(tmp_path, postgres_url):
+    """SIGKILL one of two workers while it evaluates: the other finishes every problem,
+    the killed worker's running trials are failed and their configurations evaluated by
+    the survivor, and the summary says what happened."""
+    (tmp_path / "tune.yaml").write_text(CONFIG.format(trials=40))
+    command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "0,1", "--storage", postgres_url]
+    process = subprocess.Popen(command, cwd=tmp_path, env=fake_environment(AUTOCONV_FAKE_DELAY_S=0.1),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        victim = _wait_for_two_owners(postgres_url, timeout_s=120)
+        os.kill(victim, signal.SIGKILL)
+        out, err = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err[-3000:]
+    assert "exit code -9" in err and "retried by the others" in err, err[-3000:]
+    check_shared_studies(postgres_url, trials=40, workers=2, all_busy=False)
+    abandoned = 0
+    for problem, trials in studies(postgres_url).items():
+        retried = {t.user_attrs.get("origin") for t in trials}
+        for trial in trials:
+            if trial.user_attrs.get("status") == "abandoned":
+                abandoned += 1
+                # (a trial killed before its first suggestion has no configuration to retry)
+                assert not trial.params or f"retry of trial {trial.number} (abandoned)" in retried, problem
+    assert abandoned, "the killed worker had a trial running: it must be failed as abandoned"
+    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+    assert sorted(w["status"] for w in summary["workers"]) == ["done", "failed"]
+    assert all(p["time_ms"] for p in summary["problems"])
+
+
+def _wait_for_two_owners(storage_url: str, timeout_s: float) -> int:
+    """The pid of one of two workers, once both have evaluated trials and it is busy."""
+    from optuna.trial import TrialState
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            all_trials = [t for trials in studies(storage_url).values() for t in trials]
+        except Exception:  # the tables are not there yet
+            all_trials = []
+        owners = {t.user_attrs.get("owner") for t in all_trials if t.user_attrs.get("status") in EVALUATED}
+        running = [t.user_attrs.get("owner") for t in all_trials if t.state == TrialState.RUNNING
+                   and t.user_attrs.get("owner") in owners]
+        if len(owners) >= 2 and running:
+            return int(running[0].rpartition(":")[2])
+        time.sleep(0.2)
+    raise AssertionError("the two workers never both evaluated trials")
+
+
+# ---- heartbeats (workers on other hosts) ------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["sqlite-url", "postgresql"])
+def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, monkeypatch, request):
+    """A worker on another host (its process id means nothing here) is known dead only by
+    its heartbeats: after the grace period its trial is failed and its configuration
+    enqueued again."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from autoconv.config import Budget
+    from autoconv.evaluate import FakeBackend
+    from autoconv.storage import HEARTBEAT_GRACE_INTERVALS, make_storage
+    from autoconv.tuner import Tuner
+
+    url = f"sqlite:///{tmp_path / 'studies.db'}" if kind == "sqlite-url" else request.getfixturevalue("postgres_url")
+    monkeypatch.setenv("AUTOCONV_HEARTBEAT_S", "1")
+    storage = make_storage(url)
+    study = optuna.create_study(study_name="s", storage=storage)
+    lost = study.ask()
+    lost.suggest_categorical("family", ["direct", "im2col_gemm"])
+    lost.set_user_attr("owner", "elsewhere[0123abcd]:4242")
+    storage.record_heartbeat(lost._trial_id)
+    alive = study.ask()
+    alive.suggest_categorical("family", ["direct", "im2col_gemm"])
+    alive.set_user_attr("owner", "elsewhere[0123abcd]:4343")
+
+    tuner = Tuner(FakeBackend(), storage=storage, families=["direct"], budget=Budget(trials=1))
+    tuner._fail_abandoned(study, force=True)
+    assert study.trials[lost.number].state == TrialState.RUNNING  # within its grace period
+    time.sleep(HEARTBEAT_GRACE_INTERVALS * 1 + 1.5)
+    storage.record_heartbeat(alive._trial_id)
+    tuner._fail_abandoned(study, force=True)
+    trials = study.trials
+    assert trials[lost.number].state == TrialState.FAIL
+    assert trials[alive.number].state == TrialState.RUNNING  # its heartbeat is fresh
+    retries = [t for t in trials if t.state == TrialState.WAITING]
+    # (an enqueued trial holds its params as fixed params until it is asked for)
+    assert [(t.system_attrs["fixed_params"], t.user_attrs["retries"]) for t in retries] == \
+        [(trials[lost.number].params, 1)]
+    assert "heartbeats" in retries[0].user_attrs["origin"]
+
+
+def test_a_database_storage_holds_the_winners_too(tmp_path, postgres_url):
+    """With ``--storage URL`` and no cache named anywhere, the winners go into the same
+    database: every host sharing the studies then shares the winners."""
+    config = CONFIG.format(trials=6).replace("cache: state/cache.sqlite\n", "")
+    (tmp_path / "tune.yaml").write_text(config)
+    command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "all", "--storage", postgres_url]
+    environment = fake_environment(AUTOCONV_CACHE=tmp_path / "never-used.sqlite")
+    done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    best = check_shared_studies(postgres_url, trials=6, workers=2, all_busy=False)
+    with WinnerCache(postgres_url) as cache:
+        assert {e.key.problem_key: e.time_ms for e in cache.entries()} == pytest.approx(best)
+    assert not (tmp_path / "never-used.sqlite").exists()
