@@ -1,13 +1,17 @@
 """Tuning on several GPUs of this host: ``autoconv tune CONFIG --gpus 0,1,...``.
 
 One worker process per GPU runs the ordinary :class:`~autoconv.tuner.Tuner` on its own
-device, over the same problems in the same order, with the same Optuna storage and
-winners' cache. They cooperate through the storage, not through a scheduler of ours:
+device, with the same Optuna storage and winners' cache. They cooperate through the
+storage, not through a scheduler of ours:
 
-- a study per (problem, GPU model, families, templates) is shared by every worker on
-  that GPU model, so each problem's trials are spread over the workers (a configuration
-  evaluated, or being evaluated, by one is never evaluated by another: the tuner's
-  repeat check) and the trial budget is the study's, not a worker's;
+- worker k of W starts at problem k·n/W of the n problems and goes round the list, so
+  the workers begin apart (each problem has a fixed cost per worker that tunes it:
+  the first compilations, the re-verification), and meet as they come round;
+- a problem another worker has finished (cached) is skipped; one it is tuning is
+  joined: the study per (problem, GPU model, families, templates) is shared, so that
+  problem's trials are spread over the workers (a configuration evaluated, or being
+  evaluated, by one is never evaluated by another: the tuner's repeat check) and its
+  trial budget is the study's, not a worker's;
 - each worker re-verifies the study's best and stores it in the cache, where the faster
   entry of a key stays: the cache ends with the best of all workers;
 - GPUs of another model tune their own studies and cache entries (keys name the GPU).
@@ -107,6 +111,7 @@ class WorkerJob:
     """What one worker process tunes (everything it needs, picklable)."""
 
     device: int
+    start: int              # index of the problem this worker begins with
     config_path: str
     families: tuple[str, ...]
     budget: Budget
@@ -152,6 +157,7 @@ def worker_main(job: WorkerJob, events, parent_pid: int) -> None:
         from autoconv.tuner import Tuner
 
         config = load_config(job.config_path)
+        problems = config.problems[job.start:] + config.problems[:job.start]
         with make_backend(job.device, seed=config.seed, compile_workers=job.compile_workers) as backend, \
                 WinnerCache(job.cache) as winners:
             identity = backend.identity
@@ -160,7 +166,7 @@ def worker_main(job: WorkerJob, events, parent_pid: int) -> None:
                           seed=config.seed, workspace_limit=config.workspace_limit_bytes, cache=winners,
                           retune=job.retune, reporter=QueueReporter(events, job.device),
                           workers=job.compile_workers)
-            outcomes = tuner.tune(config.problems)
+            outcomes = tuner.tune(problems)
         events.put(("done", job.device, outcomes))
     except AutoconvError as err:
         events.put(("failed", job.device, str(err)))
@@ -223,8 +229,9 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     compile_workers = max(2, (os.cpu_count() or 2) // len(devices))
     workers: dict[int, WorkerState] = {}
     reporter.run_started(config.problems, budget, devices)
-    for device in devices:
-        job = WorkerJob(device=device, config_path=str(config.origin), families=tuple(families), budget=budget,
+    for position, device in enumerate(devices):
+        start = position * len(config.problems) // len(devices)
+        job = WorkerJob(device=device, start=start, config_path=str(config.origin), families=tuple(families), budget=budget,
                         storage=storage, cache=str(cache), retune=retune, compile_workers=compile_workers)
         process = context.Process(target=worker_main, args=(job, events, os.getpid()),
                                   name=f"autoconv-tune-gpu{device}")

@@ -137,14 +137,19 @@ def check_shared_studies(storage_url: str, trials: int, workers: int, all_busy: 
 
 # ---- autoconv tune --gpus ------------------------------------------------------------------
 
-def test_two_workers_share_each_problem_and_the_cache_keeps_the_best(tmp_path, storage):
+def test_two_workers_tune_a_config_together_and_the_cache_keeps_the_best(tmp_path, storage):
     (tmp_path / "tune.yaml").write_text(CONFIG.format(trials=24))
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "all", "--storage", storage]
     done = subprocess.run(command, cwd=tmp_path, env=fake_environment(AUTOCONV_FAKE_DELAY_S=0.02),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "on 2 GPUs (0, 1)" in done.stderr and "Traceback" not in done.stderr + done.stdout
-    best = check_shared_studies(storage, trials=24, workers=2)
+    # The workers start on different problems (and may meet on one): no configuration
+    # twice, the budget kept, both workers busy.
+    best = check_shared_studies(storage, trials=24, workers=2, all_busy=False)
+    owners = {t.user_attrs["owner"] for trials in studies(storage).values() for t in trials
+              if t.user_attrs.get("status") in EVALUATED}
+    assert len(owners) == 2, owners
 
     # The config names a cache file: the winners went there, the best of both workers.
     with WinnerCache(tmp_path / "state" / "cache.sqlite") as cache:
@@ -154,7 +159,20 @@ def test_two_workers_share_each_problem_and_the_cache_keeps_the_best(tmp_path, s
         assert entry.time_ms == pytest.approx(best[problem]), problem  # the fake timings repeat exactly
     summary = json.loads((tmp_path / "results" / "tune.json").read_text())
     assert summary["gpus"] == [0, 1] and [w["status"] for w in summary["workers"]] == ["done", "done"]
-    assert all(p["workers"] == 2 and p["trials_run"] >= 24 for p in summary["problems"])
+    assert all(p["trials_run"] >= 24 for p in summary["problems"])
+
+
+def test_workers_on_one_problem_spread_its_trials(tmp_path, storage):
+    """With fewer problems than workers, they all tune the same study together."""
+    config = CONFIG.format(trials=30)
+    config = config[:config.index("  - name: pointwise")] + config[config.index("families:"):]
+    (tmp_path / "tune.yaml").write_text(config)
+    command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "0,1", "--storage", storage]
+    done = subprocess.run(command, cwd=tmp_path, env=fake_environment(AUTOCONV_FAKE_DELAY_S=0.05),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "after 30 trials on 2 GPUs" in done.stderr or "after 31 trials on 2 GPUs" in done.stderr, done.stderr
+    check_shared_studies(storage, trials=30, workers=2, all_busy=True)
 
 
 def test_an_sqlite_url_is_refused_for_several_workers(tmp_path):

@@ -13,6 +13,8 @@ reason and the next request starts a fresh worker. The tuning run goes on.
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import importlib.util
 import multiprocessing
 import queue
@@ -23,12 +25,14 @@ import zlib
 from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.evaluate import Backend, Status, Ticket, TrialResult, failed
 from autoconv.families import KernelPlan
-from autoconv.gpu.compiler import DEFAULT_COMPILE_TIMEOUT_S, CompileJob, CompilePool
+from autoconv.gpu.compiler import DEFAULT_COMPILE_TIMEOUT_S, CompileJob, CompileOutcome, CompilePool
 from autoconv.gpu.device import INSTALL_HINT
 from autoconv.gpu.worker import WorkerOptions, worker_main
 
 #: Seconds one candidate (load, verify, time) may take before it counts as hung.
 DEFAULT_CANDIDATE_TIMEOUT_S = 30.0
+#: Cubins kept by source (each a few hundred KB at most).
+CUBIN_CACHE_ENTRIES = 128
 #: Seconds for a worker to start (import CuPy, create the CUDA context).
 STARTUP_TIMEOUT_S = 180.0
 #: Seconds to prepare a problem's inputs and float64 reference.
@@ -188,9 +192,10 @@ class GpuWorker:
 
 
 class CupyTicket(Ticket):
-    def __init__(self, plan: KernelPlan, job: CompileJob, seed: int):
+    def __init__(self, plan: KernelPlan, job: CompileJob | None, seed: int, compiled: CompileOutcome | None = None):
         super().__init__(plan)
-        self.job = job
+        self.job = job            # the compilation under way, or None when ``compiled`` came from the cache
+        self.compiled = compiled
         self.seed = seed
         self.done = threading.Event()
         self.value: TrialResult | None = None
@@ -228,6 +233,10 @@ class CupyBackend(Backend):
         self.device = self._worker.limits
         self.identity = self._worker.identity
         self._compiler = CompilePool(self.device.arch, compile_workers, compile_timeout_s)
+        # Recent cubins by source: the winner's re-verification (and a retried
+        # configuration) runs without compiling again.
+        self._cubins: collections.OrderedDict[str, CompileOutcome] = collections.OrderedDict()
+        self._cubins_lock = threading.Lock()
         self._queue: queue.Queue[CupyTicket | None] = queue.Queue()
         self._dispatcher = threading.Thread(target=self._dispatch, name="autoconv-gpu-dispatch", daemon=True)
         self._dispatcher.start()
@@ -249,8 +258,13 @@ class CupyBackend(Backend):
         a winner uses this)."""
         if self._closed:
             raise RuntimeError("the backend is closed")
-        ticket = CupyTicket(plan, self._compiler.submit(plan.source, plan.name),
-                            self.problem_seed(plan.problem, seed))
+        with self._cubins_lock:
+            cached = self._cubins.get(plan.source_hash)
+        seed = self.problem_seed(plan.problem, seed)
+        if cached is not None:
+            ticket = CupyTicket(plan, None, seed, compiled=dataclasses.replace(cached, seconds=0.0))
+        else:
+            ticket = CupyTicket(plan, self._compiler.submit(plan.source, plan.name), seed)
         self._queue.put(ticket)
         return ticket
 
@@ -275,7 +289,12 @@ class CupyBackend(Backend):
     def _run(self, ticket: CupyTicket) -> TrialResult:
         if self._closed:
             return failed(ticket.plan, Status.RUNTIME_FAILED, "not run: the backend was closed")
-        compiled = self._compiler.result(ticket.job)
+        compiled = ticket.compiled if ticket.job is None else self._compiler.result(ticket.job)
+        if compiled.ok and ticket.job is not None:
+            with self._cubins_lock:
+                self._cubins[ticket.plan.source_hash] = compiled
+                while len(self._cubins) > CUBIN_CACHE_ENTRIES:
+                    self._cubins.popitem(last=False)
         if not compiled.ok:
             return failed(ticket.plan, Status.COMPILE_FAILED, compiled.reason(), compile_s=compiled.seconds)
         if self._closed:
