@@ -293,3 +293,24 @@ def test_a_database_storage_holds_the_winners_too(tmp_path, postgres_url):
     with WinnerCache(postgres_url) as cache:
         assert {e.key.problem_key: e.time_ms for e in cache.entries()} == pytest.approx(best)
     assert not (tmp_path / "never-used.sqlite").exists()
+
+
+def test_two_hosts_running_the_same_command_cooperate(tmp_path, postgres_url):
+    """Two independent ``autoconv tune`` processes (as on two hosts) against one database:
+    every study's budget kept, no configuration evaluated twice, both contributed, and the
+    winners in the shared database are the best of both."""
+    config = CONFIG.format(trials=20).replace("cache: state/cache.sqlite\n", "")
+    (tmp_path / "tune.yaml").write_text(config)
+    command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--storage", postgres_url]
+    environment = fake_environment(AUTOCONV_FAKE_DELAY_S=0.05, AUTOCONV_CACHE=tmp_path / "never-used.sqlite")
+    hosts = [subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for host in hosts:
+        out, err = host.communicate(timeout=300)
+        assert host.returncode == 0, err[-3000:]
+    best = check_shared_studies(postgres_url, trials=20, workers=2, all_busy=False)
+    owners = {t.user_attrs["owner"] for trials in studies(postgres_url).values() for t in trials
+              if t.user_attrs.get("status") in EVALUATED}
+    assert len(owners) == 2, owners
+    with WinnerCache(postgres_url) as cache:
+        assert {e.key.problem_key: e.time_ms for e in cache.entries()} == pytest.approx(best)
