@@ -53,7 +53,6 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
         StorageError: the file or database is not a readable Optuna storage (the message
             names it and how to recover).
     """
-    import optuna
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
     text = str(storage)

@@ -4,12 +4,16 @@
   where either is missing, and run on the device machine.
 - ``seed`` gives each test a random seed that changes per run unless
   ``AUTOCONV_TEST_SEED`` is set; the run's seed is printed so a failure reproduces.
+- ``postgres_databases`` makes fresh databases on the PostgreSQL server named by
+  ``$AUTOCONV_TEST_POSTGRES_URL`` (``eval "$(bash .ci/postgres start)"`` starts one; CI
+  does); tests that need it are skipped without it.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import uuid
 
 import pytest
 
@@ -54,3 +58,61 @@ def seed(request) -> int:
 @pytest.fixture(scope="session")
 def run_seed() -> int:
     return _RUN_SEED
+
+
+# ---- PostgreSQL -------------------------------------------------------------------------
+
+POSTGRES_URL_VARIABLE = "AUTOCONV_TEST_POSTGRES_URL"
+
+
+@pytest.fixture(scope="module")
+def postgres_server() -> str:
+    url = os.environ.get(POSTGRES_URL_VARIABLE)
+    if not url:
+        pytest.skip(f"{POSTGRES_URL_VARIABLE} is not set (start a server with `eval \"$(bash .ci/postgres start)\"`)")
+    return url
+
+
+class PostgresDatabases:
+    """``databases()`` -> the URL of a new, empty PostgreSQL database on the test server;
+    :meth:`drop_all` drops them. Each URL carries a password (the test server trusts local
+    users, so it is ignored there) that messages must never show."""
+
+    def __init__(self, server_url: str):
+        from sqlalchemy import create_engine
+        from sqlalchemy.engine import make_url
+
+        self.admin = create_engine(server_url, isolation_level="AUTOCOMMIT")  # CREATE DATABASE needs it
+        server = make_url(server_url)
+        self.server = server if server.password is not None else server.set(password="not-shown-anywhere")
+        self.created: list[str] = []
+
+    def __call__(self) -> str:
+        name = f"autoconv_test_{uuid.uuid4().hex[:12]}"
+        self._admin(f"CREATE DATABASE {name}")
+        self.created.append(name)
+        return self.server.set(database=name).render_as_string(hide_password=False)
+
+    def drop(self, url: str) -> None:
+        """Drop the database of ``url`` now, cutting its connections."""
+        from sqlalchemy.engine import make_url
+
+        self._admin(f"DROP DATABASE IF EXISTS {make_url(url).database} WITH (FORCE)")
+
+    def drop_all(self) -> None:
+        for name in self.created:
+            self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        self.admin.dispose()
+
+    def _admin(self, statement: str) -> None:
+        from sqlalchemy import text
+
+        with self.admin.connect() as connection:
+            connection.execute(text(statement))
+
+
+@pytest.fixture
+def postgres_databases(postgres_server):
+    databases = PostgresDatabases(postgres_server)
+    yield databases
+    databases.drop_all()

@@ -14,10 +14,8 @@ from __future__ import annotations
 import itertools
 import json
 import multiprocessing
-import os
 import random
 import socket
-import uuid
 from dataclasses import replace
 
 import pytest
@@ -32,7 +30,6 @@ from autoconv.evaluate import FAKE_IDENTITY, BackendIdentity
 from autoconv.families import get_family
 from autoconv.problem import parse_spec
 
-POSTGRES_VARIABLE = "AUTOCONV_TEST_POSTGRES_URL"
 PROBLEM = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1")
 OTHER_PROBLEM = parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1")
 #: A time that a 4-byte float cannot hold exactly (PostgreSQL's REAL would round it).
@@ -53,59 +50,6 @@ def key() -> CacheKey:
 
 
 # ---- databases ------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def postgres_server() -> str:
-    url = os.environ.get(POSTGRES_VARIABLE)
-    if not url:
-        pytest.skip(f"{POSTGRES_VARIABLE} is not set (start a server with `eval \"$(bash .ci/postgres start)\"`)")
-    return url
-
-
-class PostgresDatabases:
-    """``databases()`` -> the URL of a new, empty PostgreSQL database on the test server;
-    :meth:`drop_all` drops them. Each URL carries a password (the test server trusts local
-    users, so it is ignored there) that messages must never show."""
-
-    def __init__(self, server_url: str):
-        from sqlalchemy import create_engine
-        from sqlalchemy.engine import make_url
-
-        self.admin = create_engine(server_url, isolation_level="AUTOCOMMIT")  # CREATE DATABASE needs it
-        server = make_url(server_url)
-        self.server = server if server.password is not None else server.set(password="not-shown-anywhere")
-        self.created: list[str] = []
-
-    def __call__(self) -> str:
-        name = f"autoconv_test_{uuid.uuid4().hex[:12]}"
-        self._admin(f"CREATE DATABASE {name}")
-        self.created.append(name)
-        return self.server.set(database=name).render_as_string(hide_password=False)
-
-    def drop(self, url: str) -> None:
-        """Drop the database of ``url`` now, cutting its connections."""
-        from sqlalchemy.engine import make_url
-
-        self._admin(f"DROP DATABASE IF EXISTS {make_url(url).database} WITH (FORCE)")
-
-    def drop_all(self) -> None:
-        for name in self.created:
-            self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        self.admin.dispose()
-
-    def _admin(self, statement: str) -> None:
-        from sqlalchemy import text
-
-        with self.admin.connect() as connection:
-            connection.execute(text(statement))
-
-
-@pytest.fixture
-def postgres_databases(postgres_server):
-    databases = PostgresDatabases(postgres_server)
-    yield databases
-    databases.drop_all()
-
 
 @pytest.fixture(params=["sqlite-url", "postgresql"])
 def databases(request, tmp_path):

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,6 @@ from autoconv.problem import parse_spec
 from autoconv.tuner import EVALUATED, ProblemOutcome, _config_of, config_key
 
 REPO = Path(__file__).resolve().parent.parent
-POSTGRES = os.environ.get("AUTOCONV_TEST_POSTGRES_URL")
 
 CONFIG = """\
 problems:
@@ -70,22 +68,9 @@ def test_merged_outcome_is_the_fastest_winner_with_the_work_of_all():
 # ---- storages ----------------------------------------------------------------------------
 
 @pytest.fixture
-def postgres_url():
-    """A fresh database on the test server, dropped afterwards."""
-    if not POSTGRES:
-        pytest.skip("no PostgreSQL server: set AUTOCONV_TEST_POSTGRES_URL (`eval \"$(bash .ci/postgres start)\"`)")
-    psycopg = pytest.importorskip("psycopg")
-    from sqlalchemy.engine import make_url
-
-    server = make_url(POSTGRES)
-    name = f"autoconv_fleet_{uuid.uuid4().hex[:10]}"
-    admin = dict(host=server.host, port=server.port, user=server.username, password=server.password,
-                 dbname=server.database, autocommit=True)
-    with psycopg.connect(**admin) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    yield server.set(database=name).render_as_string(hide_password=False)
-    with psycopg.connect(**admin) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def postgres_url(postgres_databases):
+    """A fresh database on the test server (see conftest), dropped afterwards."""
+    return postgres_databases()
 
 
 @pytest.fixture(params=["journal", "postgresql"])
