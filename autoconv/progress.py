@@ -39,15 +39,19 @@ def _best_text(best: TrialResult | None) -> str:
     return f"best {best.time_ms:.4f} ms ({best.tflops:.1f} TFLOP/s)"
 
 
+def _bars(console: Console) -> Progress:
+    """Progress bars with a description, the count, the best time so far and the time."""
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=console, transient=False,
+                    redirect_stdout=False, redirect_stderr=False)
+
+
 class RichReporter(Reporter):
     """Progress bars: one for the problems, one for the current problem's trials."""
 
     def __init__(self, console: Console | None = None):
         self.console = console or Console(stderr=True)
-        self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=self.console,
-            transient=False, redirect_stdout=False, redirect_stderr=False)
+        self.progress = _bars(self.console)
         self._problems_task = None
         self._trials_task = None
         self._best_family: str | None = None
@@ -95,10 +99,7 @@ class RichFleetReporter:
 
     def __init__(self, console: Console | None = None):
         self.console = console or Console(stderr=True)
-        self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=self.console,
-            transient=False, redirect_stdout=False, redirect_stderr=False)
+        self.progress = _bars(self.console)
         self._problems_task = None
         self._worker_tasks: dict[int, object] = {}
         self._budget: Budget | None = None
