@@ -349,3 +349,40 @@ def test_verify_command_fails_on_a_wrong_result(capsys, monkeypatch):
 def test_verify_without_emulate_says_what_to_use(capsys):
     assert main(["verify", "--problem", "N=1,C=2,H=5,W=6,K=3,R=3,S=3"]) == 2
     assert "`--emulate` runs on the CPU" in capsys.readouterr().err
+
+
+# ---- im2col_gemm reading x in place (1x1, stride 1, no padding) ---------------------------
+
+@pytest.mark.parametrize("spec, a_vec", [
+    ("N=3,C=5,H=7,W=9,K=11,R=1,S=1,bias=1", 1),    # P*Q = 63: scalar loads; tiles straddle images
+    ("N=3,C=13,H=6,W=10,K=20,R=1,S=1", 4),         # P*Q = 60: float4 loads
+])
+def test_im2col_gemm_reads_x_in_place_for_pointwise_layers(spec, a_vec, seed):
+    from autoconv.problem import parse_spec
+
+    problem = parse_spec(spec)
+    family = get_family("im2col_gemm")
+    configs = [c for c in family.space.points(problem, H100) if c["COLUMNS"] == "input"]
+    assert configs, "every 1x1 stride-1 unpadded problem has COLUMNS=input points"
+    rng = np.random.default_rng(seed)
+    chosen = [configs[i] for i in rng.choice(len(configs), size=2, replace=False)]
+    chosen = [c for c in chosen if family.space.context(c, problem, H100)["A_VEC"] == a_vec] or \
+        [next(c for c in configs if family.space.context(c, problem, H100)["A_VEC"] == a_vec)]
+    for config in chosen:
+        plan = family.plan(problem, config, H100)
+        assert plan.workspace_bytes == 0 and [launch.kernel for launch in plan.launches] == [plan.name + "_gemm"]
+        assert plan.launches[0].args[0] == "x"
+        check = verify_plan(plan, rng)
+        assert check.status == "ok", check
+
+
+@pytest.mark.parametrize("spec", ["N=1,C=4,H=6,W=6,K=8,R=3,S=3,pad=1", "N=1,C=4,H=6,W=6,K=8,R=1,S=1,stride=2",
+                                  "N=1,C=4,H=6,W=6,K=8,R=1,S=1,pad=1:0:0:0"])
+def test_im2col_gemm_reads_x_in_place_only_where_x_is_the_column_buffer(spec):
+    from autoconv.problem import parse_spec
+
+    problem = parse_spec(spec)
+    space = get_family("im2col_gemm").space
+    assert not [c for c in space.points(problem, H100) if c["COLUMNS"] == "input"]
+    config = dict(space.default_config(problem, H100), COLUMNS="input", IM2COL_THREADS=128)
+    assert any("x is its own column buffer" in v for v in space.violations(config, problem, H100, 1 << 30))

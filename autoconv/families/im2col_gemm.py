@@ -13,11 +13,13 @@ class Im2colGemm(Family):
 
     def launches(self, name: str, values: Mapping[str, object]) -> tuple[Launch, ...]:
         # The GEMM reads the column buffer that the im2col launch writes: they run in order.
-        gemm_args = (("workspace", "w", "bias", "y") if values["HAS_BIAS"]
-                     else ("workspace", "w", "y"))
-        return (
-            Launch(f"{name}_im2col", dim3(values["IM2COL_GRID"]), dim3(values["IM2COL_THREADS"]),
-                   ("x", "workspace")),
-            Launch(f"{name}_gemm", dim3(values["GRID_M"], values["GRID_N"]), dim3(values["THREADS"]),
-                   gemm_args, values["SMEM_BYTES"]),
-        )
+        # With COLUMNS = input (1x1, stride 1, no padding) x is the column buffer itself.
+        columns = "workspace" if values["COLUMNS"] == "buffer" else "x"
+        gemm_args = (columns, "w", "bias", "y") if values["HAS_BIAS"] else (columns, "w", "y")
+        gemm = Launch(f"{name}_gemm", dim3(values["GRID_M"], values["GRID_N"]), dim3(values["THREADS"]),
+                      gemm_args, values["SMEM_BYTES"])
+        if values["COLUMNS"] == "input":
+            return (gemm,)
+        im2col = Launch(f"{name}_im2col", dim3(values["IM2COL_GRID"]), dim3(values["IM2COL_THREADS"]),
+                        ("x", "workspace"))
+        return (im2col, gemm)
