@@ -5,9 +5,11 @@
 For each problem with a current cache entry on this GPU, calls ``autoconv.conv2d`` the way
 user code does (CuPy arrays in, a preallocated output) and times those calls with the same
 timer the tuner uses (a CUDA graph of back-to-back calls over rotating buffer sets larger
-than twice the L2 cache, median of 7), then prints both times and their ratio. A ratio near
-1 means the runtime API adds nothing to the tuned kernel. The output of each problem is also
-checked against the float64 reference first. Needs a GPU and CuPy.
+than twice the L2 cache, median of 7), then prints both times and their ratio, and what ran (the
+tuned kernel's family, or ``cudnn`` where ``autoconv bench`` found cuDNN faster and conv2d
+runs cuDNN's plan). A ratio near 1 means the runtime API adds nothing to the tuned kernel;
+below 1, cuDNN was faster and conv2d took it. The output of each problem is also checked
+against the float64 reference first. Needs a GPU and CuPy.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def main(config_file: str) -> int:
     autoconv.runtime.set_cache(config.cache)
     rng = numpy.random.default_rng(config.seed)
     ratios = []
-    print(f"{'problem':32s} {'family':22s} {'tuned ms':>9s} {'conv2d ms':>9s} {'ratio':>6s}")
+    print(f"{'problem':32s} {'tuned family':22s} {'tuned ms':>9s} {'conv2d ms':>9s} {'ratio':>6s}  conv2d ran")
     with WinnerCache(cache_path()) as cache:
         for item in config.problems:
             problem = item.problem
@@ -61,7 +63,9 @@ def main(config_file: str) -> int:
             timing = time_calls(call, sets)
             ratio = timing.median_ms / entry.time_ms
             ratios.append(ratio)
-            print(f"{item.name:32s} {entry.family:22s} {entry.time_ms:9.4f} {timing.median_ms:9.4f} {ratio:6.3f}")
+            origins = {k["origin"] for k in autoconv.runtime.loaded_kernels() if k["problem"] == problem.spec()}
+            print(f"{item.name:32s} {entry.family:22s} {entry.time_ms:9.4f} {timing.median_ms:9.4f} {ratio:6.3f}  "
+                  f"{'cudnn' if 'cudnn' in origins else entry.family}")
     if ratios:
         print(f"geometric mean of conv2d / tuned: {geometric_mean(ratios):.3f} over {len(ratios)} problems")
     return 0
