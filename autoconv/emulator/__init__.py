@@ -12,7 +12,9 @@ Beyond the core vocabulary it models ``__syncwarp()`` (whole warp), cp.async
 (``<mma.h>``, m16n16k8, operands read as TF32 like the tensor cores). It does not model
 warp shuffles and votes, atomics, fences or inline PTX (each is a compile error naming
 it), the GPU's timing, or the contents of static ``__shared__`` arrays at block start
-(only the dynamic ``smem`` is poisoned per block).
+(only the dynamic ``smem`` is poisoned per block). A project header may give inline PTX a
+model of its own, chosen by the ``AUTOCONV_EMULATOR`` macro that ``cuda_emulation.h``
+defines: ``templates/mma_tf32.cuh`` models ``mma.sync.m16n8k8`` (TF32) lane by lane.
 
 Typical use::
 

@@ -22,6 +22,9 @@
 // means something else.
 #pragma once
 
+// Lets a project header choose its emulator model over its inline PTX (templates/mma_tf32.cuh).
+#define AUTOCONV_EMULATOR 1
+
 #include <math.h>
 
 #include <cassert>
