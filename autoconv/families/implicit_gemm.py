@@ -11,16 +11,21 @@ class ImplicitGemm(Family):
     name = "implicit_gemm"
     summary = "implicit GEMM: gather fused into tile loads, warp tiling, double buffering, split-K"
 
+    def weights_launch(self, name: str, values: Mapping[str, object]) -> Launch | None:
+        """The kernel that prepares the weights in the workspace before the GEMM (here: the
+        reorder into rsc order when GATHER = rsc), or None when the GEMM reads ``w`` itself."""
+        if values.get("GATHER") != "rsc":
+            return None
+        threads = values["TRANSPOSE_THREADS"]
+        return Launch(f"{name}_weights_rsc", grid_for(values["K"] * values["GEMM_K"], threads),
+                      dim3(threads), ("w", "workspace"))
+
     def launches(self, name: str, values: Mapping[str, object]) -> tuple[Launch, ...]:
-        """[reorder the weights (GATHER = rsc)] -> the GEMM -> [sum the split-K slices]."""
+        """[prepare the weights] -> the GEMM -> [sum the split-K slices]."""
         has_bias, split_k = values["HAS_BIAS"], values["SPLIT_K"]
-        reorder_weights = values.get("GATHER") == "rsc"
-        launches = []
-        if reorder_weights:
-            threads = values["TRANSPOSE_THREADS"]
-            launches.append(Launch(f"{name}_weights_rsc", grid_for(values["K"] * values["GEMM_K"], threads),
-                                   dim3(threads), ("w", "workspace")))
-        weights = "workspace" if reorder_weights else "w"
+        prepare = self.weights_launch(name, values)
+        launches = [prepare] if prepare is not None else []
+        weights = "workspace" if prepare is not None else "w"
         if split_k == 1:
             gemm_args = ("x", weights, "bias", "y") if has_bias else ("x", weights, "y")
         else:
