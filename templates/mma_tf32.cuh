@@ -71,36 +71,11 @@ struct WarpExchange {
 //! One exchange per warp of the block this OS thread runs (a block runs on one OS thread).
 inline thread_local WarpExchange exchange[32];
 
-//! The value the tensor cores read from a TF32 operand: its top 19 bits.
-inline float tf32_operand(float value)
-{
-    std::uint32_t bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    bits &= 0xFFFFE000u;
-    std::memcpy(&value, &bits, sizeof(bits));
-    return value;
-}
-
-inline float round_toward_zero(double value)
-{
-    float rounded = static_cast<float>(value);
-    if (fabs(static_cast<double>(rounded)) > fabs(value))
-        rounded = nextafterf(rounded, 0.0f);
-    return rounded;
-}
-
 }  // namespace emulation
 
-inline float round_to_tf32(float value)
-{
-    if (!isfinite(value))
-        return value;
-    std::uint32_t bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    bits = (bits + 0x1000u) & 0xFFFFE000u;  // half an ulp added to the magnitude: ties go up
-    std::memcpy(&value, &bits, sizeof(bits));
-    return value;
-}
+// The TF32 arithmetic (rounding, operand truncation, the adder's rounding) is the emulator's
+// own (cuda_emulation.h), shared with its model of <mma.h>.
+inline float round_to_tf32(float value) { return autoconv_emu::tf32_round(value); }
 
 inline void mma_m16n8k8(float (&d)[4], const float (&a)[4], const float (&b)[2], const float (&c)[4])
 {
@@ -142,9 +117,9 @@ inline void mma_m16n8k8(float (&d)[4], const float (&a)[4], const float (&b)[2],
     for (int i = 0; i < 4; ++i) {
         double sum = C[rows[i]][cols[i]];
         for (int k = 0; k < 8; ++k)  // a product of two TF32 values is exact in double
-            sum += static_cast<double>(emulation::tf32_operand(A[rows[i]][k])) *
-                   emulation::tf32_operand(B[k][cols[i]]);
-        result[i] = emulation::round_toward_zero(sum);
+            sum += static_cast<double>(autoconv_emu::tf32_operand(A[rows[i]][k])) *
+                   autoconv_emu::tf32_operand(B[k][cols[i]]);
+        result[i] = autoconv_emu::round_toward_zero(sum);
     }
     // 3. no lane may publish its next MMA's fragments before every lane has read these
     autoconv_emu::warp_barrier();

@@ -198,6 +198,37 @@ inline std::common_type_t<A, B> max(A a, B b) {
 }
 // fmaf, fminf, fmaxf, sqrtf, expf... are <math.h>'s, correctly rounded like the GPU's.
 
+// ---- TF32 tensor-core arithmetic, for the models of <mma.h> and templates/mma_tf32.cuh ------
+namespace autoconv_emu {
+//! The value the tensor cores read from a TF32 operand: its top 19 bits.
+inline float tf32_operand(float value) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    bits &= 0xFFFFE000u;
+    std::memcpy(&value, &bits, sizeof(bits));
+    return value;
+}
+
+//! A sum rounded to float toward zero, as the tensor cores' adder does (once per MMA here).
+inline float round_toward_zero(double value) {
+    float rounded = static_cast<float>(value);
+    if (fabs(static_cast<double>(rounded)) > fabs(value))
+        rounded = nextafterf(rounded, 0.0f);
+    return rounded;
+}
+
+//! Rounds to TF32 (10 mantissa bits), to nearest with ties away from zero: cvt.rna.tf32.f32.
+inline float tf32_round(float value) {
+    if (!isfinite(value))
+        return value;
+    std::uint32_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    bits = (bits + 0x1000u) & 0xFFFFE000u;  // adding half an ulp to the magnitude: ties go up
+    std::memcpy(&value, &bits, sizeof(bits));
+    return value;
+}
+}  // namespace autoconv_emu
+
 // ---- what is not modelled: a compile error that names the feature -------------------------
 namespace autoconv_emu {
 template <class... T>

@@ -63,22 +63,6 @@ inline void check_memory(const char* operation, const void* pointer, unsigned ld
         autoconv_emu::fault("wmma::%s: ldm = %u is not a multiple of 4 floats (16 bytes)", operation, ldm);
 }
 
-//! The value the tensor cores read from a TF32 operand: its top 19 bits.
-inline float tf32_operand(float value) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    bits &= 0xFFFFE000u;
-    std::memcpy(&value, &bits, sizeof(bits));
-    return value;
-}
-
-inline float round_toward_zero(double value) {
-    float rounded = static_cast<float>(value);
-    if (fabs(static_cast<double>(rounded)) > fabs(value))
-        rounded = nextafterf(rounded, 0.0f);
-    return rounded;
-}
-
 }  // namespace detail
 
 template <class Use, int M, int N, int K, class T, class Layout = void>
@@ -103,15 +87,7 @@ public:
 };
 
 //! Rounds to TF32 (10 mantissa bits), to nearest with ties away from zero.
-inline float __float_to_tf32(float value) {
-    if (!isfinite(value))
-        return value;
-    std::uint32_t bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    bits = (bits + 0x1000u) & 0xFFFFE000u;  // adding half an ulp to the magnitude: ties go up
-    std::memcpy(&value, &bits, sizeof(bits));
-    return value;
-}
+inline float __float_to_tf32(float value) { return autoconv_emu::tf32_round(value); }
 
 template <class Use, int M, int N, int K, class T, class Layout, class Value>
 inline void fill_fragment(fragment<Use, M, N, K, T, Layout>& frag, const Value& value) {
@@ -163,8 +139,9 @@ inline void mma_sync(fragment<accumulator, M, N, K, float>& d,
         for (int j = 0; j < N; ++j) {
             double sum = c.at(i, j);
             for (int k = 0; k < K; ++k)  // each product of two TF32 values is exact in double
-                sum += static_cast<double>(detail::tf32_operand(a.at(i, k))) * detail::tf32_operand(b.at(k, j));
-            result[i * N + j] = detail::round_toward_zero(sum);
+                sum += static_cast<double>(autoconv_emu::tf32_operand(a.at(i, k))) *
+                       autoconv_emu::tf32_operand(b.at(k, j));
+            result[i * N + j] = autoconv_emu::round_toward_zero(sum);
         }
     }
     std::memcpy(d.x, result, sizeof(result));
