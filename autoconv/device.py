@@ -26,8 +26,11 @@ class DeviceLimits:
 
     @property
     def arch(self) -> str:
-        """The nvcc/NVRTC architecture name, e.g. ``sm_90``."""
-        return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
+        """The nvcc/NVRTC target to compile for: ``sm_XY``, or on Hopper (9.0) ``sm_90a``, the
+        target with its architecture-specific instructions (wgmma), whose code runs on 9.0
+        devices only, the very device autoconv compiles for."""
+        major, minor = self.compute_capability
+        return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
 
     def variables(self) -> dict[str, int]:
         """The names a search-space expression may use for this device."""

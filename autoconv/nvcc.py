@@ -10,7 +10,7 @@ pattern that reads it is in :data:`PTXAS_PATTERNS` and nowhere else, and
 
 Typical use::
 
-    report = compile_cubin(plan.source, arch="sm_90")
+    report = compile_cubin(plan.source, arch="sm_90a")
     for kernel in report.kernels.values():
         print(kernel.name, kernel.registers, kernel.spill_store_bytes)
 """
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from autoconv.device import H100
 from autoconv.errors import AutoconvError, BackendUnavailable
 
 #: Seconds one nvcc run may take before it is stopped.
@@ -134,13 +135,13 @@ def nvcc_available() -> bool:
     return find_nvcc() is not None
 
 
-def compile_cubin(source: str, arch: str = "sm_90", extra_flags: Sequence[str] = (), *,
+def compile_cubin(source: str, arch: str = H100.arch, extra_flags: Sequence[str] = (), *,
                   label: str = "kernel", timeout: float = DEFAULT_TIMEOUT) -> CompileReport:
     """Compile ``source`` with ``nvcc -cubin -arch=ARCH -Xptxas -v`` in a temporary folder.
 
     Args:
         source: CUDA C++ source, e.g. a :class:`~autoconv.families.KernelPlan`'s.
-        arch: the target, e.g. ``sm_90`` (:attr:`autoconv.device.DeviceLimits.arch`).
+        arch: the target, e.g. ``sm_90a`` (:attr:`autoconv.device.DeviceLimits.arch`).
         extra_flags: more nvcc flags, e.g. ``("-lineinfo",)``.
         label: the source file's stem, so compiler messages name the kernel.
         timeout: seconds before nvcc is stopped.

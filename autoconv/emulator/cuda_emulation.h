@@ -35,6 +35,7 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #ifndef AUTOCONV_EMU_MAX_SHARED_BYTES
 // Dynamic shared memory one block may use after opting in: the H100's 227 KiB.
@@ -99,6 +100,9 @@ void barrier();
 //! A warp-level sync (wmma::*_sync, __syncwarp): yields until every live lane of the
 //! calling thread's warp (32 consecutive threads in linear order) has arrived at one.
 void warp_barrier();
+
+//! Bytes of dynamic shared memory the running launch asked for.
+std::size_t shared_bytes();
 
 //! Reports a fault of the running kernel, with the kernel, block and thread, and ends the
 //! program (exit status 3).
@@ -197,6 +201,18 @@ inline std::common_type_t<A, B> max(A a, B b) {
         return T(a) < T(b) ? T(b) : T(a);
 }
 // fmaf, fminf, fmaxf, sqrtf, expf... are <math.h>'s, correctly rounded like the GPU's.
+
+// Reinterpreting a float's bits as an integer and back.
+inline unsigned int __float_as_uint(float value) {
+    unsigned int bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    return bits;
+}
+inline float __uint_as_float(unsigned int bits) {
+    float value;
+    std::memcpy(&value, &bits, sizeof(value));
+    return value;
+}
 
 // ---- TF32 tensor-core arithmetic, for the models of <mma.h> and templates/mma_tf32.cuh ------
 namespace autoconv_emu {

@@ -409,6 +409,8 @@ void barrier() {
     switch_to_scheduler(run, fiber, false);
 }
 
+std::size_t shared_bytes() { return block_run->shared_bytes; }
+
 void warp_barrier() {
     BlockRun& run = *block_run;
     Fiber& fiber = *run.current;
