@@ -9,11 +9,12 @@ from autoconv.families.im2col_gemm import Im2colGemm
 from autoconv.families.implicit_gemm import ImplicitGemm
 from autoconv.families.implicit_gemm_3xtf32 import ImplicitGemm3xTF32
 from autoconv.families.implicit_gemm_mma import ImplicitGemmMma
+from autoconv.families.implicit_gemm_wgmma import ImplicitGemmWgmma
 from autoconv.problem import did_you_mean
 
 _FAMILIES: dict[str, Family] = {
     family.name: family for family in (Direct(), Im2colGemm(), ImplicitGemm(), ImplicitGemm3xTF32(),
-                                       ImplicitGemmMma())}
+                                       ImplicitGemmMma(), ImplicitGemmWgmma())}
 
 FAMILY_NAMES = tuple(_FAMILIES)
 

@@ -1,0 +1,309 @@
+// wgmma_tf32.cuh: warpgroup TF32 tensor-core products (Hopper's wgmma.mma_async, sm_90a), the
+// shared-memory descriptors they read B through, and TF32 rounding.
+//
+// A Jinja template, pulled in by a family template's include, so a rendered source is
+// self-contained (NVRTC, nvcc and the CPU emulator compile it with no include path, and the
+// plan's source hash covers it). The including template sets WGMMA_N, the list of instruction
+// widths N it uses; one mma_m64n<N>k8 function is emitted per width.
+//
+// On the GPU each function is a PTX instruction (inline asm). Under the CPU emulator
+// (cuda_emulation.h defines AUTOCONV_EMULATOR), where inline PTX cannot run, each has a model
+// with the instruction's semantics (below).
+//
+// The product, for one warpgroup (4 consecutive warps, the first a multiple of 4):
+//   mma_m64n<N>k8(d, a, b, accumulate):  D = A * B + (accumulate ? D : 0), with
+//     A  64 x 8, in registers: warp w of the group holds rows 16w..16w+15, each lane four values
+//        in the m16n8k8 layout (g = lane / 4, t = lane % 4):
+//            a[0] = A[16w+g][t]  a[1] = A[16w+g+8][t]  a[2] = A[16w+g][t+4]  a[3] = A[16w+g+8][t+4]
+//     B  8 x N, in shared memory, read through the descriptor b (make_descriptor), K-major
+//        (each column n of B, i.e. each row of B^T, has its 8 k values at consecutive addresses)
+//     D  64 x N float32 in registers: lane (g, t) of warp w holds, for j < N/8,
+//            d[4j+0] = D[16w+g][8j+2t]    d[4j+1] = D[16w+g][8j+2t+1]
+//            d[4j+2] = D[16w+g+8][8j+2t]  d[4j+3] = D[16w+g+8][8j+2t+1]
+//   It is asynchronous: issue products, then commit() them as a group and wait<PENDING>() until
+//   at most PENDING groups are in flight. Until then D must not be read or written, nor A's
+//   registers written, nor B's shared memory overwritten. fence() must come between the last
+//   ordinary write of A's or D's registers and the products that read them.
+//
+// B's shared-memory layout (the 128-byte swizzle, K-major): B^T as rows of 32 floats (128
+// bytes, k = 0..31), 8 rows making a 1024-byte atom aligned to 1024 bytes; the 16-byte chunk
+// c (k = 4c..4c+3) of row r sits at chunk position c ^ (r % 8), so that the 8 rows of a chunk
+// column lie in 8 different bank groups. The descriptor of a product starts at the address of
+// its first k (row 0 of its first atom, plus 4 bytes per k), and steps ATOM_STRIDE bytes from
+// one atom (8 values of n) to the next. The swizzle is applied to address bits by the hardware,
+// so starting 32 bytes into the atom (k = 8) selects k = 8..15 of every row.
+//
+// Arithmetic of the model, as mma_tf32.cuh's: operands are read as TF32 (the low 13 bits of
+// each float ignored, as the tensor cores do); the 8 products of a k step are exact; their sum
+// with the accumulator is rounded toward zero once. Unlike mma.sync's, the hardware's sum is not
+// always that: on an H100 it dropped an addend 2^-6 of the accumulator's ulp that rounding toward
+// zero counts (tests/test_wgmma_tf32.py), so a result may differ from the model's by one float32
+// ulp. As with mma.sync, long chains of products into one accumulator lose accuracy (truncation
+// is a bias): families start a fresh chain per K tile.
+#ifndef AUTOCONV_WGMMA_TF32_CUH  // a guard, not #pragma once: inlined into a source, that one warns
+#define AUTOCONV_WGMMA_TF32_CUH
+
+namespace wgmma_tf32 {
+
+//! Bytes between consecutive 8-row atoms of a B tile, and the alignment of each atom.
+constexpr unsigned ATOM_BYTES = 1024;
+//! Floats of k per row of an atom (its 128 bytes).
+constexpr int ATOM_K = 32;
+
+//! Rounds to TF32 (10 mantissa bits), to nearest with ties away from zero, as cvt.rna.tf32.f32
+//! does for finite values: adding half a TF32 ulp to the magnitude's bits carries into the kept
+//! bits exactly when the dropped ones are at least half. Two integer operations.
+__device__ __forceinline__ float round_to_tf32(float value)
+{
+    return __uint_as_float((__float_as_uint(value) + 0x1000u) & 0xFFFFE000u);
+}
+
+//! Position of float k (0..31) of row `row` within an atom row: its 16-byte chunk is swizzled.
+__host__ __device__ constexpr int swizzled_k(int row, int k) { return ((k / 4) ^ (row % 8)) * 4 + k % 4; }
+
+//! The descriptor of B for one product: `address` is the shared-window address of its first
+//! k in row 0 (make it with shared_address), atoms ATOM_BYTES apart, the 128-byte swizzle.
+//! Fields (PTX ISA, "Matrix Descriptor Format"): bits 0-13 address / 16, 16-29 the leading
+//! byte offset / 16 (unused by K-major swizzled layouts; 1 by convention), 32-45 the stride
+//! byte offset / 16 (atom to atom), 49-51 base offset 0 (atoms 1024-byte aligned), 62-63 the
+//! swizzle mode (1 = 128 bytes).
+__device__ __forceinline__ unsigned long long make_descriptor(unsigned address)
+{
+    return static_cast<unsigned long long>((address & 0x3FFFFu) >> 4) |
+           static_cast<unsigned long long>(1u) << 16 |
+           static_cast<unsigned long long>(ATOM_BYTES >> 4) << 32 |
+           static_cast<unsigned long long>(1u) << 62;
+}
+
+#ifndef AUTOCONV_EMULATOR
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "wgmma.mma_async needs the sm_90a target (compile with -arch=sm_90a)"
+#endif
+
+//! The 32-bit shared-window address of a shared-memory pointer.
+__device__ __forceinline__ unsigned shared_address(const void* pointer)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
+}
+
+//! wgmma.fence: orders earlier register writes before the products issued after it.
+__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+
+//! Closes the group of products this warpgroup issued since the last commit.
+__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+
+//! Waits until at most PENDING committed groups of this warpgroup are in flight.
+template <int PENDING>
+__device__ __forceinline__ void wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+}
+
+//! Makes this thread's ordinary writes to shared memory (cp.async copies included) visible to
+//! the tensor cores' reads (the async proxy); then a barrier publishes them to the block.
+__device__ __forceinline__ void fence_shared_for_tensor_cores()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+{% for n in WGMMA_N %}
+//! D (64 x {{ n }}) = A (64 x 8, registers) * B (8 x {{ n }}, shared memory) + (accumulate ? D : 0).
+__device__ __forceinline__ void mma_m64n{{ n }}k8(float (&d)[{{ n // 2 }}], const float (&a)[4],
+                                              unsigned long long b, bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %{{ n // 2 + 5 }}, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n{{ n }}k8.f32.tf32.tf32 "
+        "{ {% for i in range(n // 2) %}%{{ i }}{{ ", " if not loop.last }}{% endfor %} }, "
+        "{ %{{ n // 2 }}, %{{ n // 2 + 1 }}, %{{ n // 2 + 2 }}, %{{ n // 2 + 3 }} }, "
+        "%{{ n // 2 + 4 }}, accumulate, 1, 1;\n"
+        "}\n"
+        : {% for i in range(n // 2) %}"+f"(d[{{ i }}]){{ ", " if not loop.last }}{% endfor %}
+
+        : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
+          "r"(__float_as_uint(a[3])), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+{% endfor %}
+//! Keeps the compiler from moving reads or writes of `d` across this point (the products that
+//! write it asynchronously are invisible to it).
+template <int SIZE>
+__device__ __forceinline__ void fence_registers(float (&d)[SIZE])
+{
+#pragma unroll
+    for (int i = 0; i < SIZE; ++i)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#else  // the CPU emulator's model
+
+namespace emulation {
+
+//! One issued product, as far as the issuing lane is concerned: its two rows of A, the
+//! descriptor of B, and the lane's accumulator fragment it will update.
+struct Product {
+    float* d;
+    int n;
+    float a_rows[2][8];  // A[16w+g][0..7] and A[16w+g+8][0..7]
+    unsigned long long b;
+    bool accumulate;
+};
+
+//! What the lanes of one warp publish for a product: their A fragments and a count.
+struct WarpExchange {
+    float a[32][4];
+    unsigned long long arrivals;  // a multiple of 32 after every product the whole warp issued
+};
+
+//! The in-flight products of one CUDA thread: the open group, then committed groups, oldest
+//! first; and the block they belong to (a block runs on one OS thread, fibers per thread).
+struct ThreadQueue {
+    std::vector<Product> open;
+    std::vector<std::vector<Product>> committed;
+    uint3 block;
+};
+
+inline thread_local WarpExchange exchange[32];
+inline thread_local ThreadQueue queues[1024];
+
+inline unsigned linear_thread()
+{
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+//! This thread's queue; a fault if products of an earlier block on this OS thread were never
+//! waited for (their accumulators are gone).
+inline ThreadQueue& queue()
+{
+    ThreadQueue& q = queues[linear_thread()];
+    const bool same_block = q.block.x == blockIdx.x && q.block.y == blockIdx.y && q.block.z == blockIdx.z;
+    if (!same_block) {
+        if (!q.open.empty() || !q.committed.empty())
+            autoconv_emu::fault("wgmma: thread %u of an earlier block returned with products in flight "
+                                "(every product must be committed and waited for)", linear_thread());
+        q.block = blockIdx;
+    }
+    return q;
+}
+
+//! B[k][n] of a product, read from shared memory through its descriptor (the 128-byte swizzle).
+inline float b_element(unsigned long long descriptor, int k, int n)
+{
+    const unsigned start = static_cast<unsigned>(descriptor & 0x3FFFu) << 4;
+    const unsigned stride = static_cast<unsigned>(descriptor >> 32 & 0x3FFFu) << 4;
+    const unsigned swizzle = static_cast<unsigned>(descriptor >> 62);
+    const unsigned base_offset = static_cast<unsigned>(descriptor >> 49 & 7u);
+    if (swizzle != 1 || base_offset != 0)
+        autoconv_emu::fault("wgmma: only the 128-byte swizzle with base offset 0 is modelled (descriptor "
+                            "0x%016llx has swizzle mode %u, base offset %u)", descriptor, swizzle, base_offset);
+    const unsigned logical = start + static_cast<unsigned>(n / 8) * stride + static_cast<unsigned>(n % 8) * 128u +
+                             static_cast<unsigned>(k) * 4u;
+    const unsigned physical = logical ^ ((logical >> 7 & 7u) << 4);
+    if (physical + 4 > autoconv_emu::shared_bytes())
+        autoconv_emu::fault("wgmma: B element (k %d, n %d) at shared address %u lies past the block's %zu bytes "
+                            "of shared memory (descriptor 0x%016llx)", k, n, physical,
+                            autoconv_emu::shared_bytes(), descriptor);
+    float value;
+    std::memcpy(&value, smem + physical, sizeof(value));
+    return value;
+}
+
+//! Applies a product to the issuing lane's accumulator fragment.
+inline void apply(const Product& p)
+{
+    const int lane = static_cast<int>(linear_thread() % 32);
+    const int t = lane % 4;
+    for (int j = 0; j < p.n / 8; ++j) {
+        for (int e = 0; e < 4; ++e) {
+            const float* a_row = p.a_rows[e / 2];
+            const int column = 8 * j + 2 * t + e % 2;
+            double sum = p.accumulate ? p.d[4 * j + e] : 0.0;
+            for (int k = 0; k < 8; ++k)  // a product of two TF32 values is exact in double
+                sum += static_cast<double>(autoconv_emu::tf32_operand(a_row[k])) *
+                       autoconv_emu::tf32_operand(b_element(p.b, k, column));
+            p.d[4 * j + e] = autoconv_emu::round_toward_zero(sum);
+        }
+    }
+}
+
+//! Issues a product: publishes this lane's A fragment to its warp, collects the lane's two
+//! rows of A, and queues the product; it runs (reading B and updating d) at wait().
+inline void issue(float* d, int n, const float (&a)[4], unsigned long long b, bool accumulate)
+{
+    const unsigned thread = linear_thread();
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    if (threads % 128 != 0)
+        autoconv_emu::fault("wgmma: the block has %u threads, not whole warpgroups of 128", threads);
+    const unsigned warp = thread / 32, lane = thread % 32;
+    WarpExchange& x = exchange[warp];
+    for (int i = 0; i < 4; ++i)
+        x.a[lane][i] = a[i];
+    x.arrivals += 1;
+    autoconv_emu::warp_barrier();
+    if (x.arrivals % 32 != 0)
+        autoconv_emu::fault("wgmma.mma_async: only %llu of the 32 lanes of warp %u execute it (every lane of "
+                            "the warpgroup must)", x.arrivals % 32, warp);
+    Product p{d, n, {}, b, accumulate};
+    const int g = static_cast<int>(lane) / 4;
+    for (int l = 0; l < 32; ++l) {  // lane l holds A[l/4][l%4], A[l/4+8][l%4], A[l/4][l%4+4], A[l/4+8][l%4+4]
+        if (l / 4 != g)
+            continue;
+        const int t = l % 4;
+        p.a_rows[0][t] = x.a[l][0];
+        p.a_rows[1][t] = x.a[l][1];
+        p.a_rows[0][t + 4] = x.a[l][2];
+        p.a_rows[1][t + 4] = x.a[l][3];
+    }
+    autoconv_emu::warp_barrier();  // no lane publishes its next fragment before all have read these
+    queue().open.push_back(p);
+}
+
+}  // namespace emulation
+
+inline unsigned shared_address(const void* pointer)
+{
+    const unsigned char* byte = static_cast<const unsigned char*>(pointer);
+    if (byte < smem || byte >= smem + sizeof(smem))
+        autoconv_emu::fault("shared_address: the pointer is not in the block's shared memory");
+    return static_cast<unsigned>(byte - smem);
+}
+
+// The register and proxy fences order things the emulator does in program order anyway.
+inline void fence() {}
+inline void fence_shared_for_tensor_cores() {}
+template <int SIZE>
+inline void fence_registers(float (&)[SIZE]) {}
+
+inline void commit()
+{
+    emulation::ThreadQueue& q = emulation::queue();
+    q.committed.push_back(std::move(q.open));
+    q.open.clear();
+}
+
+template <int PENDING>
+inline void wait()
+{
+    emulation::ThreadQueue& q = emulation::queue();
+    while (q.committed.size() > static_cast<std::size_t>(PENDING)) {
+        for (const emulation::Product& p : q.committed.front())
+            emulation::apply(p);
+        q.committed.erase(q.committed.begin());
+    }
+}
+
+{% for n in WGMMA_N %}
+inline void mma_m64n{{ n }}k8(float (&d)[{{ n // 2 }}], const float (&a)[4], unsigned long long b, bool accumulate)
+{
+    emulation::issue(d, {{ n }}, a, b, accumulate);
+}
+
+{% endfor %}
+#endif
+
+}  // namespace wgmma_tf32
+
+#endif  // AUTOCONV_WGMMA_TF32_CUH
