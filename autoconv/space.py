@@ -12,6 +12,8 @@ A search space is a YAML file in ``search_spaces/`` (one per family)::
       - expr: THREADS <= max_threads_per_block
         why: a block has at most max_threads_per_block threads
     default: {BM: 64, TM: 4}
+    seeds:               # optional: more configs every tuning study tries first, after the default
+      - {BM: 128, TM: 8}
 
 Expressions are evaluated by :mod:`autoconv.expr` (never Python's ``eval``); they may
 use the problem's variables (:func:`problem_variables`), the device's
@@ -37,7 +39,7 @@ from autoconv.resources import search_space_path
 #: Workspace a configuration may use unless the caller says otherwise (1 GiB).
 DEFAULT_WORKSPACE_LIMIT = 1 << 30
 
-_TOP_KEYS = ("family", "description", "params", "derived", "constraints", "default")
+_TOP_KEYS = ("family", "description", "params", "derived", "constraints", "default", "seeds")
 
 
 def problem_variables(problem: ConvProblem) -> dict[str, int]:
@@ -70,6 +72,9 @@ class SearchSpace:
     constraints: tuple[Constraint, ...]
     default: Mapping[str, object]
     source_text: str  # the YAML as read, part of the cache key
+    #: Configs a tuning study tries right after the default (the best ones measured on other
+    #: shapes); each a value for every parameter, not necessarily valid for every problem.
+    seeds: tuple[Mapping[str, object], ...] = ()
 
     # ---- evaluation ----------------------------------------------------------------
     def context(self, config: Mapping[str, object], problem: ConvProblem, device: DeviceLimits,
@@ -294,15 +299,24 @@ def parse_search_space(text: str, origin: str = "<string>") -> SearchSpace:
         else:
             constraints.append(Constraint(_compile(origin, where, item), ""))
 
-    default = doc.get("default")
-    if not isinstance(default, dict) or set(default) != set(params):
-        raise SearchSpaceError(f"{origin}: 'default' must give a value for every parameter "
+    default = _complete_config(origin, "default", doc.get("default"), params)
+    raw_seeds = doc.get("seeds") or []
+    if not isinstance(raw_seeds, list):
+        raise SearchSpaceError(f"{origin}: 'seeds' must be a list of configs")
+    seeds = tuple(_complete_config(origin, f"seeds[{i}]", seed, params) for i, seed in enumerate(raw_seeds))
+    return SearchSpace(family=family, params=params, derived=derived, constraints=tuple(constraints),
+                       default=default, source_text=text, seeds=seeds)
+
+
+def _complete_config(origin: str, where: str, config, params: Mapping[str, tuple]) -> dict:
+    """``config`` checked to give one of its choices for every parameter."""
+    if not isinstance(config, dict) or set(config) != set(params):
+        raise SearchSpaceError(f"{origin}: '{where}' must give a value for every parameter "
                                f"({', '.join(params)})")
-    for name, value in default.items():
+    for name, value in config.items():
         if value not in params[name]:
-            raise SearchSpaceError(f"{origin}: default.{name}={value!r} is not one of {list(params[name])}")
-    return SearchSpace(family=family, params=params, derived=derived,
-                       constraints=tuple(constraints), default=default, source_text=text)
+            raise SearchSpaceError(f"{origin}: {where}.{name}={value!r} is not one of {list(params[name])}")
+    return dict(config)
 
 
 def _check_name(origin: str, section: str, name) -> None:

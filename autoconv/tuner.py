@@ -162,10 +162,13 @@ class ValidPoints:
     def default(self, family: str) -> dict:
         """The family's default config, or the valid one nearest to it (as
         :meth:`SearchSpace.default_config`, without enumerating the space again)."""
-        default = dict(get_family(family).space.default)
-        if self.is_valid(family, default):
-            return default
-        return self.nearest_unseen(family, default, set())[1]
+        return self.nearest(family, get_family(family).space.default)
+
+    def nearest(self, family: str, config: Mapping[str, object]) -> dict:
+        """``config`` if valid, else the valid config of ``family`` nearest to it."""
+        if self.is_valid(family, config):
+            return dict(config)
+        return self.nearest_unseen(family, config, set())[1]
 
     def nearest_unseen(self, family: str, config: Mapping[str, object], seen: set[str]) -> tuple[str, dict] | None:
         """The valid, unseen config of ``family`` closest to ``config`` (fewest parameters
@@ -702,13 +705,18 @@ class Tuner:
         return failed
 
     def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints) -> None:
-        """Each family's default config, unless evaluated or queued already."""
+        """Each family's default config, then its seeds (each the valid point nearest to it),
+        unless evaluated or queued already."""
         history = _History.of(study)
         known = set(history.results) | history.waiting | history.running
         for family in points.families:
-            config = points.default(family)
-            if config_key(family, config) not in known:
-                study.enqueue_trial(_params_of(family, config), user_attrs={"origin": "family default"})
+            starts = [(points.default(family), "family default")]
+            starts += [(points.nearest(family, seed), "family seed") for seed in get_family(family).space.seeds]
+            for config, origin in starts:
+                key = config_key(family, config)
+                if key not in known:
+                    known.add(key)
+                    study.enqueue_trial(_params_of(family, config), user_attrs={"origin": origin})
 
     def _next_candidate(self, study, problem: ConvProblem, points: ValidPoints, history: _History,
                         in_flight, outcome: ProblemOutcome, workspace_limit: int):

@@ -288,6 +288,9 @@ def test_constraint_failing_to_evaluate_is_an_error():
     ({"constraints": [{"expr": {"a": 1}}]}, "constraints[0]: expected an expression string"),
     ({"default": {"A": 1}}, "'default' must give a value for every parameter (A, B)"),
     ({"default": {"A": 3, "B": 1}}, "default.A=3 is not one of [1, 2, 4, 8]"),
+    ({"seeds": {"A": 1, "B": 1}}, "'seeds' must be a list of configs"),
+    ({"seeds": [{"A": 1, "B": 1}, {"A": 2}]}, "'seeds[1]' must give a value for every parameter (A, B)"),
+    ({"seeds": [{"A": 5, "B": 1}]}, "seeds[0].A=5 is not one of [1, 2, 4, 8]"),
 ])
 def test_search_space_errors_name_the_file_and_the_key(changes, fragment):
     with pytest.raises(SearchSpaceError) as info:

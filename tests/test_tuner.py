@@ -81,6 +81,24 @@ def test_trial_budget_defaults_first_and_only_valid_points(points):
         assert trial.value == trial.user_attrs["time_ms"]
 
 
+def test_seeds_follow_the_default_each_as_its_nearest_valid_point():
+    name = "implicit_gemm_wgmma"
+    space = get_family(name).space
+    assert len(space.seeds) >= 2, "pick a family with seeds"
+    problem = NamedProblem("seeded", parse_spec("N=2,C=64,H=14,W=14,K=128,R=3,S=3,pad=1"))  # GEMM_N = 128
+    points = ValidPoints(enumerate_points(problem.problem, (name,), H100, 1 << 30))
+    starts = [points.default(name)]
+    for seed in space.seeds:
+        config = points.nearest(name, seed)
+        assert config == seed or not space.is_valid(seed, problem.problem, H100)
+        if config not in starts:
+            starts.append(config)
+    backend = FakeBackend()
+    Tuner(backend, storage=storage(), families=(name,), budget=Budget(trials=len(starts) + 2),
+          seed=3).tune_problem(problem, points)
+    assert [dict(plan.config) for plan in backend.evaluated[:len(starts)]] == starts
+
+
 def test_winner_is_the_fastest_evaluated_and_is_reverified(points, tmp_path):
     backend = FakeBackend()
     with WinnerCache(tmp_path / "cache.sqlite") as cache:
