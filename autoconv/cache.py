@@ -38,7 +38,9 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import random
 import sqlite3
+import time
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
@@ -251,11 +253,26 @@ class _SqliteFile:
         return {row[0] for row in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
     def ready(self) -> None:
-        """Switch to WAL: a write, so only once the file is known to be a cache (or empty)."""
-        try:
-            self.connection.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.DatabaseError as err:
-            raise self.error(f"the database is unreadable ({err})") from None
+        """Switch to WAL: a write, so only once the file is known to be a cache (or empty).
+
+        Processes that switch a new file at once each hold a shared lock and ask for the
+        exclusive one; SQLite ends that deadlock by failing all but one at once, without
+        waiting out the busy timeout. The failed ones try again (the file is in WAL mode by
+        then, and the switch is a no-op) until the busy timeout has passed."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                self.connection.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as err:
+                if not ("locked" in str(err) or "busy" in str(err)):
+                    raise self.error(f"the database is unreadable ({err})") from None
+                if time.monotonic() > deadline:
+                    raise CacheError(f"cache {self.path}: still locked by another process after "
+                                     f"{BUSY_TIMEOUT_S:.0f} s; try again") from None
+                time.sleep(random.uniform(0.005, 0.05))  # staggered, so the racers do not meet again
+            except sqlite3.DatabaseError as err:
+                raise self.error(f"the database is unreadable ({err})") from None
 
     def query(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[tuple]:
         try:

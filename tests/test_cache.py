@@ -102,6 +102,68 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     assert len(shared) == 1 and shared[0].time_ms == 10.0 and shared[0].kernel_name == "w0_0"
 
 
+def _open_at(path: str, start: float, results) -> None:
+    import time
+
+    while time.time() < start:  # every process opens at the same moment
+        pass
+    try:
+        with WinnerCache(path) as cache:
+            cache.entries()
+        results.put("ok")
+    except CacheError as err:
+        results.put(str(err))
+
+
+def test_processes_opening_a_new_cache_at_once_all_succeed(tmp_path):
+    """Six processes open one new file at the same instant, eight times over. Before the WAL
+    switch retried SQLite's deadlock refusal, about one race in ten failed one of them with
+    "the database is unreadable (database is locked)"."""
+    import time
+
+    context = multiprocessing.get_context("spawn")
+    for attempt in range(8):
+        path = str(tmp_path / f"new{attempt}.sqlite")
+        results = context.Queue()
+        start = time.time() + 1.0  # after the spawned interpreters have imported autoconv
+        processes = [context.Process(target=_open_at, args=(path, start, results)) for _ in range(6)]
+        for process in processes:
+            process.start()
+        outcomes = [results.get(timeout=120) for _ in processes]
+        for process in processes:
+            process.join(timeout=60)
+        assert outcomes == ["ok"] * 6, [o for o in outcomes if o != "ok"][0]
+
+
+class _RefusingWalSwitch:
+    """A connection whose first ``refusals`` WAL switches fail as SQLite's deadlock check does."""
+
+    def __init__(self, connection, refusals: int, message: str = "database is locked"):
+        self.connection, self.refusals, self.message = connection, refusals, message
+
+    def execute(self, sql, *parameters):
+        if sql.startswith("PRAGMA journal_mode") and self.refusals > 0:
+            self.refusals -= 1
+            raise sqlite3.OperationalError(self.message)
+        return self.connection.execute(sql, *parameters)
+
+
+def test_the_wal_switch_retries_a_locked_refusal_and_reports_other_errors(tmp_path):
+    from autoconv.cache import _SqliteFile
+
+    database = _SqliteFile(tmp_path / "cache.sqlite")
+    real = database.connection
+    database.connection = _RefusingWalSwitch(real, refusals=3)
+    database.ready()
+    assert database.connection.refusals == 0
+    assert real.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+    database.connection = _RefusingWalSwitch(real, refusals=1, message="disk I/O error")
+    with pytest.raises(CacheError, match=r"the database is unreadable \(disk I/O error\); delete "):
+        database.ready()
+    real.close()
+
+
 def test_a_file_that_is_not_a_cache_gives_a_clear_error(tmp_path):
     path = tmp_path / "notes.sqlite"
     path.write_text("these are my notes, not a database\n" * 10)
