@@ -263,6 +263,12 @@ def _csv_value(value) -> str:
     return str(value)
 
 
+def _uses_tensor_cores(family_name) -> bool:
+    from autoconv.families import FAMILY_NAMES, get_family
+
+    return family_name in FAMILY_NAMES and get_family(family_name).tensor_cores
+
+
 def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), *,
                     results_path: str | None = None, command: str | None = None) -> str:
     env = results.get("environment") or {}
@@ -286,6 +292,12 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
         lines.append(f"- All layers, each times its count: autoconv {_ms(means['total_autoconv_ms'], 3)} ms, "
                      f"cuDNN strict {_ms(means['total_cudnn_strict_ms'], 3)} ms.")
     lines.append(f"- Measured FP32 FMA peak: {_num(peak, '.2f')} TFLOP/s (FLOPs count a multiply-add as 2).")
+    on_tensor_cores = sorted({p["family"] for p in problems if _uses_tensor_cores(p.get("family"))})
+    if on_tensor_cores:
+        lines.append(f"- {', '.join(on_tensor_cores)} multiply on TF32 tensor cores at float32 accuracy (each "
+                     "operand split into two TF32 parts, three tensor-core products per multiply-add, "
+                     "checked against a float64 reference like every kernel): TFLOP/s count the "
+                     "convolution's multiply-adds, so these can exceed the FP32 FMA peak.")
     if results.get("tuning_seconds") is not None:
         lines.append(f"- Tuning time: {results['tuning_seconds']:.0f} s.")
     lines.append("")

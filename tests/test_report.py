@@ -241,3 +241,13 @@ def test_study_history_from_a_tuned_study(tmp_path):
         assert history.family_best_ms[family] == min(times)
     # The fake backend times a config the same every time: the winner is the fastest trial.
     assert min(history.family_best_ms.values()) == pytest.approx(outcome.time_ms, rel=1e-12)
+
+
+def test_report_says_why_tensor_core_winners_can_pass_the_fp32_peak(results):
+    from autoconv.report import report_markdown
+
+    assert "tensor cores" not in report_markdown(results)   # SIMT winners only
+    results["problems"][1]["family"] = "implicit_gemm_wgmma"
+    text = report_markdown(results)
+    assert ("- implicit_gemm_wgmma multiply on TF32 tensor cores at float32 accuracy" in text
+            and "can exceed the FP32 FMA peak" in text)

@@ -77,6 +77,9 @@ class Family:
     name: str = ""
     #: One line for ``autoconv families`` and reports.
     summary: str = ""
+    #: True when the kernels multiply on TF32 tensor cores at float32 accuracy (the 3xTF32
+    #: split: three tensor-core products per multiply-add) rather than with float32 FMAs.
+    tensor_cores: bool = False
     dtypes: tuple[str, ...] = ("float32",)
     layouts: tuple[str, ...] = ("NCHW",)
 

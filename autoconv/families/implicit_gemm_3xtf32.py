@@ -12,3 +12,4 @@ from autoconv.families.implicit_gemm import ImplicitGemm
 class ImplicitGemm3xTF32(ImplicitGemm):
     name = "implicit_gemm_3xtf32"
     summary = "implicit GEMM on tensor cores, 3xTF32 split for float32 accuracy, cp.async pipeline, split-K"
+    tensor_cores = True

@@ -16,6 +16,7 @@ from autoconv.families.implicit_gemm import ImplicitGemm
 class ImplicitGemmMma(ImplicitGemm):
     name = "implicit_gemm_mma"
     summary = "implicit GEMM on mma.sync m16n8k8 tensor cores, 3xTF32 (split per block or per warp), cp.async, split-K"
+    tensor_cores = True
 
     def weights_launch(self, name: str, values: Mapping[str, object]) -> Launch:
         threads = values["WEIGHTS_THREADS"]

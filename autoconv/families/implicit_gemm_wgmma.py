@@ -16,6 +16,7 @@ from autoconv.families.implicit_gemm import ImplicitGemm
 class ImplicitGemmWgmma(ImplicitGemm):
     name = "implicit_gemm_wgmma"
     summary = "implicit GEMM on Hopper wgmma tensor cores (sm_90a), 3xTF32, A split in registers, cp.async, split-K"
+    tensor_cores = True
 
     def weights_launch(self, name: str, values: Mapping[str, object]) -> Launch:
         """One thread per element of the big plane (it writes the small one too)."""
