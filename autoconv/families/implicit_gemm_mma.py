@@ -19,6 +19,8 @@ class ImplicitGemmMma(ImplicitGemm):
     tensor_cores = True
 
     def weights_launch(self, name: str, values: Mapping[str, object]) -> Launch:
+        """One thread per element of the weights' first plane (WEIGHTS_ELEMENTS, derived by the
+        search space); it writes the second plane's element too, when there is one."""
         threads = values["WEIGHTS_THREADS"]
-        return Launch(f"{name}_weights", grid_for(values["K"] * values["GEMM_K_PAD"], threads),
+        return Launch(f"{name}_weights", grid_for(values["WEIGHTS_ELEMENTS"], threads),
                       dim3(threads), ("w", "workspace"))

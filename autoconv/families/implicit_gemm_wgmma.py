@@ -7,19 +7,10 @@ Its kernels use wgmma.mma_async, so they compile for sm_90a (Hopper) only.
 
 from __future__ import annotations
 
-from typing import Mapping
-
-from autoconv.families.base import Launch, dim3, grid_for
-from autoconv.families.implicit_gemm import ImplicitGemm
+from autoconv.families.implicit_gemm_mma import ImplicitGemmMma
 
 
-class ImplicitGemmWgmma(ImplicitGemm):
+class ImplicitGemmWgmma(ImplicitGemmMma):
     name = "implicit_gemm_wgmma"
     summary = "implicit GEMM on Hopper wgmma tensor cores (sm_90a), 3xTF32, A split in registers, cp.async, split-K"
     tensor_cores = True
-
-    def weights_launch(self, name: str, values: Mapping[str, object]) -> Launch:
-        """One thread per element of the big plane (it writes the small one too)."""
-        threads = values["WEIGHTS_THREADS"]
-        plane = values["GRID_N"] * values["BN"] * values["K_TILES"] * values["BK"]
-        return Launch(f"{name}_weights", grid_for(plane, threads), dim3(threads), ("w", "workspace"))
