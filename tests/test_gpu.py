@@ -96,6 +96,52 @@ def test_every_family_matches_the_reference(spec, device, seed):
     assert supported and checked >= supported
 
 
+def _random_awkward_problem(rng):
+    """A convolution no test names: any C and K, filters up to 5x5, strides up to 3, dilation
+    up to 2, asymmetric padding up to the filter's size, bias or not."""
+    from autoconv.problem import make_problem
+
+    while True:
+        R, S = (int(v) for v in rng.integers(1, 6, size=2))
+        padding = tuple(int(v) for v in (*rng.integers(0, R + 1, size=2), *rng.integers(0, S + 1, size=2)))
+        try:
+            return make_problem(N=int(rng.integers(1, 4)), C=int(rng.choice([1, 3, 5, 16, 31, 32, 33, 64, 96])),
+                                H=int(rng.integers(3, 30)), W=int(rng.integers(3, 30)), K=int(rng.integers(1, 150)),
+                                R=R, S=S, stride=tuple(int(v) for v in rng.integers(1, 4, size=2)),
+                                dilation=tuple(int(v) for v in rng.integers(1, 3, size=2)), padding=padding,
+                                bias=bool(rng.integers(0, 2)))
+        except ValueError:  # the dilated filter does not fit
+            continue
+
+
+def test_every_family_on_random_awkward_shapes(seed):
+    """Six shapes drawn from the run's seed, a random valid config of each family on each
+    (the default on the first), through the tuner's crash-isolated worker: each verifies
+    against the float64 reference (a configuration that spills is rejected untimed, which
+    is allowed; any other failure is not)."""
+    from autoconv.gpu.backend import CupyBackend
+    from autoconv.tuner import sample_valid
+
+    rng = numpy.random.default_rng(seed)
+    failures, checked = [], 0
+    with CupyBackend(seed=seed) as backend:
+        for index in range(6):
+            problem = _random_awkward_problem(rng)
+            for name in FAMILY_NAMES:
+                family = get_family(name)
+                if family.unsupported_reason(problem):
+                    continue
+                configs = sample_valid(name, problem, backend.device, 1 << 30, count=2,
+                                       seed=int(rng.integers(1 << 30)))
+                for config in configs[:1] if index == 0 else configs[1:]:
+                    result = backend.evaluate(family.plan(problem, config, backend.device))
+                    checked += 1
+                    if result.status not in (Status.OK, Status.SPILLS):
+                        failures.append(f"{name} {config} on {problem.spec()}: {result.status.value}: {result.reason}")
+    assert not failures, "\n".join(failures)
+    assert checked >= 20
+
+
 # ---- the shared timer ---------------------------------------------------------------------
 
 def test_timer_replays_a_graph_over_sets_that_defeat_the_l2(device):
