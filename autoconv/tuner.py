@@ -30,8 +30,9 @@ For each problem (:class:`Tuner.tune`):
    before is told FAIL (``status: repeat``; samplers ignore failed trials) and its
    nearest unevaluated neighbour enqueued likewise. So is one that another process
    holds: a proposal is checked again once its params are in the storage, so of two
-   processes proposing one config at once, the later one sees the earlier's. Each family's default config is
-   enqueued first (warm start).
+   processes proposing one config at once, the later one sees the earlier's. Each family's default config,
+   then its seeds (the search space's list of configs measured best elsewhere), each as its
+   nearest valid point, are enqueued first (warm start).
 4. **Pipelined evaluation.** Up to ``pipeline_depth`` candidates are asked ahead and
    submitted to the backend, which compiles them in parallel while the GPU evaluates
    the oldest (TPE's constant liar treats the pending ones as bad, so the batch stays
