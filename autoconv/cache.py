@@ -201,6 +201,15 @@ CREATE TABLE IF NOT EXISTS {winners} (
 Statement = tuple[str, Mapping[str, Any]]
 
 
+def _lock_conflict(message: str) -> bool:
+    """Whether an SQLite error message says another connection holds the lock."""
+    return "locked" in message or "busy" in message
+
+
+def _still_locked(location) -> CacheError:
+    return CacheError(f"cache {location}: still locked by another process after {BUSY_TIMEOUT_S:.0f} s; try again")
+
+
 class _SqliteFile:
     """The cache as a whole SQLite file, through stdlib :mod:`sqlite3`: WAL mode, a busy
     timeout, every write one ``BEGIN IMMEDIATE`` transaction. Opening checks the header
@@ -265,11 +274,10 @@ class _SqliteFile:
                 self.connection.execute("PRAGMA journal_mode = WAL")
                 return
             except sqlite3.OperationalError as err:
-                if not ("locked" in str(err) or "busy" in str(err)):
+                if not _lock_conflict(str(err)):
                     raise self.error(f"the database is unreadable ({err})") from None
                 if time.monotonic() > deadline:
-                    raise CacheError(f"cache {self.path}: still locked by another process after "
-                                     f"{BUSY_TIMEOUT_S:.0f} s; try again") from None
+                    raise _still_locked(self.path) from None
                 time.sleep(random.uniform(0.005, 0.05))  # staggered, so the racers do not meet again
             except sqlite3.DatabaseError as err:
                 raise self.error(f"the database is unreadable ({err})") from None
@@ -302,9 +310,8 @@ class _SqliteFile:
                 connection.execute("ROLLBACK")
                 raise
         except sqlite3.OperationalError as err:
-            if "locked" in str(err) or "busy" in str(err):
-                raise CacheError(f"cache {self.path}: still locked by another process after "
-                                 f"{BUSY_TIMEOUT_S:.0f} s; try again") from None
+            if _lock_conflict(str(err)):
+                raise _still_locked(self.path) from None
             raise self.error(f"cannot write ({err})") from None
         except sqlite3.DatabaseError as err:
             raise self.error(f"cannot write ({err})") from None
@@ -454,9 +461,8 @@ class _SqlDatabase:
         from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
         reason = _first_line(err)
-        if self.dialect == "sqlite" and ("locked" in reason or "busy" in reason):
-            return CacheError(f"cache {self.location}: still locked by another process after "
-                              f"{BUSY_TIMEOUT_S:.0f} s; try again")
+        if self.dialect == "sqlite" and _lock_conflict(reason):
+            return _still_locked(self.location)
         lost = isinstance(err, (InterfaceError, DisconnectionError)) or getattr(err, "connection_invalidated", False) \
             or (isinstance(err, OperationalError) and self.dialect != "sqlite")
         if lost:

@@ -46,8 +46,12 @@ def chosen_layers(problems, names: str):
     if not names:
         return list(problems)
     wanted = [name.strip() for name in names.split(",") if name.strip()]
-    chosen = [p for p in problems if any(p.name == w or p.name.endswith("." + w) for w in wanted)]
-    missing = [w for w in wanted if not any(p.name == w or p.name.endswith("." + w) for p in problems)]
+
+    def called(problem, name: str) -> bool:
+        return problem.name == name or problem.name.endswith("." + name)
+
+    chosen = [p for p in problems if any(called(p, w) for w in wanted)]
+    missing = [w for w in wanted if not any(called(p, w) for p in problems)]
     if missing:
         raise SystemExit(f"--layers: no problem called {', '.join(missing)} in the config")
     return chosen

@@ -217,13 +217,7 @@ inline float __uint_as_float(unsigned int bits) {
 // ---- TF32 tensor-core arithmetic, for the models of <mma.h> and templates/mma_tf32.cuh ------
 namespace autoconv_emu {
 //! The value the tensor cores read from a TF32 operand: its top 19 bits.
-inline float tf32_operand(float value) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    bits &= 0xFFFFE000u;
-    std::memcpy(&value, &bits, sizeof(bits));
-    return value;
-}
+inline float tf32_operand(float value) { return __uint_as_float(__float_as_uint(value) & 0xFFFFE000u); }
 
 //! A sum rounded to float toward zero, as the tensor cores' adder does (once per MMA here).
 inline float round_toward_zero(double value) {
@@ -237,11 +231,8 @@ inline float round_toward_zero(double value) {
 inline float tf32_round(float value) {
     if (!isfinite(value))
         return value;
-    std::uint32_t bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    bits = (bits + 0x1000u) & 0xFFFFE000u;  // adding half an ulp to the magnitude: ties go up
-    std::memcpy(&value, &bits, sizeof(bits));
-    return value;
+    // adding half an ulp to the magnitude: ties go up
+    return __uint_as_float((__float_as_uint(value) + 0x1000u) & 0xFFFFE000u);
 }
 }  // namespace autoconv_emu
 

@@ -13,4 +13,3 @@ from autoconv.families.implicit_gemm_mma import ImplicitGemmMma
 class ImplicitGemmWgmma(ImplicitGemmMma):
     name = "implicit_gemm_wgmma"
     summary = "implicit GEMM on Hopper wgmma tensor cores (sm_90a), 3xTF32, A split in registers, cp.async, split-K"
-    tensor_cores = True
