@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-from autoconv.problem import ConvProblem, make_problem, parse_spec  # noqa: E402
+from autoconv.problems.problem import ConvProblem, make_problem, parse_spec  # noqa: E402
 
 __all__ = ["ConvProblem", "__version__", "conv2d", "make_problem", "parse_spec"]
 
@@ -10,6 +10,6 @@ __all__ = ["ConvProblem", "__version__", "conv2d", "make_problem", "parse_spec"]
 def __getattr__(name: str):
     # autoconv.conv2d is imported on first use, so `import autoconv` never needs CuPy.
     if name == "conv2d":
-        from autoconv.runtime import conv2d
+        from autoconv.runtime.api import conv2d
         return conv2d
     raise AttributeError(f"module 'autoconv' has no attribute {name!r}")

@@ -1,5 +1,5 @@
 import sys
 
-from autoconv.cli import main
+from autoconv.commands.main import main
 
 sys.exit(main())

@@ -2,7 +2,7 @@
 
 Expected failures of a candidate kernel (it does not compile, computes a wrong result,
 faults, times out) are not exceptions: they are results with a status, see
-:mod:`autoconv.evaluate`. The classes here are for bad input and misuse.
+:mod:`autoconv.backends.base`. The classes here are for bad input and misuse.
 """
 
 from __future__ import annotations

@@ -19,13 +19,13 @@ import sys
 import numpy
 
 import autoconv
-from autoconv.cache import CacheKey, WinnerCache
-from autoconv.config import load_config
+from autoconv.cache.winners import CacheKey, WinnerCache
+from autoconv.problems.config import load_config
 from autoconv.gpu.device import read_device
-from autoconv.reference import conv2d_reference, random_inputs
-from autoconv.runtime import cache_path
-from autoconv.timing import buffer_sets_for, geometric_mean, time_calls
-from autoconv.verify import check_result
+from autoconv.verify.reference import conv2d_reference, random_inputs
+from autoconv.runtime.api import cache_path
+from autoconv.gpu.timing import buffer_sets_for, geometric_mean, time_calls
+from autoconv.verify.compare import check_result
 
 
 def main(config_file: str) -> int:
@@ -33,7 +33,7 @@ def main(config_file: str) -> int:
 
     config = load_config(config_file)
     limits, identity = read_device(config.device)
-    autoconv.runtime.set_cache(config.cache)
+    autoconv.runtime.api.set_cache(config.cache)
     rng = numpy.random.default_rng(config.seed)
     ratios = []
     print(f"{'problem':32s} {'tuned family':22s} {'tuned ms':>9s} {'conv2d ms':>9s} {'ratio':>6s}  conv2d ran")
@@ -63,7 +63,7 @@ def main(config_file: str) -> int:
             timing = time_calls(call, sets)
             ratio = timing.median_ms / entry.time_ms
             ratios.append(ratio)
-            origins = {k["origin"] for k in autoconv.runtime.loaded_kernels() if k["problem"] == problem.spec()}
+            origins = {k["origin"] for k in autoconv.runtime.api.loaded_kernels() if k["problem"] == problem.spec()}
             print(f"{item.name:32s} {entry.family:22s} {entry.time_ms:9.4f} {timing.median_ms:9.4f} {ratio:6.3f}  "
                   f"{'cudnn' if 'cudnn' in origins else entry.family}")
     if ratios:

@@ -22,12 +22,12 @@ import json
 import sys
 import time
 
-from autoconv.baseline import STRICT, find_best_plan
-from autoconv.config import load_config
+from autoconv.bench.baseline import STRICT, find_best_plan
+from autoconv.problems.config import load_config
 from autoconv.errors import SearchSpaceError
-from autoconv.families import get_family
+from autoconv.kernels.families import get_family
 from autoconv.gpu import CupyBackend
-from autoconv.timing import geometric_mean
+from autoconv.gpu.timing import geometric_mean
 
 
 def parse_args(argv):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy
 import pytest
 
-from autoconv.problem import parse_spec
+from autoconv.problems.problem import parse_spec
 
 pytestmark = pytest.mark.gpu
 
@@ -38,9 +38,9 @@ def test_cudnn_baseline_agrees_with_reference(case, mode, seed):
     _cudnn_or_skip()
     import cupy
 
-    from autoconv.baseline import (TOLERANCES, CudnnConv, CudnnUnsupported, find_best_plan)
-    from autoconv.reference import conv2d_reference, random_inputs
-    from autoconv.verify import check_result
+    from autoconv.bench.baseline import (TOLERANCES, CudnnConv, CudnnUnsupported, find_best_plan)
+    from autoconv.verify.reference import conv2d_reference, random_inputs
+    from autoconv.verify.compare import check_result
 
     problem = parse_spec(SHAPES[case])
     try:
@@ -75,7 +75,7 @@ def test_cudnn_baseline_agrees_with_reference(case, mode, seed):
 def test_strict_mode_excludes_tensor_core_plans():
     """Strict mode's plans are a subset of TF32 mode's, and none of them misses 1e-5."""
     _cudnn_or_skip()
-    from autoconv.baseline import CudnnGraph, decline_errors
+    from autoconv.bench.baseline import CudnnGraph, decline_errors
 
     problem = parse_spec("N=4,C=64,H=28,W=28,K=64,R=3,S=3,pad=1")
     strict, tf32 = CudnnGraph(problem, "strict"), CudnnGraph(problem, "tf32")
@@ -94,8 +94,8 @@ def test_strict_mode_excludes_tensor_core_plans():
 
 def test_torch_column_matches_reference(seed):
     pytest.importorskip("torch")
-    from autoconv.baseline import OperandSets, reference_output, time_torch
-    from autoconv.reference import random_inputs
+    from autoconv.bench.baseline import OperandSets, reference_output, time_torch
+    from autoconv.verify.reference import random_inputs
 
     problem = parse_spec("N=2,C=16,H=21,W=19,K=24,R=3,S=3,stride=2,pad=1,bias=1")
     inputs = random_inputs(problem, numpy.random.default_rng(seed))
@@ -109,7 +109,7 @@ def test_torch_column_matches_reference(seed):
 def test_fp32_peak_is_plausible():
     import cupy
 
-    from autoconv.peak import measure_fp32_peak
+    from autoconv.bench.peak import measure_fp32_peak
 
     result = measure_fp32_peak(samples=3, target_ms=10.0)
     device = cupy.cuda.Device()
@@ -149,13 +149,13 @@ def test_bench_end_to_end(tmp_path, capsys):
 
     import cupy
 
-    from autoconv import cli
-    from autoconv.baseline import CudnnConv
-    from autoconv.cache import CacheKey, WinnerCache
+    from autoconv.commands import main as cli
+    from autoconv.bench.baseline import CudnnConv
+    from autoconv.cache.winners import CacheKey, WinnerCache
     from autoconv.gpu.device import read_device
-    from autoconv.reference import conv2d_reference, random_inputs
-    from autoconv.report import load_results
-    from autoconv.verify import check_result
+    from autoconv.verify.reference import conv2d_reference, random_inputs
+    from autoconv.bench.report import load_results
+    from autoconv.verify.compare import check_result
 
     config = tmp_path / "bench.yaml"
     config.write_text(BENCH_CONFIG.format(trials=4))
@@ -216,13 +216,13 @@ def test_conv2d_runs_cudnn_where_the_cache_says_cudnn_was_faster(tmp_path, seed)
     import cupy
 
     import autoconv
-    from autoconv import runtime
-    from autoconv.baseline import CudnnConv
-    from autoconv.cache import CacheEntry, CacheKey, WinnerCache
-    from autoconv.families import get_family
+    from autoconv.runtime import api as runtime
+    from autoconv.bench.baseline import CudnnConv
+    from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
+    from autoconv.kernels.families import get_family
     from autoconv.gpu.device import read_device
-    from autoconv.reference import conv2d_reference, random_inputs
-    from autoconv.verify import POISON, check_result
+    from autoconv.verify.reference import conv2d_reference, random_inputs
+    from autoconv.verify.compare import POISON, check_result
 
     problem = parse_spec("N=2,C=19,H=11,W=13,K=12,R=3,S=2,stride=1x2,pad=1,bias=1")
     limits, identity = read_device(0)

@@ -10,11 +10,12 @@ from dataclasses import replace
 
 import pytest
 
-from autoconv.cache import (EXPORT_FORMAT, SCHEMA_VERSION, CacheEntry, CacheKey, WinnerCache,
+from autoconv.cache.winners import (EXPORT_FORMAT, SCHEMA_VERSION, CacheEntry, CacheKey, WinnerCache,
                             templates_hash)
 from autoconv.errors import CacheError
-from autoconv.evaluate import FAKE_IDENTITY, BackendIdentity
-from autoconv.problem import parse_spec
+from autoconv.backends.base import BackendIdentity
+from autoconv.backends.fake import FAKE_IDENTITY
+from autoconv.problems.problem import parse_spec
 
 PROBLEM = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1")
 
@@ -149,7 +150,7 @@ class _RefusingWalSwitch:
 
 
 def test_the_wal_switch_retries_a_locked_refusal_and_reports_other_errors(tmp_path):
-    from autoconv.cache import _SqliteFile
+    from autoconv.cache.winners import _SqliteFile
 
     database = _SqliteFile(tmp_path / "cache.sqlite")
     real = database.connection

@@ -20,15 +20,16 @@ from dataclasses import replace
 
 import pytest
 
-from autoconv import runtime
-from autoconv.cache import CacheEntry, CacheKey, SCHEMA_VERSION, WinnerCache, default_location, is_url
-from autoconv.cli import main
-from autoconv.config import load_config_text
-from autoconv.device import H100
+from autoconv.runtime import api as runtime
+from autoconv.cache.winners import CacheEntry, CacheKey, SCHEMA_VERSION, WinnerCache, default_location, is_url
+from autoconv.commands.main import main
+from autoconv.problems.config import load_config_text
+from autoconv.kernels.limits import H100
 from autoconv.errors import CacheError
-from autoconv.evaluate import FAKE_IDENTITY, BackendIdentity
-from autoconv.families import get_family
-from autoconv.problem import parse_spec
+from autoconv.backends.base import BackendIdentity
+from autoconv.backends.fake import FAKE_IDENTITY
+from autoconv.kernels.families import get_family
+from autoconv.problems.problem import parse_spec
 
 PROBLEM = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1")
 OTHER_PROBLEM = parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from autoconv.cache import WinnerCache
-from autoconv.cli import main
+from autoconv.cache.winners import WinnerCache
+from autoconv.commands.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 

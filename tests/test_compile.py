@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from autoconv.device import H100
+from autoconv.kernels.limits import H100
 from autoconv.errors import BackendUnavailable
-from autoconv.families import FAMILY_NAMES, KernelPlan, get_family
-from autoconv.nvcc import (CompileReport, NvccError, NvccTimeout, compile_cubin, nvcc_available,
+from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, get_family
+from autoconv.kernels.nvcc import (CompileReport, NvccError, NvccTimeout, compile_cubin, nvcc_available,
                            parse_ptxas_report)
-from autoconv.problem import parse_spec
+from autoconv.problems.problem import parse_spec
 
 needs_nvcc = pytest.mark.skipif(not nvcc_available(),
                                 reason="nvcc is not on PATH: install the CUDA toolkit to compile kernels")
@@ -132,7 +132,7 @@ def test_family_compiles_for_sm90(family_name, seed, record_property):
 @pytest.mark.parametrize("family_name", FAMILY_NAMES)
 def test_resnet50_default_configs_compile_without_spills(family_name, record_property):
     """The configs used when nothing is tuned, on the network autoconv is measured on."""
-    from autoconv.models import resnet50
+    from autoconv.problems.models import resnet50
 
     family = get_family(family_name)
     jobs = _compile_all([Compiled(family.plan(layer.problem), is_default=True) for layer in resnet50(32)])

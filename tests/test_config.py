@@ -1,4 +1,4 @@
-"""Tests of autoconv.config (YAML tuning configs), autoconv.models (the ResNet-50
+"""Tests of autoconv.problems.config (YAML tuning configs), autoconv.problems.models (the ResNet-50
 preset), ``autoconv check`` and the example configs.
 
 The ResNet-50 layer list is checked against the network rebuilt here from its
@@ -17,14 +17,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autoconv.cache import default_path as default_cache_path
-from autoconv.cli import main
-from autoconv.config import (BUDGET_KEYS, MODEL_KEYS, PROBLEM_KEYS, TOP_KEYS, Budget, TuneConfig,
+from autoconv.cache.winners import default_path as default_cache_path
+from autoconv.commands.main import main
+from autoconv.problems.config import (BUDGET_KEYS, MODEL_KEYS, PROBLEM_KEYS, TOP_KEYS, Budget, TuneConfig,
                              load_config, load_config_text)
 from autoconv.errors import AutoconvError, ConfigError, ProblemError
-from autoconv.families import FAMILY_NAMES
-from autoconv.models import MODEL_PRESETS, NamedProblem, resnet50
-from autoconv.problem import make_problem, parse_spec
+from autoconv.kernels.families import FAMILY_NAMES
+from autoconv.problems.models import MODEL_PRESETS, NamedProblem, resnet50
+from autoconv.problems.problem import make_problem, parse_spec
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -293,8 +293,8 @@ def test_models_expand_with_prefix_and_batch():
     # tags beyond plain YAML are refused, never constructed
     (PROBLEM + "seed: !!python/object/apply:os.getcwd []\n",
      "test.yaml:14: seed: YAML tag !!python/object/apply:os.getcwd is not allowed"),
-    ("!!python/object:autoconv.config.TuneConfig {}\n",
-     "test.yaml:1: YAML tag !!python/object:autoconv.config.TuneConfig is not allowed"),
+    ("!!python/object:autoconv.problems.config.TuneConfig {}\n",
+     "test.yaml:1: YAML tag !!python/object:autoconv.problems.config.TuneConfig is not allowed"),
     (PROBLEM + "families: !!set {implicit_gemm: null}\n", "test.yaml:14: families: YAML tag !!set is not allowed"),
     (PROBLEM.replace("N: 2", "N: !custom 2"), "test.yaml:3: problems[0].N: YAML tag !custom is not allowed"),
     (PROBLEM + "seed: !!int abc\n", "test.yaml:14: seed: expected an integer, got 'abc'"),

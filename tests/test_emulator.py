@@ -11,7 +11,7 @@ import pytest
 
 from autoconv.emulator import (MAX_SHARED_BYTES, EmulatedKernelFault, EmulationTimeout, EmulatorCompileError,
                                compile_program)
-from autoconv.families import Launch
+from autoconv.kernels.families import Launch
 
 # Every kernel below follows autoconv's template conventions: pointers only, dynamic
 # shared memory named smem.

@@ -1,4 +1,4 @@
-"""Unit tests of autoconv.expr (the safe expression evaluator) and autoconv.space
+"""Unit tests of autoconv.problems.expressions (the safe expression evaluator) and autoconv.kernels.space
 (search-space files, enumeration, defaults), with Hypothesis fuzzing of both.
 
 Enumeration is checked against a brute-force filter that evaluates each family's
@@ -17,12 +17,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autoconv.device import H100
+from autoconv.kernels.limits import H100
 from autoconv.errors import AutoconvError, ExpressionError, SearchSpaceError
-from autoconv.expr import FUNCTIONS, MAX_EXPONENT, compile_expression
-from autoconv.families import FAMILY_NAMES, get_family
-from autoconv.problem import parse_spec
-from autoconv.space import SearchSpace, parse_search_space
+from autoconv.problems.expressions import FUNCTIONS, MAX_EXPONENT, compile_expression
+from autoconv.kernels.families import FAMILY_NAMES, get_family
+from autoconv.problems.problem import parse_spec
+from autoconv.kernels.space import SearchSpace, parse_search_space
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

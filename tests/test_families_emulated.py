@@ -15,14 +15,14 @@ import re
 import numpy as np
 import pytest
 
-from autoconv.cli import main
-from autoconv.device import H100
+from autoconv.commands.main import main
+from autoconv.kernels.limits import H100
 from autoconv.errors import SearchSpaceError
-from autoconv.emulate import EmulatedCheck, sample_configs, verify_configs, verify_plan
-from autoconv.families import FAMILY_NAMES, get_family
-from autoconv.problem import ConvProblem, make_problem
-from autoconv.reference import conv2d_reference, random_inputs
-from autoconv.verify import POISON, check_result, relative_l2_error
+from autoconv.emulator.check import EmulatedCheck, sample_configs, verify_configs, verify_plan
+from autoconv.kernels.families import FAMILY_NAMES, get_family
+from autoconv.problems.problem import ConvProblem, make_problem
+from autoconv.verify.reference import conv2d_reference, random_inputs
+from autoconv.verify.compare import POISON, check_result, relative_l2_error
 
 # ---- awkward problems -----------------------------------------------------------------------
 # Together the shapes below cover N = 1..3, C in {1, 3, 13, 64}, odd K (a multiple of no
@@ -337,8 +337,8 @@ def test_verify_command_checks_every_family(capsys):
 
 
 def test_verify_command_fails_on_a_wrong_result(capsys, monkeypatch):
-    import autoconv.emulate
-    monkeypatch.setattr(autoconv.emulate, "emulate_plan",
+    import autoconv.emulator.check
+    monkeypatch.setattr(autoconv.emulator.check, "emulate_plan",
                         lambda plan, x, w, bias, **kw: np.full(plan.problem.output_shape, POISON, np.float32))
     assert main(["verify", "--emulate", "--problem", "N=1,C=2,H=5,W=6,K=3,R=3,S=3", "--family", "implicit_gemm",
                  "--samples", "1", "--seed", "1"]) == 1
@@ -358,7 +358,7 @@ def test_verify_without_emulate_says_what_to_use(capsys):
     ("N=3,C=13,H=6,W=10,K=20,R=1,S=1", 4),         # P*Q = 60: float4 loads
 ])
 def test_im2col_gemm_reads_x_in_place_for_pointwise_layers(spec, a_vec, seed):
-    from autoconv.problem import parse_spec
+    from autoconv.problems.problem import parse_spec
 
     problem = parse_spec(spec)
     family = get_family("im2col_gemm")
@@ -379,7 +379,7 @@ def test_im2col_gemm_reads_x_in_place_for_pointwise_layers(spec, a_vec, seed):
 @pytest.mark.parametrize("spec", ["N=1,C=4,H=6,W=6,K=8,R=3,S=3,pad=1", "N=1,C=4,H=6,W=6,K=8,R=1,S=1,stride=2",
                                   "N=1,C=4,H=6,W=6,K=8,R=1,S=1,pad=1:0:0:0"])
 def test_im2col_gemm_reads_x_in_place_only_where_x_is_the_column_buffer(spec):
-    from autoconv.problem import parse_spec
+    from autoconv.problems.problem import parse_spec
 
     problem = parse_spec(spec)
     space = get_family("im2col_gemm").space

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from autoconv.cache import WinnerCache
+from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError
-from autoconv.fleet import merge_outcomes, parse_gpus
-from autoconv.problem import parse_spec
-from autoconv.tuner import EVALUATED, ProblemOutcome, _config_of, config_key
+from autoconv.search.fleet import merge_outcomes, parse_gpus
+from autoconv.problems.problem import parse_spec
+from autoconv.search.tuner import EVALUATED, ProblemOutcome, _config_of, config_key
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -91,7 +91,7 @@ def studies(storage_url: str) -> dict[str, list]:
     """Every study's trials, by the problem it tunes."""
     import optuna
 
-    from autoconv.storage import make_storage
+    from autoconv.search.storage import make_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     opened = make_storage(storage_url)
@@ -232,10 +232,10 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     import optuna
     from optuna.trial import TrialState
 
-    from autoconv.config import Budget
-    from autoconv.evaluate import FakeBackend
-    from autoconv.storage import HEARTBEAT_GRACE_INTERVALS, make_storage
-    from autoconv.tuner import Tuner
+    from autoconv.problems.config import Budget
+    from autoconv.backends.fake import FakeBackend
+    from autoconv.search.storage import HEARTBEAT_GRACE_INTERVALS, make_storage
+    from autoconv.search.tuner import Tuner
 
     url = f"sqlite:///{tmp_path / 'studies.db'}" if kind == "sqlite-url" else request.getfixturevalue("postgres_url")
     monkeypatch.setenv("AUTOCONV_HEARTBEAT_S", "1")

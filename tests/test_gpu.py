@@ -19,14 +19,14 @@ from pathlib import Path
 import numpy
 import pytest
 
-from autoconv.config import Budget
+from autoconv.problems.config import Budget
 from autoconv.errors import ProblemError
-from autoconv.evaluate import Status
-from autoconv.families import FAMILY_NAMES, KernelPlan, Launch, get_family
-from autoconv.models import NamedProblem
-from autoconv.problem import parse_spec
-from autoconv.reference import conv2d_reference, random_inputs
-from autoconv.verify import POISON, check_result
+from autoconv.backends.base import Status
+from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, Launch, get_family
+from autoconv.problems.models import NamedProblem
+from autoconv.problems.problem import parse_spec
+from autoconv.verify.reference import conv2d_reference, random_inputs
+from autoconv.verify.compare import POISON, check_result
 
 pytestmark = pytest.mark.gpu
 
@@ -75,7 +75,7 @@ def _run_in_process(plan: KernelPlan, x, w, bias, limits):
 @pytest.mark.parametrize("spec", ODD_SHAPES)
 def test_every_family_matches_the_reference(spec, device, seed):
     """Each family's default and two random valid configs, on an awkward shape."""
-    from autoconv.tuner import sample_valid
+    from autoconv.search.tuner import sample_valid
 
     limits, _ = device
     problem = parse_spec(spec)
@@ -99,7 +99,7 @@ def test_every_family_matches_the_reference(spec, device, seed):
 def _random_awkward_problem(rng):
     """A convolution no test names: any C and K, filters up to 5x5, strides up to 3, dilation
     up to 2, asymmetric padding up to the filter's size, bias or not."""
-    from autoconv.problem import make_problem
+    from autoconv.problems.problem import make_problem
 
     while True:
         R, S = (int(v) for v in rng.integers(1, 6, size=2))
@@ -120,7 +120,7 @@ def test_every_family_on_random_awkward_shapes(seed):
     against the float64 reference (a configuration that spills is rejected untimed, which
     is allowed; any other failure is not)."""
     from autoconv.gpu.backend import CupyBackend
-    from autoconv.tuner import sample_valid
+    from autoconv.search.tuner import sample_valid
 
     rng = numpy.random.default_rng(seed)
     failures, checked = [], 0
@@ -149,7 +149,7 @@ def test_timer_replays_a_graph_over_sets_that_defeat_the_l2(device):
     HBM bandwidth; the same kernel on one set, which stays in the 50 MB L2, is faster."""
     import cupy
 
-    from autoconv.timing import buffer_sets_for, time_calls
+    from autoconv.gpu.timing import buffer_sets_for, time_calls
 
     limits, _ = device
     n = 1 << 20
@@ -273,10 +273,10 @@ def test_tune_caches_a_verified_winner_that_conv2d_runs(tmp_path, seed):
     import cupy
 
     import autoconv
-    from autoconv import runtime
-    from autoconv.cache import WinnerCache
+    from autoconv.runtime import api as runtime
+    from autoconv.cache.winners import WinnerCache
     from autoconv.gpu.backend import CupyBackend
-    from autoconv.tuner import Tuner
+    from autoconv.search.tuner import Tuner
 
     problem = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,bias=1")
     cache_file = tmp_path / "cache.sqlite"
@@ -309,7 +309,7 @@ def test_conv2d_with_cupy_inputs_untuned_warns_once(tmp_path, seed):
     import cupy
 
     import autoconv
-    from autoconv import runtime
+    from autoconv.runtime import api as runtime
 
     runtime.set_cache(tmp_path / "absent.sqlite")
     runtime.clear_loaded()

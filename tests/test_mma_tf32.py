@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from autoconv.emulator import EmulatedKernelFault, compile_program
-from autoconv.families import Launch
-from autoconv.resources import templates_dir
+from autoconv.kernels.families import Launch
+from autoconv.kernels.resources import templates_dir
 
 KERNELS = r"""
 // One 16x8x8 tile per warp: a 16x8 and b 8x8 (b[k][n]) and c, d 16x8, all row-major, tile

@@ -1,4 +1,4 @@
-"""Unit tests of autoconv.problem: output sizes, SAME/VALID padding, FLOPs, bytes,
+"""Unit tests of autoconv.problems.problem: output sizes, SAME/VALID padding, FLOPs, bytes,
 the spec string, and every error path (each must name the field and the value).
 
 Output sizes are checked against an independent reference: counting the window
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoconv.errors import AutoconvError, ProblemError
-from autoconv.problem import (INDEX_LIMIT, ConvProblem, did_you_mean, make_problem, parse_spec,
+from autoconv.problems.problem import (INDEX_LIMIT, ConvProblem, did_you_mean, make_problem, parse_spec,
                               same_padding, tensor_elements)
 
 

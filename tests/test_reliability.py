@@ -42,22 +42,23 @@ from hypothesis import strategies as st
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 
-from autoconv import runtime
-from autoconv.cache import SCHEMA_VERSION, CacheEntry, CacheKey, WinnerCache
-from autoconv.cli import main
-from autoconv.config import Budget
-from autoconv.device import H100
+from autoconv.runtime import api as runtime
+from autoconv.cache.winners import SCHEMA_VERSION, CacheEntry, CacheKey, WinnerCache
+from autoconv.commands.main import main
+from autoconv.problems.config import Budget
+from autoconv.kernels.limits import H100
 from autoconv.errors import (BackendUnavailable, DeviceMemoryError, ExpressionError, ProblemError,
                              StorageError)
-from autoconv.evaluate import FAKE_IDENTITY, FakeBackend, make_backend
-from autoconv.expr import FUNCTIONS, compile_expression
-from autoconv.families import get_family
+from autoconv.backends.factory import make_backend
+from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
+from autoconv.problems.expressions import FUNCTIONS, compile_expression
+from autoconv.kernels.families import get_family
 from autoconv.files import write_atomically
-from autoconv.memory import RUNTIME_RESERVE_BYTES, check_fits, estimate
-from autoconv.models import NamedProblem
-from autoconv.problem import parse_spec
-from autoconv.storage import JournalFlock, check_journal, make_storage
-from autoconv.tuner import EVALUATED, Reporter, Tuner, config_key, study_name
+from autoconv.gpu.memory import RUNTIME_RESERVE_BYTES, check_fits, estimate
+from autoconv.problems.models import NamedProblem
+from autoconv.problems.problem import parse_spec
+from autoconv.search.storage import JournalFlock, check_journal, make_storage
+from autoconv.search.tuner import EVALUATED, Reporter, Tuner, config_key, study_name
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -467,7 +468,7 @@ def test_an_unreadable_database_storage_is_a_clear_error(tmp_path, capsys, monke
 def test_a_killed_journal_writer_holds_no_lock(tmp_path):
     journal = tmp_path / "j.journal"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from autoconv.storage import JournalFlock; "
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from autoconv.search.storage import JournalFlock; "
          "JournalFlock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(600)", str(journal)],
         stdout=subprocess.PIPE, text=True, env=fake_env())
     try:
@@ -526,7 +527,7 @@ SMALL = NamedProblem("small", parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1"))
 
 
 def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch):
-    import autoconv.tuner
+    import autoconv.search.tuner
 
     tuner = Tuner(FakeBackend(), storage=str(tmp_path / "j.journal"), families=("direct",), budget=Budget(trials=2))
     study = optuna.create_study(study_name=study_name(SMALL.problem, FAKE_IDENTITY.gpu_name, ("direct",)),
@@ -538,7 +539,7 @@ def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch)
         return trial.state, trial.user_attrs.get("status")
     tuner.tune_problem(SMALL)
     assert state() == (TrialState.RUNNING, None)  # young: maybe a live process about to claim it
-    monkeypatch.setattr(autoconv.tuner, "UNCLAIMED_TRIAL_AGE_S", 0.0)
+    monkeypatch.setattr(autoconv.search.tuner, "UNCLAIMED_TRIAL_AGE_S", 0.0)
     tuner.tune_problem(SMALL)
     assert state() == (TrialState.FAIL, "abandoned")
 
@@ -547,11 +548,11 @@ def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch)
 
 def _change_templates(monkeypatch, digest: str) -> None:
     """As if the templates, search spaces or launch code had changed."""
-    import autoconv.cache
-    import autoconv.tuner
+    import autoconv.cache.winners
+    import autoconv.search.tuner
 
-    monkeypatch.setattr(autoconv.cache, "templates_hash", lambda: digest)
-    monkeypatch.setattr(autoconv.tuner, "templates_hash", lambda: digest)
+    monkeypatch.setattr(autoconv.cache.winners, "templates_hash", lambda: digest)
+    monkeypatch.setattr(autoconv.search.tuner, "templates_hash", lambda: digest)
 
 
 def test_changed_templates_or_another_gpu_are_tuned_again(tmp_path, monkeypatch):
@@ -999,8 +1000,8 @@ def test_conv2d_never_runs_a_stale_entry(tmp_path, seed):
 
     import autoconv
     from autoconv.gpu.device import read_device
-    from autoconv.reference import conv2d_reference, random_inputs
-    from autoconv.verify import check_result
+    from autoconv.verify.reference import conv2d_reference, random_inputs
+    from autoconv.verify.compare import check_result
 
     limits, identity = read_device(0)
     problem = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1")

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from autoconv import cli
+from autoconv.commands import main as cli
 from autoconv.errors import BackendUnavailable
-from autoconv.report import (PLOTS, SCHEMA_VERSION, ReportError, convergence, geomeans,
+from autoconv.bench.report import (PLOTS, SCHEMA_VERSION, ReportError, convergence, geomeans,
                              load_results, results_csv, write_report)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -194,7 +194,7 @@ def test_report_command(results, tmp_path, capsys):
 
 
 def test_bench_table(results):
-    from autoconv.bench import format_table
+    from autoconv.bench.benchmark import format_table
 
     results["geomean"] = geomeans(results["problems"])
     table = format_table(results)
@@ -216,12 +216,12 @@ def test_study_history_from_a_tuned_study(tmp_path):
     pytest.importorskip("optuna")
     import optuna
 
-    from autoconv.bench import StudyHistory
-    from autoconv.config import Budget
-    from autoconv.evaluate import FakeBackend
-    from autoconv.models import NamedProblem
-    from autoconv.problem import parse_spec
-    from autoconv.tuner import Tuner, make_storage
+    from autoconv.bench.benchmark import StudyHistory
+    from autoconv.problems.config import Budget
+    from autoconv.backends.fake import FakeBackend
+    from autoconv.problems.models import NamedProblem
+    from autoconv.problems.problem import parse_spec
+    from autoconv.search.tuner import Tuner, make_storage
 
     problem = parse_spec("N=1,C=8,H=9,W=11,K=12,R=3,S=3,pad=1")
     storage = tmp_path / "studies.journal"
@@ -244,7 +244,7 @@ def test_study_history_from_a_tuned_study(tmp_path):
 
 
 def test_report_says_why_tensor_core_winners_can_pass_the_fp32_peak(results):
-    from autoconv.report import report_markdown
+    from autoconv.bench.report import report_markdown
 
     assert "tensor cores" not in report_markdown(results)   # SIMT winners only
     results["problems"][1]["family"] = "implicit_gemm_wgmma"

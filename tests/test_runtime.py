@@ -7,9 +7,9 @@ import warnings
 
 import pytest
 
-from autoconv import runtime
-from autoconv.cache import CacheEntry, CacheKey
-from autoconv.problem import parse_spec
+from autoconv.runtime import api as runtime
+from autoconv.cache.winners import CacheEntry, CacheKey
+from autoconv.problems.problem import parse_spec
 
 PROBLEM = parse_spec("N=2,C=19,H=11,W=13,K=12,R=3,S=2,stride=1x2,pad=1,bias=1")
 KEY = CacheKey(gpu_name="NVIDIA H100 80GB HBM3", compute_capability="9.0", cuda_runtime=13020,
@@ -36,7 +36,7 @@ def test_the_winner_runs_unless_cudnn_was_measured_faster(case):
 
 
 def test_cudnn_faster_but_unusable_warns_and_runs_the_winner(monkeypatch):
-    import autoconv.baseline as baseline
+    import autoconv.bench.baseline as baseline
 
     def missing_frontend():
         raise baseline.BackendUnavailable("the cuDNN frontend cannot be imported (test)")

@@ -14,14 +14,15 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from autoconv.cache import WinnerCache, templates_hash
-from autoconv.config import Budget
-from autoconv.device import H100
-from autoconv.evaluate import FakeBackend, Status
-from autoconv.families import get_family
-from autoconv.models import NamedProblem
-from autoconv.problem import parse_spec
-from autoconv.tuner import EVALUATED, Tuner, ValidPoints, config_key, enumerate_points, study_name
+from autoconv.cache.winners import WinnerCache, templates_hash
+from autoconv.problems.config import Budget
+from autoconv.kernels.limits import H100
+from autoconv.backends.base import Status
+from autoconv.backends.fake import FakeBackend
+from autoconv.kernels.families import get_family
+from autoconv.problems.models import NamedProblem
+from autoconv.problems.problem import parse_spec
+from autoconv.search.tuner import EVALUATED, Tuner, ValidPoints, config_key, enumerate_points, study_name
 
 #: Small, awkward problem; the two families with quick-to-enumerate spaces.
 PROBLEM = NamedProblem("odd", parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"))

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from autoconv.emulator import EmulatedKernelFault, compile_program
-from autoconv.families import Launch
-from autoconv.render import environment
+from autoconv.kernels.families import Launch
+from autoconv.kernels.render import environment
 
 N_COLUMNS = 16   # D is 64 x 16: two 8-row atoms of B
 K_DEPTH = 32     # four k steps of 8: one 128-byte row of B per column n

@@ -30,15 +30,15 @@ from autoconv.emulator.build import MAX_SHARED_BYTES, cache_dir, compile_program
 from autoconv.emulator.errors import (EmulatedKernelFault, EmulationError, EmulationTimeout,
                                       EmulatorCompileError, EmulatorUnavailable)
 from autoconv.emulator.program import EmulatedProgram, default_workers
-from autoconv.verify import POISON
+from autoconv.verify.compare import POISON
 
 
 def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
                  timeout: float | None = None) -> numpy.ndarray:
-    """Execute a :class:`~autoconv.families.KernelPlan` on the CPU and return ``y``.
+    """Execute a :class:`~autoconv.kernels.families.KernelPlan` on the CPU and return ``y``.
 
     Runs the plan's launches in order, as a GPU backend does, on float32 copies of the
-    inputs; ``y`` and the workspace start filled with NaN (:data:`autoconv.verify.POISON`),
+    inputs; ``y`` and the workspace start filled with NaN (:data:`autoconv.verify.compare.POISON`),
     so elements no kernel writes come back NaN.
 
     Args:

@@ -29,7 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
-from autoconv.device import H100
+from autoconv.kernels.limits import H100
 from autoconv.emulator.errors import EmulatorCompileError, EmulatorUnavailable
 from autoconv.emulator.program import EmulatedProgram
 

@@ -39,7 +39,7 @@ _BUFFER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class LaunchLike(Protocol):
-    """What :meth:`EmulatedProgram.run` needs of a launch (e.g. :class:`autoconv.families.Launch`)."""
+    """What :meth:`EmulatedProgram.run` needs of a launch (e.g. :class:`autoconv.kernels.families.Launch`)."""
 
     kernel: str
     grid: tuple[int, int, int]

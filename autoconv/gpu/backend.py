@@ -1,6 +1,6 @@
 """The tuner's GPU backend: NVRTC compiler processes ahead, one supervised GPU worker.
 
-:class:`CupyBackend` implements :class:`autoconv.evaluate.Backend`. ``submit`` hands the
+:class:`CupyBackend` implements :class:`autoconv.backends.base.Backend`. ``submit`` hands the
 source to the :class:`~autoconv.gpu.compiler.CompilePool` at once; ``result`` waits for
 the cubin and has the GPU worker (:mod:`autoconv.gpu.worker`) verify and time it.
 
@@ -23,8 +23,8 @@ import time
 import zlib
 
 from autoconv.errors import AutoconvError, BackendUnavailable
-from autoconv.evaluate import Backend, Status, Ticket, TrialResult, failed
-from autoconv.families import KernelPlan
+from autoconv.backends.base import Backend, Status, Ticket, TrialResult, failed
+from autoconv.kernels.families import KernelPlan
 from autoconv.gpu.compiler import DEFAULT_COMPILE_TIMEOUT_S, CompileJob, CompileOutcome, CompilePool
 from autoconv.gpu.device import INSTALL_HINT
 from autoconv.gpu.worker import WorkerOptions, worker_main

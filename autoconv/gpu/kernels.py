@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from autoconv.device import DeviceLimits
-from autoconv.families import KernelPlan
+from autoconv.kernels.limits import DeviceLimits
+from autoconv.kernels.families import KernelPlan
 
 #: Dynamic shared memory a kernel may use without opting in.
 DEFAULT_DYNAMIC_SHARED_BYTES = 48 * 1024

@@ -8,12 +8,12 @@ It is the only process of a tuning run that holds a CUDA context. The parent
   the GPU, and enough rotating timing sets to exceed twice the L2 cache. Replies
   ``("ok", None)``, or ``("problem_failed", why)`` when they do not fit in memory
   (compared with the free memory before anything is allocated:
-  :func:`autoconv.memory.check_fits`).
+  :func:`autoconv.gpu.memory.check_fits`).
 - ``("evaluate", (plan, cubin, compile_s))``: load the cubin, read each kernel's
   registers, local memory and shared memory and reject what does not fit or spills;
   run the plan once on NaN-poisoned output and workspace and compare with the
   reference (relative L2 <= 1e-5); check the inputs were not written; then time it
-  with :func:`autoconv.timing.time_calls`. Replies ``("result", result_dict, fatal)``.
+  with :func:`autoconv.gpu.timing.time_calls`. Replies ``("result", result_dict, fatal)``.
 - ``("shutdown", None)``.
 
 A CUDA error that poisons the context (an illegal address, a kernel trap, ...) makes
@@ -30,7 +30,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from autoconv.evaluate import Status, TrialResult, failed
+from autoconv.backends.base import Status, TrialResult, failed
 
 #: CUDA errors after which the context is unusable ("sticky" errors), by code.
 STICKY_CUDA_ERRORS = {
@@ -118,8 +118,8 @@ class ProblemBuffers:
         import cupy
         import numpy
 
-        from autoconv.reference import conv2d_reference, random_inputs
-        from autoconv.timing import buffer_sets_for
+        from autoconv.verify.reference import conv2d_reference, random_inputs
+        from autoconv.gpu.timing import buffer_sets_for
 
         self.problem = problem
         self.seed = seed
@@ -148,7 +148,7 @@ class ProblemBuffers:
 
     def verification(self, workspace) -> dict:
         """The verification buffers, with output and workspace poisoned (NaN)."""
-        from autoconv.verify import POISON
+        from autoconv.verify.compare import POISON
 
         self.y.fill(POISON)
         buffers = {"x": self.x, "w": self.w, "y": self.y}
@@ -183,8 +183,8 @@ class WorkerSession:
         kernels (fill, norms, comparisons, the reference's) now: on a machine with a
         cold CuPy kernel cache that takes seconds, which must not count against the
         first candidate's time limit."""
-        from autoconv.problem import parse_spec
-        from autoconv.verify import check_result
+        from autoconv.problems.problem import parse_spec
+        from autoconv.verify.compare import check_result
 
         self.set_problem(parse_spec("N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1,bias=1"), 0)
         buffers = self.buffers
@@ -202,7 +202,7 @@ class WorkerSession:
         self.buffers = None  # free the previous problem's memory first
         import cupy
 
-        from autoconv.memory import check_fits
+        from autoconv.gpu.memory import check_fits
 
         cupy.get_default_memory_pool().free_all_blocks()
         # Refuse a problem that cannot fit before allocating any of it (DeviceMemoryError).
@@ -216,8 +216,8 @@ class WorkerSession:
         import cupy
 
         from autoconv.gpu.kernels import LoadedPlan
-        from autoconv.timing import time_calls
-        from autoconv.verify import check_result
+        from autoconv.gpu.timing import time_calls
+        from autoconv.verify.compare import check_result
 
         if self.buffers is None or self.buffers.problem != plan.problem:
             raise RuntimeError(f"evaluate {plan.name}: no buffers for its problem (send 'problem' first)")

@@ -18,10 +18,10 @@ def main():
         print(f"{label}: tune rc={done.returncode} in {time.monotonic() - started:.1f} s", flush=True)
         (out / f"tune_{label}.stderr").write_text(done.stderr)
 
-    from autoconv.cache import WinnerCache
-    from autoconv.families import get_family
+    from autoconv.cache.winners import WinnerCache
+    from autoconv.kernels.families import get_family
     from autoconv.gpu.backend import CupyBackend
-    from autoconv.problem import parse_spec
+    from autoconv.problems.problem import parse_spec
 
     rows = []
     with CupyBackend(0, seed=0) as backend, WinnerCache("/tmp/b1x/cache.sqlite") as c1, WinnerCache("/tmp/b4x/cache.sqlite") as c4:

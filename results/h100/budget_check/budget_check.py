@@ -24,7 +24,7 @@ import yaml
 
 
 def tune(config_file: str, layers: str, factor: float, folder: str) -> None:
-    from autoconv.config import load_config
+    from autoconv.problems.config import load_config
 
     config = load_config(config_file)
     wanted = layers.split(",")
@@ -50,9 +50,9 @@ def tune(config_file: str, layers: str, factor: float, folder: str) -> None:
 
 
 def compare(config_file: str, layers: str, cache_a: str, cache_b: str, out: str) -> None:
-    from autoconv.cache import WinnerCache
-    from autoconv.config import load_config
-    from autoconv.families import get_family
+    from autoconv.cache.winners import WinnerCache
+    from autoconv.problems.config import load_config
+    from autoconv.kernels.families import get_family
     from autoconv.gpu.backend import CupyBackend
 
     config = load_config(config_file)

@@ -1,0 +1,169 @@
+"""What evaluating one candidate kernel yields, and the interface every backend offers.
+
+A candidate is a :class:`~autoconv.kernels.families.KernelPlan`. A backend turns it into a
+:class:`TrialResult`: compile, check its resources against the device, run it once on
+poisoned outputs and compare with the float64 reference, then time it. Every *expected*
+failure of a candidate (it does not compile, needs more registers than the device has,
+computes a wrong result, faults, hangs) is a result with a :class:`Status` and a reason,
+never an exception; exceptions are for bugs and misuse, and they propagate.
+
+Backends:
+
+- :class:`autoconv.gpu.CupyBackend`: NVRTC in a pool of compiler processes, one GPU
+  worker process that is replaced when a candidate kills it (see :mod:`autoconv.gpu`).
+- :class:`autoconv.backends.fake.FakeBackend`: deterministic synthetic timings, no GPU and no compiler;
+  the tuner's tests and ``AUTOCONV_BACKEND=fake autoconv tune`` use it.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Mapping
+
+from autoconv.kernels.limits import DeviceLimits
+from autoconv.kernels.families import KernelPlan
+
+
+class Status(str, enum.Enum):
+    """The outcome of one candidate. Only ``OK`` has a time."""
+
+    OK = "ok"
+    INVALID = "invalid"                  # breaks a search-space constraint: never compiled
+    COMPILE_FAILED = "compile_failed"    # the compiler rejected the source (or timed out)
+    OUT_OF_RESOURCES = "out_of_resources"  # registers/threads/shared memory beyond the device
+    SPILLS = "spills"                    # uses local memory (register spills): rejected untimed
+    WRONG_RESULT = "wrong_result"        # ran, but the output differs from the reference
+    RUNTIME_FAILED = "runtime_failed"    # a CUDA error while running (illegal address...)
+    TIMEOUT = "timeout"                  # ran past the per-candidate time limit (a hang)
+
+    @property
+    def failed(self) -> bool:
+        return self is not Status.OK
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """One candidate's evaluation.
+
+    ``time_ms`` is the median time of one execution of the plan (all its launches) and
+    ``tflops`` the problem's FLOPs over it; both are None unless ``status`` is OK.
+    ``compile_s`` is compiler time (in a compiler process), ``run_s`` GPU-worker time
+    (load, verify, time). Resource fields are the largest over the plan's kernels.
+    """
+
+    status: Status
+    reason: str = ""
+    kernel_name: str = ""
+    time_ms: float | None = None
+    tflops: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    error: float | None = None           # relative L2 error against the reference
+    compile_s: float = 0.0
+    run_s: float = 0.0
+    registers: int | None = None
+    spill_bytes: int | None = None
+    shared_bytes: int | None = None      # static + dynamic, per block, largest launch
+    workspace_bytes: int = 0
+    source_hash: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values (the status as its string)."""
+        data = asdict(self)
+        data["status"] = self.status.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TrialResult":
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["status"] = Status(values["status"])
+        return cls(**values)
+
+    def with_(self, **changes) -> "TrialResult":
+        return replace(self, **changes)
+
+
+def failed(plan: KernelPlan, status: Status, reason: str, **extra) -> TrialResult:
+    """A failure result for ``plan``, naming its kernel."""
+    return TrialResult(status=status, reason=reason, kernel_name=plan.name,
+                       workspace_bytes=plan.workspace_bytes, source_hash=plan.source_hash, **extra)
+
+
+@dataclass(frozen=True)
+class BackendIdentity:
+    """What a measurement depends on besides the kernel: part of cache keys and study names."""
+
+    gpu_name: str
+    compute_capability: tuple[int, int]
+    cuda_runtime: int   # e.g. 13000 for CUDA 13.0
+    cuda_driver: int
+    backend: str        # "cupy", "fake"
+
+    @property
+    def compute_capability_str(self) -> str:
+        return f"{self.compute_capability[0]}.{self.compute_capability[1]}"
+
+
+class Ticket:
+    """A candidate handed to :meth:`Backend.submit`, to be passed to :meth:`Backend.result`."""
+
+    def __init__(self, plan: KernelPlan):
+        self.plan = plan
+
+
+class Backend(ABC):
+    """Evaluates candidate plans on one device.
+
+    Contract:
+
+    - :attr:`device` are the limits the search spaces are evaluated against (the real
+      device's, read off it) and :attr:`identity` what the timings depend on.
+    - ``ticket = submit(plan, seed=None)`` starts any work that needs no GPU
+      (compilation) and returns at once; several submitted plans may compile in
+      parallel. ``seed`` selects other verification inputs than the problem's usual
+      ones (the tuner re-verifies its winner on fresh inputs).
+    - ``result(ticket)`` finishes that candidate (waits for its compilation, then runs
+      it on the device) and returns its :class:`TrialResult`. Results are asked for in
+      submission order; each ticket is redeemed exactly once.
+    - A candidate's failure is a result; a backend stays usable after any candidate
+      (a crashed worker is replaced). Exceptions mean a bug or an unusable device.
+    - ``close()`` releases processes and memory; backends are context managers.
+    """
+
+    device: DeviceLimits
+    identity: BackendIdentity
+
+    @abstractmethod
+    def submit(self, plan: KernelPlan, *, seed: int | None = None) -> Ticket:
+        ...
+
+    @abstractmethod
+    def result(self, ticket: Ticket) -> TrialResult:
+        ...
+
+    def evaluate(self, plan: KernelPlan, *, seed: int | None = None) -> TrialResult:
+        """Submit one plan and wait for its result."""
+        return self.result(self.submit(plan, seed=seed))
+
+    def available_memory_bytes(self) -> int:
+        """Device memory one problem's buffers may take: the tuner refuses a problem whose
+        estimate (:mod:`autoconv.gpu.memory`) exceeds it before anything is allocated. The
+        device's total memory here; the GPU worker checks the memory actually free when it
+        prepares a problem."""
+        return self.device.global_memory_bytes
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,85 @@
+"""The fake backend: deterministic synthetic timings without a GPU.
+
+For tests of the search, the CLI and the reliability machinery (``AUTOCONV_BACKEND=fake``):
+nothing is compiled or run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import replace
+from typing import Callable
+
+from autoconv.backends.base import Backend, BackendIdentity, Status, Ticket, TrialResult, failed
+from autoconv.kernels.families import KernelPlan
+from autoconv.kernels.limits import H100, DeviceLimits
+
+FAKE_IDENTITY = BackendIdentity(gpu_name="Fake GPU (autoconv tests)", compute_capability=H100.compute_capability,
+                                cuda_runtime=0, cuda_driver=0, backend="fake")
+
+
+def _unit_hash(*parts: object) -> float:
+    """A stable number in [0, 1) from ``parts``."""
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
+    return int.from_bytes(digest[:8], "little") / 2**64
+
+
+class FakeBackend(Backend):
+    """Synthetic, deterministic timings: a landscape with structure a sampler can learn.
+
+    A plan's time is ``base(problem) * family factor * product of per-parameter
+    factors``, each factor a stable hash of (family, parameter, value) mapped to
+    [1, 2): the same config always gets the same time, neighbouring values differ, and
+    the optimum is a definite point. Nothing is compiled or run.
+
+    Args:
+        device: the limits the search spaces see (default: the H100's).
+        fail: ``fail(plan) -> (Status, reason) | None``: inject failures (a compile
+            error, a wrong result, a hang...) for chosen candidates.
+        delay_s: sleep this long per result (for tests of the seconds budget, and to
+            give tests of a killed ``autoconv tune`` something to interrupt).
+        memory_bytes: the device memory it pretends to have (default: ``device``'s).
+
+    ``evaluated`` lists every plan whose result was asked for, in order.
+    """
+
+    def __init__(self, device: DeviceLimits = H100, *,
+                 fail: Callable[[KernelPlan], tuple[Status, str] | None] | None = None,
+                 delay_s: float = 0.0, memory_bytes: int | None = None):
+        if memory_bytes is not None:
+            device = replace(device, global_memory_bytes=int(memory_bytes))
+        self.device = device
+        self.identity = FAKE_IDENTITY
+        self._fail = fail
+        self._delay_s = delay_s
+        self.evaluated: list[KernelPlan] = []
+
+    def submit(self, plan: KernelPlan, *, seed: int | None = None) -> Ticket:
+        return Ticket(plan)
+
+    def result(self, ticket: Ticket) -> TrialResult:
+        plan = ticket.plan
+        self.evaluated.append(plan)
+        if self._delay_s:
+            time.sleep(self._delay_s)
+        injected = self._fail(plan) if self._fail else None
+        if injected is not None:
+            status, reason = injected
+            return failed(plan, status, reason, compile_s=0.01, run_s=0.001)
+        time_ms = self.synthetic_time_ms(plan)
+        return TrialResult(status=Status.OK, reason="synthetic timing", kernel_name=plan.name,
+                           time_ms=time_ms, min_ms=time_ms, max_ms=time_ms, error=0.0,
+                           tflops=plan.problem.flops / (time_ms * 1e-3) / 1e12,
+                           compile_s=0.01, run_s=0.001, registers=64, spill_bytes=0,
+                           shared_bytes=max((launch.shared_bytes for launch in plan.launches), default=0),
+                           workspace_bytes=plan.workspace_bytes, source_hash=plan.source_hash)
+
+    @staticmethod
+    def synthetic_time_ms(plan: KernelPlan) -> float:
+        base = plan.problem.flops / 20e12 * 1e3  # 20 TFLOP/s
+        factor = 1.0 + _unit_hash("family", plan.family)
+        for name, value in sorted(plan.config.items()):
+            factor *= 1.0 + _unit_hash(plan.family, name, value)
+        return base * factor

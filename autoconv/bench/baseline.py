@@ -1,0 +1,636 @@
+"""cuDNN as the baseline autoconv is measured against, and as a runtime fallback.
+
+For a problem, the cuDNN frontend graph ``y = conv_fprop(x, w) [+ bias]`` (float32 in,
+out and compute, NCHW) yields a ranked list of plans: heuristics mode A, then the
+fallback list. Every plan that builds is run once on poisoned output and checked against
+the float64 reference, then timed with :func:`autoconv.gpu.timing.time_calls` -- CUDA-graph
+replay of many calls over rotating buffer sets larger than twice the L2 cache, exactly as
+autoconv's own kernels are timed -- and the fastest correct plan is cuDNN's answer: what
+``cudnnFind`` or PyTorch's ``cudnn.benchmark`` would pick.
+
+Two modes:
+
+- ``strict``: plans with the tensor-core numerical note are deselected, so every multiply
+  is an FP32 one. The output must match the reference at :data:`STRICT_TOLERANCE` (1e-5;
+  TF32 lands near 3e-4), which also catches an engine that would use TF32 without the
+  note. This is the headline comparison: autoconv's kernels compute in FP32.
+- ``tf32``: every plan, tensor-core (TF32) engines included; shown alongside.
+
+:class:`CudnnConv` rebuilds one named plan (the winner recorded in the cache) and runs it
+on raw device pointers: that is how ``autoconv.conv2d`` calls cuDNN where cuDNN won.
+
+An optional PyTorch column, :func:`time_torch`, times ``torch.nn.functional.conv2d``
+(``cudnn.benchmark`` on, TF32 off) the same way, through torch's own CUDA graphs.
+
+CuPy and the frontend (``pip install nvidia-cudnn-frontend``, the ``cudnn`` extra) are
+imported only when a function here is called.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy
+
+from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.problems.problem import ConvProblem
+from autoconv.gpu.timing import Timing, buffer_sets_for, time_calls
+from autoconv.verify.compare import FLOAT32_TOLERANCE, POISON, check_result
+
+STRICT = "strict"
+TF32 = "tf32"
+MODES = (STRICT, TF32)
+
+#: Relative L2 error a plan may have against the float64 reference, per mode. Strict
+#: plans compute in FP32 (rounding ~1e-7 to 1e-6, Winograd and FFT a little more); TF32
+#: rounds the inputs to 10 mantissa bits (~3e-4 for random data).
+STRICT_TOLERANCE = FLOAT32_TOLERANCE
+TF32_TOLERANCE = 2e-3
+TOLERANCES = {STRICT: STRICT_TOLERANCE, TF32: TF32_TOLERANCE}
+
+#: L2 size assumed when the device does not report one (the H100's).
+DEFAULT_L2_BYTES = 50 * 1024 * 1024
+
+INSTALL_HINT = ("install the cuDNN frontend: pip install nvidia-cudnn-frontend "
+                "(or pip install 'autoconv[cudnn]'); it needs cuDNN 9 (pip install nvidia-cudnn-cu12 "
+                "or -cu13, or PyTorch's copy)")
+
+
+class CudnnUnsupported(AutoconvError):
+    """cuDNN has no plan that builds and computes the problem correctly in this mode."""
+
+
+# ---- results ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PlanOutcome:
+    """What happened to one plan of the ranked list.
+
+    ``status`` is ``ok`` (verified and timed), ``not_built`` (the frontend declined to
+    build it: unsupported, or deselected by the mode's tensor-core filter; or it needs more
+    workspace than the limit), ``failed`` (it built but raised when executed) or ``wrong_result`` (its
+    output missed the mode's tolerance); ``reason`` says why for the last three.
+    """
+
+    index: int
+    name: str
+    status: str
+    workspace_bytes: int = 0
+    error: float | None = None  # relative L2 error vs the float64 reference
+    time_ms: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class BaselineResult:
+    """cuDNN's best plan for one problem in one mode."""
+
+    mode: str
+    problem: ConvProblem
+    time_ms: float
+    tflops: float
+    plan_name: str  # e.g. "eng0_k2=1_k3=0": the engine and its knobs, cuDNN's identity
+    plan_index: int
+    engine_id: int | None
+    knobs: Mapping[str, int]
+    workspace_bytes: int
+    plans_tried: int
+    error_vs_reference: float
+    timing: Timing
+    plans: tuple[PlanOutcome, ...] = field(repr=False, default=())
+    cudnn_version: int = 0
+
+    @property
+    def plans_ok(self) -> int:
+        return sum(1 for p in self.plans if p.status == "ok")
+
+    def cache_baseline(self, frontend_version: str = "") -> dict[str, Any]:
+        """Keyword arguments of :meth:`autoconv.cache.winners.WinnerCache.set_baseline`: enough for
+        :class:`CudnnConv` to rebuild this plan (``CudnnConv(problem, **plan)`` with the
+        ``plan`` JSON's ``mode`` and ``plan_name``)."""
+        plan = {"mode": self.mode, "plan_name": self.plan_name, "engine_id": self.engine_id,
+                "knobs": dict(self.knobs), "workspace_bytes": self.workspace_bytes,
+                "cudnn_version": self.cudnn_version, "cudnn_frontend": frontend_version}
+        return {"name": f"cudnn-{self.mode}", "plan": json.dumps(plan, sort_keys=True),
+                "time_ms": self.time_ms, "tflops": self.tflops}
+
+
+# ---- the frontend --------------------------------------------------------------------------
+
+def import_cudnn():
+    """The ``cudnn`` frontend module, or :class:`BackendUnavailable` saying how to get it."""
+    try:
+        import cudnn
+    except ImportError as err:
+        raise BackendUnavailable(f"the cuDNN frontend cannot be imported ({err}); {INSTALL_HINT}") from None
+    if not hasattr(cudnn, "pygraph"):
+        raise BackendUnavailable(f"cudnn {getattr(cudnn, '__version__', '?')} has no pygraph; "
+                                 f"autoconv needs nvidia-cudnn-frontend >= 1.8")
+    return cudnn
+
+
+_HANDLES: dict[int, Any] = {}
+
+
+def cudnn_handle():
+    """One cuDNN handle per device, created on first use (creating one costs ~100 ms)."""
+    import cupy
+
+    cudnn = import_cudnn()
+    device = cupy.cuda.runtime.getDevice()
+    if device not in _HANDLES:
+        _HANDLES[device] = cudnn.create_handle()
+    return _HANDLES[device]
+
+
+def cudnn_versions() -> dict[str, Any]:
+    """The backend library's and the frontend's versions, for the results' environment."""
+    cudnn = import_cudnn()
+    return {"cudnn": int(cudnn.backend_version()), "cudnn_frontend": cudnn.__version__}
+
+
+def decline_errors(cudnn) -> tuple[type[BaseException], ...]:
+    """The exceptions by which the frontend says "this plan cannot be built or run here":
+    an unsupported-graph error, a backend status surfaced as RuntimeError, a plan barred by
+    a note filter (ValueError), or a python engine missing its optional packages."""
+    return (cudnn.cudnnGraphNotSupportedError, RuntimeError, ValueError, NotImplementedError,
+            ImportError)
+
+
+def _dense_strides(shape: Sequence[int]) -> list[int]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return list(reversed(strides))
+
+
+class CudnnGraph:
+    """The frontend graph of one problem in one mode and its ranked plans.
+
+    Plans are addressed by their index in the ranked list; :meth:`build` one before
+    :meth:`execute`-ing it. Buffers are raw device pointers named as in
+    :data:`autoconv.kernels.families.BUFFER_NAMES` (``x``, ``w``, ``bias``, ``y``) plus the
+    workspace's.
+    """
+
+    def __init__(self, problem: ConvProblem, mode: str = STRICT, handle=None,
+                 workspace_limit: int | None = None):
+        if mode not in MODES:
+            raise AutoconvError(f"cuDNN mode {mode!r} is unknown; use one of {', '.join(MODES)}")
+        if problem.dtype != "float32" or problem.layout != "NCHW":
+            raise CudnnUnsupported(f"the cuDNN baseline handles float32 NCHW problems, "
+                                   f"not {problem.dtype} {problem.layout}")
+        self.cudnn = cudnn = import_cudnn()
+        self.problem = problem
+        self.mode = mode
+        self.handle = handle if handle is not None else cudnn_handle()
+        self.graph, self.tensors = self._make_graph()
+        self.graph.validate()
+        self.graph.build_operation_graph()
+        self.graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        if mode == STRICT:
+            # Engines that run the multiplies on tensor cores (TF32 for float32 data).
+            self.graph.deselect_numeric_notes([cudnn.numerical_note.TENSOR_CORE])
+        if workspace_limit is not None:
+            # The scratch limit autoconv's own kernels are held to (config workspace_limit_mb).
+            self.graph.deselect_workspace_greater_than(int(workspace_limit))
+        count = self.graph.get_execution_plan_count
+        self.plan_count = int(count() if callable(count) else count)
+        self._built: set[int] = set()
+
+    def _make_graph(self):
+        cudnn, p = self.cudnn, self.problem
+        fp32 = cudnn.data_type.FLOAT
+        graph = cudnn.pygraph(io_data_type=fp32, intermediate_data_type=fp32, compute_data_type=fp32,
+                              handle=self.handle)
+        x = graph.tensor(name="x", dim=list(p.input_shape), stride=_dense_strides(p.input_shape),
+                         data_type=fp32)
+        w = graph.tensor(name="w", dim=list(p.weight_shape), stride=_dense_strides(p.weight_shape),
+                         data_type=fp32)
+        top, bottom, left, right = p.padding
+        y = graph.conv_fprop(image=x, weight=w, pre_padding=[top, left], post_padding=[bottom, right],
+                             stride=list(p.stride), dilation=list(p.dilation), compute_data_type=fp32,
+                             name="conv")
+        tensors = {"x": x, "w": w}
+        if p.bias:
+            # A K-vector broadcast over N, P and Q: dims 1xKx1x1, dense strides.
+            bias = graph.tensor(name="bias", dim=[1, p.K, 1, 1], stride=[p.K, 1, 1, 1], data_type=fp32)
+            y = graph.add(a=y, b=bias, compute_data_type=fp32, name="bias_add")
+            tensors["bias"] = bias
+        y.set_output(True).set_data_type(fp32)
+        y.set_dim(list(p.output_shape)).set_stride(_dense_strides(p.output_shape))
+        tensors["y"] = y
+        return graph, tensors
+
+    # ---- plans ----------------------------------------------------------------------------
+    def plan_name(self, index: int) -> str:
+        return str(self.graph.get_plan_name_at_index(index))
+
+    def build(self, index: int) -> None:
+        """Build plan ``index``; raises one of the frontend's decline errors if it cannot."""
+        if index not in self._built:
+            self.graph.build_plan_at_index(index)
+            self._built.add(index)
+
+    def workspace_bytes(self, index: int) -> int:
+        return int(self.graph.get_workspace_size_plan_at_index(index))
+
+    def execute(self, index: int, buffers: Mapping[str, int], workspace: int, stream: int) -> None:
+        """Enqueue plan ``index`` on ``stream`` (a ``cudaStream_t`` as int) with the given
+        device pointers; ``workspace`` must hold :meth:`workspace_bytes` bytes (0 if none)."""
+        # set_stream is cached by the frontend: free when the stream is unchanged.
+        self.cudnn.set_stream(self.handle, stream)
+        pack = {self.tensors[name]: int(buffers[name]) for name in self.tensors}
+        self.graph.execute_plan_at_index(pack, workspace, index, handle=self.handle)
+
+
+# ---- operands --------------------------------------------------------------------------------
+
+class OperandSets:
+    """Independent input/output buffer sets on the GPU, together larger than twice the L2.
+
+    Set 0 holds ``inputs`` (host float32 arrays from :func:`autoconv.verify.reference.random_inputs`)
+    and is the one outputs are checked on; the others are uniform in [-1, 1) too (never
+    zeros: they can run faster than real data).
+    """
+
+    def __init__(self, problem: ConvProblem, inputs, *, l2_bytes: int, seed: int = 0,
+                 max_sets: int = 256):
+        import cupy
+
+        self.problem = problem
+        x, w, bias = inputs
+        per_set = 4 * (x.size + w.size + (problem.K if problem.bias else 0)
+                       + int(numpy.prod(problem.output_shape)))
+        self.count = buffer_sets_for(per_set, l2_bytes, max_sets)
+        generator = cupy.random.default_rng(seed)
+
+        def uniform(shape):
+            return generator.uniform(-1.0, 1.0, shape, dtype=cupy.float32)
+
+        self.x = [cupy.asarray(x)] + [uniform(problem.input_shape) for _ in range(self.count - 1)]
+        self.w = [cupy.asarray(w)] + [uniform(problem.weight_shape) for _ in range(self.count - 1)]
+        self.bias = None
+        if problem.bias:
+            self.bias = [cupy.asarray(bias)] + [uniform((problem.K,)) for _ in range(self.count - 1)]
+        self.y = [cupy.full(problem.output_shape, POISON, dtype=cupy.float32) for _ in range(self.count)]
+        self.workspace = None
+
+    def pointers(self, i: int) -> dict[str, int]:
+        ptrs = {"x": self.x[i].data.ptr, "w": self.w[i].data.ptr, "y": self.y[i].data.ptr}
+        if self.bias is not None:
+            ptrs["bias"] = self.bias[i].data.ptr
+        return ptrs
+
+    def arrays(self, i: int) -> dict[str, Any]:
+        """Set ``i`` as CuPy arrays by buffer name (x, w, y and bias if any)."""
+        arrays = {"x": self.x[i], "w": self.w[i], "y": self.y[i]}
+        if self.bias is not None:
+            arrays["bias"] = self.bias[i]
+        return arrays
+
+    def workspace_ptr(self, nbytes: int) -> int:
+        """A scratch buffer of at least ``nbytes`` (grown as needed, shared by all sets:
+        calls on one stream run one after another)."""
+        import cupy
+
+        if nbytes <= 0:
+            return 0
+        if self.workspace is None or self.workspace.nbytes < nbytes:
+            self.workspace = cupy.empty(nbytes, dtype=cupy.uint8)
+        return self.workspace.data.ptr
+
+    def poison_output(self, i: int = 0) -> None:
+        self.y[i].fill(POISON)
+
+
+def reference_output(problem: ConvProblem, operands: OperandSets):
+    """The float64 reference of set 0, on the GPU."""
+    import cupy
+
+    from autoconv.verify.reference import conv2d_reference
+
+    bias = operands.bias[0] if operands.bias is not None else None
+    return conv2d_reference(problem, operands.x[0], operands.w[0], bias, xp=cupy)
+
+
+def device_l2_bytes() -> int:
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
+    return int(props.get("l2CacheSize", 0)) or DEFAULT_L2_BYTES
+
+
+# ---- the search over plans -------------------------------------------------------------------
+
+def find_best_plan(problem: ConvProblem, mode: str = STRICT, *, inputs=None, seed: int = 0,
+                   samples: int = 7, operands: OperandSets | None = None, reference=None,
+                   workspace_limit: int | None = None, log=None) -> BaselineResult:
+    """cuDNN's fastest correct plan for ``problem`` in ``mode`` (see the module docstring).
+
+    Args:
+        inputs: host ``(x, w, bias)`` float32 arrays checked on; drawn with ``seed`` if None.
+        operands, reference: reuse buffer sets and the float64 reference of set 0 across
+            calls (both modes, autoconv's kernels); made here if None.
+        workspace_limit: leave out plans needing more scratch bytes than this.
+        log: optional ``callable(str)`` told about every plan.
+
+    Raises:
+        BackendUnavailable: no CuPy, GPU or cuDNN frontend.
+        CudnnUnsupported: no plan built and verified; the message lists every plan's fate.
+    """
+    import cupy
+
+    from autoconv.verify.reference import random_inputs
+
+    graph = CudnnGraph(problem, mode, workspace_limit=workspace_limit)
+    if operands is None:
+        if inputs is None:
+            inputs = random_inputs(problem, numpy.random.default_rng(seed))
+        operands = OperandSets(problem, inputs, l2_bytes=device_l2_bytes(), seed=seed + 1)
+    if reference is None:
+        reference = reference_output(problem, operands)
+    tolerance = TOLERANCES[mode]
+    declines = decline_errors(graph.cudnn)
+
+    outcomes: list[PlanOutcome] = []
+    timings: dict[int, Timing] = {}
+    errors: dict[int, float] = {}
+    for index in range(graph.plan_count):
+        name = _safe_name(graph, index)
+        try:
+            graph.build(index)
+            workspace_bytes = graph.workspace_bytes(index)
+        except declines as err:
+            outcomes.append(PlanOutcome(index, name, "not_built", reason=_one_line(err)))
+            continue
+        if workspace_limit is not None and workspace_bytes > workspace_limit:
+            outcomes.append(PlanOutcome(index, name, "not_built", workspace_bytes,
+                                        reason=f"needs {workspace_bytes} workspace bytes, over the "
+                                               f"limit of {workspace_limit}"))
+            continue
+        workspace = operands.workspace_ptr(workspace_bytes)
+        stream = cupy.cuda.get_current_stream()
+        operands.poison_output(0)
+        try:
+            graph.execute(index, operands.pointers(0), workspace, stream.ptr)
+            stream.synchronize()
+        except declines as err:
+            outcomes.append(PlanOutcome(index, name, "failed", workspace_bytes, reason=_one_line(err)))
+            continue
+        verdict = check_result(operands.y[0], reference, tolerance)
+        if not verdict.ok:
+            outcomes.append(PlanOutcome(index, name, "wrong_result", workspace_bytes,
+                                        error=verdict.error, reason=verdict.message))
+            if log:
+                log(f"  cuDNN {mode} plan {index} {name}: wrong result: {verdict.message}")
+            continue
+
+        def enqueue(i, index=index, workspace=workspace):
+            graph.execute(index, operands.pointers(i), workspace, cupy.cuda.get_current_stream().ptr)
+
+        timing = time_calls(enqueue, operands.count, samples=samples)
+        timings[index], errors[index] = timing, verdict.error
+        outcomes.append(PlanOutcome(index, name, "ok", workspace_bytes, error=verdict.error,
+                                    time_ms=timing.median_ms))
+        if log:
+            log(f"  cuDNN {mode} plan {index} {name}: {timing.median_ms:.4f} ms "
+                f"(error {verdict.error:.2e}, workspace {workspace_bytes} B, graph={timing.graph})")
+
+    if not timings:
+        fates = "\n  ".join(f"[{o.index}] {o.name}: {o.status} {o.reason}" for o in outcomes) or "no plans"
+        raise CudnnUnsupported(f"cuDNN ({mode}) has no working plan for {problem.shape_str()}:\n  {fates}")
+    best = min(timings, key=lambda i: timings[i].median_ms)
+    plan_name = _safe_name(graph, best)
+    engine_id, knobs = parse_plan_name(plan_name)
+    timing = timings[best]
+    return BaselineResult(
+        mode=mode, problem=problem, time_ms=timing.median_ms, tflops=timing.tflops(problem.flops),
+        plan_name=plan_name, plan_index=best, engine_id=engine_id, knobs=knobs,
+        workspace_bytes=next(o.workspace_bytes for o in outcomes if o.index == best),
+        plans_tried=graph.plan_count, error_vs_reference=errors[best], timing=timing,
+        plans=tuple(outcomes), cudnn_version=int(graph.cudnn.backend_version()))
+
+
+def parse_plan_name(name: str) -> tuple[int | None, dict[str, int]]:
+    """The engine id and knobs a cuDNN plan name spells: ``eng38_k2=1_k13=0`` is engine 38
+    with knob 2 = 1 and knob 13 = 0. The name is cuDNN's own identity of a plan (the
+    frontend's knob objects do not all have Python names), so autoconv keeps the name and
+    reads these off it. ``(None, {})`` for a name of another form."""
+    match = _PLAN_NAME.fullmatch(name)
+    if not match:
+        return None, {}
+    knobs = {f"k{k}": int(v) for k, v in _PLAN_KNOB.findall(match.group(2) or "")}
+    return int(match.group(1)), knobs
+
+
+_PLAN_NAME = re.compile(r"eng(\d+)((?:_k\d+=-?\d+)*)")
+_PLAN_KNOB = re.compile(r"_k(\d+)=(-?\d+)")
+
+
+def _safe_name(graph: CudnnGraph, index: int) -> str:
+    try:
+        return graph.plan_name(index)
+    except decline_errors(graph.cudnn) as err:
+        return f"plan{index} (unnamed: {_one_line(err)})"
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text[:300]}"
+
+
+# ---- one plan, for the runtime ---------------------------------------------------------------
+
+class CudnnConv:
+    """One cuDNN plan for one problem, built once, run on raw device pointers.
+
+    ``plan_name`` is the name :func:`find_best_plan` returned (stored in the cache as
+    ``baseline_plan``); the plan is found again among the heuristics' plans, which are
+    the same for the same problem, GPU and cuDNN version. When it is not there (another
+    cuDNN version), the first plan that builds is used and ``exact`` is False.
+
+    Usage::
+
+        conv = CudnnConv(problem, "strict", plan_name)
+        conv(x.data.ptr, w.data.ptr, y.data.ptr, bias_ptr)  # on CuPy's current stream
+    """
+
+    def __init__(self, problem: ConvProblem, mode: str = STRICT, plan_name: str | None = None):
+        self.problem = problem
+        self.mode = mode
+        self.graph = CudnnGraph(problem, mode)
+        declines = decline_errors(self.graph.cudnn)
+        names = [_safe_name(self.graph, i) for i in range(self.graph.plan_count)]
+        order = list(range(self.graph.plan_count))
+        if plan_name is not None and plan_name in names:
+            order.remove(names.index(plan_name))
+            order.insert(0, names.index(plan_name))
+        self.index = None
+        failures = []
+        for index in order:
+            try:
+                self.graph.build(index)
+            except declines as err:
+                failures.append(f"[{index}] {names[index]}: {_one_line(err)}")
+                continue
+            self.index = index
+            break
+        if self.index is None:
+            raise CudnnUnsupported(f"cuDNN ({mode}) can build no plan for {problem.shape_str()}:\n  "
+                                   + "\n  ".join(failures or ["no plans"]))
+        self.plan_name = names[self.index]
+        self.exact = plan_name is None or self.plan_name == plan_name
+        self.workspace_bytes = self.graph.workspace_bytes(self.index)
+        self._workspace = None  # allocated on the first call that brings none
+
+    @classmethod
+    def from_baseline_plan(cls, problem: ConvProblem, baseline_plan: str) -> "CudnnConv":
+        """Rebuild the plan a cache entry's ``baseline_plan`` JSON names (as written by
+        :meth:`BaselineResult.cache_baseline`)."""
+        try:
+            plan = json.loads(baseline_plan)
+            mode, name = plan["mode"], plan["plan_name"]
+        except (json.JSONDecodeError, TypeError, KeyError) as err:
+            raise AutoconvError(f"cached cuDNN plan {baseline_plan!r} is malformed ({err}); "
+                                f"run `autoconv bench` again to re-measure it") from None
+        return cls(problem, mode, name)
+
+    def __call__(self, x: int, w: int, y: int, bias: int | None = None, *,
+                 stream: int | None = None, workspace: int | None = None) -> None:
+        """Enqueue ``y = conv(x, w) [+ bias]`` on ``stream`` (CuPy's current stream if None).
+        Pointers are device addresses of dense NCHW / KCRS / NKPQ float32 tensors.
+        ``workspace`` points at :attr:`workspace_bytes` bytes of scratch; without it the
+        object's own scratch is used, so then do not run one instance on two streams at
+        once."""
+        import cupy
+
+        if self.problem.bias and bias is None:
+            raise AutoconvError(f"problem {self.problem.shape_str()} has a bias; pass its pointer")
+        buffers = {"x": x, "w": w, "y": y}
+        if self.problem.bias:
+            buffers["bias"] = bias
+        if stream is None:
+            stream = cupy.cuda.get_current_stream().ptr
+        if workspace is None:
+            if self.workspace_bytes and self._workspace is None:
+                self._workspace = cupy.empty(self.workspace_bytes, dtype=cupy.uint8)
+            workspace = self._workspace.data.ptr if self.workspace_bytes else 0
+        self.graph.execute(self.index, buffers, workspace, stream)
+
+    def forward(self, x, w, bias=None):
+        """Convenience for CuPy arrays: returns a new output array."""
+        import cupy
+
+        y = cupy.empty(self.problem.output_shape, dtype=cupy.float32)
+        self(x.data.ptr, w.data.ptr, y.data.ptr, None if bias is None else bias.data.ptr)
+        return y
+
+
+# ---- PyTorch, optional -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TorchResult:
+    time_ms: float
+    tflops: float
+    error_vs_reference: float
+    timing: Timing
+    torch_version: str
+
+
+def torch_unavailable_reason(problem: ConvProblem) -> str | None:
+    """Why the PyTorch column is empty for ``problem``, or None if it can be measured."""
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed"
+    if not torch.cuda.is_available():
+        return "PyTorch sees no CUDA device"
+    top, bottom, left, right = problem.padding
+    if top != bottom or left != right:
+        # F.conv2d pads symmetrically; an extra F.pad would time a second kernel.
+        return "asymmetric padding (torch.nn.functional.conv2d pads symmetrically)"
+    if problem.dtype != "float32" or problem.layout != "NCHW":
+        return f"{problem.dtype} {problem.layout}"
+    return None
+
+
+def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, samples: int = 7,
+               warmup: int = 2, target_ms: float = 4.0) -> TorchResult | None:
+    """``torch.nn.functional.conv2d`` on the same operands (``cudnn.benchmark`` on, TF32
+    off), checked against ``reference`` at :data:`STRICT_TOLERANCE`, then timed like
+    :func:`autoconv.gpu.timing.time_calls`: many calls over the rotating sets captured in one
+    CUDA graph (torch's own, so its allocator knows about the capture), warm-up replays,
+    median of ``samples`` replays. None when :func:`torch_unavailable_reason` says so.
+
+    Raises:
+        AutoconvError: torch's output disagrees with the reference.
+    """
+    if torch_unavailable_reason(problem) is not None:
+        return None
+    import torch
+    import torch.nn.functional as F
+
+    torch.backends.cudnn.enabled = True
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    import cupy
+
+    cupy.cuda.Device().synchronize()  # the operands were written on CuPy's streams
+
+    # Zero-copy views of the CuPy buffers (DLPack): torch runs on exactly the same data.
+    xs = [torch.from_dlpack(a) for a in operands.x]
+    ws = [torch.from_dlpack(a) for a in operands.w]
+    bs = [torch.from_dlpack(a) for a in operands.bias] if operands.bias is not None else None
+    kwargs = dict(stride=problem.stride, padding=(problem.padding[0], problem.padding[2]),
+                  dilation=problem.dilation)
+
+    def call(i):
+        return F.conv2d(xs[i], ws[i], bs[i] if bs is not None else None, **kwargs)
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for i in range(operands.count):  # cudnn.benchmark picks its algorithm here
+            out = call(i)
+            if i == 0:
+                checked = out
+        stream.synchronize()
+        verdict = check_result(cupy.from_dlpack(checked.detach()), reference, STRICT_TOLERANCE)
+        if not verdict.ok:
+            raise AutoconvError(f"torch.nn.functional.conv2d disagrees with the reference for "
+                                f"{problem.shape_str()}: {verdict.message}")
+        del out, checked
+
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record(stream)
+        call(0)
+        end.record(stream)
+        end.synchronize()
+        single_ms = start.elapsed_time(end)
+        calls = max(operands.count, min(int(target_ms / max(single_ms, 1e-3)), 2000))
+        calls = max(1, round(calls / operands.count)) * operands.count
+
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            for c in range(calls):
+                call(c % operands.count)  # outputs are freed at once: the graph's pool reuses them
+        for _ in range(warmup):
+            graph.replay()
+        per_call = []
+        for _ in range(samples):
+            start.record(stream)
+            graph.replay()
+            end.record(stream)
+            end.synchronize()
+            per_call.append(start.elapsed_time(end) / calls)
+    timing = Timing(median_ms=statistics.median(per_call), min_ms=min(per_call), max_ms=max(per_call),
+                    samples_ms=tuple(per_call), calls_per_sample=calls, graph=True)
+    return TorchResult(time_ms=timing.median_ms, tflops=timing.tflops(problem.flops),
+                       error_vs_reference=verdict.error, timing=timing, torch_version=torch.__version__)

@@ -1,0 +1,516 @@
+"""``autoconv bench``: every problem's cached winner against cuDNN, measured alike.
+
+For each problem of a config:
+
+1. the winner is read from the cache (tuned first where there is none, unless
+   ``--no-tune``, which makes a missing entry an error naming the problem);
+2. one set of operands is made: input/output buffer sets that together exceed twice the
+   L2 cache, set 0 from :func:`autoconv.verify.reference.random_inputs`, and the float64
+   reference of set 0;
+3. cuDNN's fastest strict-FP32 plan and its fastest TF32 plan are found
+   (:func:`autoconv.bench.baseline.find_best_plan`: every plan verified, then timed);
+4. autoconv's winner and both cuDNN plans are run once on poisoned outputs and checked
+   against the reference: no time is reported for an output that is wrong;
+5. in ``rounds`` rounds, autoconv, cuDNN strict, cuDNN TF32 and (if installed) PyTorch
+   are timed one after another with the same timer (:func:`autoconv.gpu.timing.time_calls`)
+   on the same buffers, the order rotating each round, so clock or thermal drift hits
+   every side alike; each side's time is the median over the rounds;
+6. cuDNN's strict time and plan go into the cache entry (``baseline_*``), so that
+   ``autoconv.conv2d`` can run cuDNN where cuDNN is faster.
+
+The per-family best times and the trials (for convergence plots) come from the Optuna
+study that found the winner. Results are written as JSON (:data:`autoconv.bench.report.SCHEMA_VERSION`)
+for ``autoconv report``, and a table is printed.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.bench.report import SCHEMA_VERSION, geomeans
+
+#: Where the measurement of one side of the comparison lives in a problem's entry.
+SIDES = ("autoconv", "cudnn_strict", "cudnn_tf32", "torch")
+
+
+# ---- the table ---------------------------------------------------------------------------------
+
+_COLUMNS = (
+    # (header, width, align)
+    ("layer", None, "<"), ("family", 14, "<"), ("autoconv ms", 11, ">"), ("TFLOP/s", 8, ">"),
+    ("% peak", 6, ">"), ("cuDNN ms", 9, ">"), ("speedup", 7, ">"), ("TF32 ms", 9, ">"),
+    ("torch ms", 9, ">"),
+)
+
+
+def format_table(results: Mapping[str, Any]) -> str:
+    """The bench table: one row per problem and a geometric-mean row; fixed-width columns.
+
+    Speedup is cuDNN strict-FP32 ms / autoconv ms (above 1: autoconv is faster).
+    """
+    problems = results["problems"]
+    means = results.get("geomean") or geomeans(problems)
+    peak = results.get("peak_tflops")
+
+    def ms(value):
+        return f"{value:.4f}" if _positive(value) else "-"
+
+    rows = []
+    for p in problems:
+        rows.append([p["name"], p.get("family") or "-", ms(p.get("autoconv_ms")),
+                     _fmt(p.get("autoconv_tflops"), ".2f"), _fmt(p.get("pct_of_peak"), ".1f"),
+                     ms(p.get("cudnn_strict_ms")), _fmt(p.get("speedup_vs_cudnn_strict"), ".2f", "x"),
+                     ms(p.get("cudnn_tf32_ms")), ms(p.get("torch_ms"))])
+    mean_tflops = means.get("autoconv_tflops")
+    rows.append(["geomean", "", "", _fmt(mean_tflops, ".2f"),
+                 _fmt(100 * mean_tflops / peak if _positive(mean_tflops) and _positive(peak) else None, ".1f"),
+                 "", _fmt(means.get("speedup_vs_cudnn_strict"), ".2f", "x"), "", ""])
+    widths = [max(len(c[0]), *(len(r[0]) for r in rows)) if c[1] is None else max(c[1], len(c[0]))
+              for c in _COLUMNS]
+    widths = [max(w, *(len(r[i]) for r in rows)) for i, w in enumerate(widths)]
+
+    def line(cells):
+        return "  ".join(f"{cell:{align}{width}}" for cell, width, (_, _, align) in zip(cells, widths, _COLUMNS))
+
+    header = line([c[0] for c in _COLUMNS])
+    rule = line(["-" * w for w in widths])
+    return "\n".join([header, rule] + [line(r) for r in rows[:-1]] + [rule, line(rows[-1])])
+
+
+def _positive(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def _fmt(value, spec: str, suffix: str = "") -> str:
+    return format(value, spec) + suffix if _positive(value) else "-"
+
+
+# ---- the environment -----------------------------------------------------------------------------
+
+def collect_environment(command: str) -> dict[str, Any]:
+    """What the numbers depend on: GPU, driver, CUDA, cuDNN, libraries, autoconv and its
+    commit, the date and the command. Needs CuPy; every other entry is None when its
+    library is absent."""
+    import cupy
+
+    from autoconv import __version__
+
+    runtime = cupy.cuda.runtime
+    device = runtime.getDevice()
+    props = runtime.getDeviceProperties(device)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    env: dict[str, Any] = {
+        "gpu": name,
+        "compute_capability": f"{props['major']}.{props['minor']}",
+        "sm_count": int(props["multiProcessorCount"]),
+        "l2_bytes": int(props.get("l2CacheSize", 0)),
+        "driver": _driver_version() or _cuda_version(runtime.driverGetVersion()),
+        "cuda_driver_api": _cuda_version(runtime.driverGetVersion()),
+        "cuda_runtime": _cuda_version(runtime.runtimeGetVersion()),
+        "cudnn": None, "cudnn_frontend": None,
+        "cupy": cupy.__version__,
+        "torch": None,
+        "python": platform.python_version(),
+        "autoconv": __version__,
+        "git_commit": None, "git_dirty": None,
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+    }
+    try:
+        from autoconv.bench.baseline import cudnn_versions
+        versions = cudnn_versions()
+        backend = versions["cudnn"]
+        env["cudnn"] = f"{backend // 10000}.{backend % 10000 // 100}.{backend % 100}"
+        env["cudnn_frontend"] = versions["cudnn_frontend"]
+    except BackendUnavailable:
+        pass
+    try:
+        import torch
+        env["torch"] = torch.__version__
+    except ImportError:
+        pass
+    env["git_commit"], env["git_dirty"] = _git_state()
+    return env
+
+
+def _cuda_version(number: int) -> str:
+    """CUDA's version integers are 1000 * major + 10 * minor: 13000 -> "13.0 (13000)"."""
+    return f"{number // 1000}.{number % 1000 // 10} ({number})"
+
+
+def _driver_version() -> str | None:
+    """The kernel driver's version string, e.g. 580.159.04, from nvidia-smi if present."""
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = done.stdout.strip().splitlines()
+    return first[0].strip() if first else None
+
+
+def _git_state() -> tuple[str | None, bool | None]:
+    """The commit autoconv runs from and whether its tree has uncommitted changes, when it
+    runs from a git checkout; else ``$AUTOCONV_GIT_COMMIT`` (for a copy of the tree without
+    its .git, e.g. on a remote GPU machine) with the dirty flag unknown."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=20, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("AUTOCONV_GIT_COMMIT") or None, None
+    return commit or None, bool(status.strip())
+
+
+# ---- the command ---------------------------------------------------------------------------------
+
+def bench_command(config_path: str, *, tune: bool = True, out: str | None = None, rounds: int = 3,
+                  samples: int = 7, torch: bool = True, argv: Sequence[str] | None = None) -> int:
+    """``autoconv bench CONFIG``: measure, write the results JSON, print the table."""
+    from autoconv.problems.config import load_config
+
+    if rounds < 1 or samples < 1:
+        raise AutoconvError(f"--rounds and --samples must be >= 1 (got {rounds} and {samples})")
+    config = load_config(config_path)
+    command = "autoconv " + shlex.join(argv if argv is not None else ["bench", config_path])
+    results = run_bench(config, tune=tune, rounds=rounds, samples=samples, torch=torch,
+                        command=command, log=print)
+    path = Path(out) if out else Path(config.results) / "results.json"
+    write_results(results, path)
+    print()
+    print(format_table(results))
+    print(f"\nwrote {path}; the report: autoconv report --results {path}")
+    return 0
+
+
+def write_results(results: Mapping[str, Any], path: str | os.PathLike) -> None:
+    """Write the results JSON atomically (a reader never sees half a file)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(results, indent=2) + "\n")
+    os.replace(temporary, target)
+
+
+def run_bench(config, *, tune: bool = True, rounds: int = 3, samples: int = 7, torch: bool = True,
+              command: str = "autoconv bench", log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Measure every problem of ``config`` (a :class:`autoconv.problems.config.TuneConfig`); returns
+    the results dict (schema :data:`autoconv.bench.report.SCHEMA_VERSION`).
+
+    Raises:
+        BackendUnavailable: no CuPy, GPU or cuDNN frontend.
+        AutoconvError: ``tune`` is False and a problem has no cached winner (all such
+            problems are named); tuning found no winner; a winner or cuDNN computes a
+            wrong result.
+    """
+    from autoconv.bench.baseline import import_cudnn
+    from autoconv.gpu.device import require_cupy
+    from autoconv.bench.peak import measure_fp32_peak
+
+    cupy = require_cupy()
+    import_cudnn()  # fail before any tuning if the baseline cannot run
+    side = AutoconvSide(config)
+    try:
+        missing = [item for item in config.problems if side.cached(item.problem) is None]
+        tuning_seconds = None
+        if missing and not tune:
+            names = ", ".join(f"{item.name} ({item.problem.spec()})" for item in missing)
+            raise AutoconvError(f"no cached winner for {len(missing)} problem(s): {names}; run "
+                                f"`autoconv tune {config.origin}` first, or drop --no-tune")
+        if missing:
+            log(f"tuning {len(missing)} problem(s) without a cached winner first")
+            started = time.monotonic()
+            side.tune(missing, log)
+            tuning_seconds = time.monotonic() - started
+
+        cupy.cuda.Device(config.device).use()
+        peak = measure_fp32_peak()
+        log(f"measured FP32 FMA peak: {peak.tflops:.2f} TFLOP/s")
+        problems = []
+        for item in config.problems:
+            log(f"{item.name}: {item.problem.shape_str()}")
+            problems.append(measure_problem(item, side, peak_tflops=peak.tflops, rounds=rounds,
+                                            samples=samples, torch=torch, seed=config.seed, log=log))
+    finally:
+        side.close()
+
+    results = {
+        "schema": SCHEMA_VERSION,
+        "environment": collect_environment(command),
+        "peak_tflops": peak.tflops,
+        "method": {"rounds": rounds, "samples": samples, "timer": "autoconv.gpu.timing.time_calls",
+                   "operand_sets": "together > 2x L2", "seed": config.seed,
+                   "workspace_limit_bytes": config.workspace_limit_bytes},
+        "tuning_seconds": tuning_seconds,
+        "problems": problems,
+    }
+    results["geomean"] = geomeans(problems)
+    return results
+
+
+# ---- autoconv's side -----------------------------------------------------------------------------
+
+class AutoconvSide:
+    """autoconv's half of the comparison, through the tuner's own modules: the winners'
+    cache (keyed by this GPU's identity), tuning, the Optuna studies, and a winner
+    compiled and loaded in this process (the way :func:`autoconv.conv2d` runs it)."""
+
+    def __init__(self, config):
+        from autoconv.cache.winners import WinnerCache
+        from autoconv.gpu.device import read_device
+
+        self.config = config
+        self.device, self.identity = read_device(config.device)
+        self.cache = WinnerCache(config.cache)
+
+    def key(self, problem):
+        from autoconv.cache.winners import CacheKey
+        return CacheKey.for_problem(self.identity, problem)
+
+    def cached(self, problem):
+        """The cache entry for ``problem`` on this GPU with these templates, or None."""
+        return self.cache.get(self.key(problem))
+
+    def tune(self, items: Sequence, log: Callable[[str], None]) -> None:
+        """Tune ``items`` (NamedProblems) with the config's families, budget and storage;
+        winners go into the cache.
+
+        Raises:
+            AutoconvError: naming every problem for which no candidate passed.
+        """
+        from autoconv.gpu import CupyBackend
+        from autoconv.search.tuner import Reporter, Tuner
+
+        class LogReporter(Reporter):
+            def problem_finished(self, outcome) -> None:
+                found = (f"{outcome.family} {outcome.time_ms:.4f} ms" if outcome.time_ms is not None
+                         else "no winner")
+                log(f"  tuned {outcome.name}: {found} ({outcome.trials_run} trials, {outcome.stop_reason})")
+
+        config = self.config
+        with CupyBackend(config.device, seed=config.seed) as backend:
+            tuner = Tuner(backend, storage=config.storage, families=config.families, budget=config.budget,
+                          seed=config.seed, workspace_limit=config.workspace_limit_bytes, cache=self.cache,
+                          reporter=LogReporter())
+            outcomes = tuner.tune(list(items))
+        lost = [o for o in outcomes if o.time_ms is None]
+        if lost:
+            raise AutoconvError("tuning found no working kernel for "
+                                + "; ".join(f"{o.name}: {o.message or o.stop_reason}" for o in lost))
+
+    def load(self, problem, entry) -> "LoadedWinner":
+        """The cached winner compiled (NVRTC) and loaded here.
+
+        Raises:
+            AutoconvError: it no longer renders, compiles or fits the device (the message
+                says how to recover: clear the entry and tune again).
+        """
+        from autoconv.kernels.families import get_family
+        from autoconv.gpu.compiler import compile_source
+        from autoconv.gpu.kernels import LoadedPlan
+
+        recover = "; clear the cache (`autoconv cache clear`) and tune again"
+        plan = get_family(entry.family).plan(problem, entry.config, self.device,
+                                             self.config.workspace_limit_bytes)
+        if plan.name != entry.kernel_name:
+            raise AutoconvError(f"the cached winner {entry.kernel_name} renders as {plan.name} now{recover}")
+        compiled = compile_source(plan.source, self.device.arch, plan.name)
+        if not compiled.ok:
+            raise AutoconvError(f"the cached winner {plan.name} no longer compiles:\n{compiled.reason()}{recover}")
+        loaded = LoadedPlan(plan, compiled.cubin)
+        trouble = loaded.resource_problem(self.device)
+        if trouble is not None:
+            raise AutoconvError(f"the cached winner {plan.name} cannot run here: {trouble[1]}{recover}")
+        return LoadedWinner(plan, loaded)
+
+    def store_baseline(self, problem, fields: Mapping[str, Any]) -> bool:
+        """cuDNN's time and plan into the problem's cache entry (``baseline_*``)."""
+        return self.cache.set_baseline(self.key(problem), **fields)
+
+    def history(self, entry) -> "StudyHistory":
+        """Per-family best times and the evaluated trials of the study that found ``entry``
+        (empty when the study is not in the config's storage, e.g. an imported cache)."""
+        import optuna
+
+        from autoconv.search.tuner import make_storage
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        try:
+            study = optuna.load_study(study_name=entry.study_name, storage=make_storage(self.config.storage))
+        except KeyError:  # Optuna's answer for an unknown study name
+            return StudyHistory({}, [], f"study {entry.study_name!r} is not in {self.config.storage}")
+        return StudyHistory.of(study)
+
+    def close(self) -> None:
+        self.cache.close()
+
+
+class LoadedWinner:
+    """A cached winner ready to run: ``enqueue(buffers)`` puts its launches on CuPy's
+    current stream; ``buffers`` maps x, w, bias, y to CuPy arrays. Its workspace (if
+    any) belongs to it."""
+
+    def __init__(self, plan, loaded):
+        import cupy
+
+        self.plan = plan
+        self.loaded = loaded
+        self.workspace_bytes = plan.workspace_bytes
+        self.workspace = (cupy.empty(plan.workspace_elements, dtype=cupy.float32)
+                          if plan.workspace_bytes > 0 else None)
+
+    def enqueue(self, buffers: Mapping[str, Any]) -> None:
+        if self.workspace is not None:
+            buffers = {**buffers, "workspace": self.workspace}
+        self.loaded.launch(buffers)
+
+    def poison_workspace(self) -> None:
+        from autoconv.verify.compare import POISON
+
+        if self.workspace is not None:
+            self.workspace.fill(POISON)
+
+
+class StudyHistory:
+    """What a study says about one problem: each family's best verified time (ms), the
+    evaluated trials in evaluation order (``number`` counts evaluated candidates only;
+    proposals the tuner repaired or skipped are not candidates), and a note."""
+
+    def __init__(self, family_best_ms: dict[str, float], trials: list[dict[str, Any]], note: str = ""):
+        self.family_best_ms = family_best_ms
+        self.trials = trials
+        self.note = note
+
+    @classmethod
+    def of(cls, study) -> "StudyHistory":
+        """From a study the tuner wrote: its trials with an evaluation status
+        (:data:`autoconv.search.tuner.EVALUATED`); the value of a COMPLETE trial is its time in ms."""
+        from optuna.trial import TrialState
+
+        from autoconv.search.tuner import EVALUATED
+
+        best: dict[str, float] = {}
+        trials = []
+        for trial in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
+            family = trial.params.get("family")
+            status = trial.user_attrs.get("status")
+            if family is None or status not in EVALUATED:
+                continue
+            ok = trial.state == TrialState.COMPLETE and trial.value is not None
+            details = trial.user_attrs.get("details") or {}
+            trials.append({"number": len(trials), "optuna_number": trial.number, "family": family,
+                           "value_ms": trial.value if ok else None,
+                           "state": "COMPLETE" if ok else str(status),
+                           "kernel": details.get("kernel_name") if isinstance(details, dict) else None})
+            if ok:
+                best[family] = min(best.get(family, math.inf), trial.value)
+        return cls(best, trials)
+
+
+# ---- one problem ---------------------------------------------------------------------------------
+
+def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int, samples: int,
+                    torch: bool, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """One problem's entry of the results (see the module docstring, steps 2-6)."""
+    import cupy
+    import numpy
+
+    from autoconv.bench.baseline import (STRICT, TF32, TOLERANCES, CudnnConv, OperandSets,
+                                   cudnn_versions, find_best_plan, reference_output, time_torch,
+                                   torch_unavailable_reason)
+    from autoconv.verify.reference import random_inputs
+    from autoconv.gpu.timing import time_calls
+    from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
+
+    problem = item.problem
+    entry = side.cached(problem)
+    inputs = random_inputs(problem, numpy.random.default_rng(seed))
+    operands = OperandSets(problem, inputs, l2_bytes=side.device.l2_bytes, seed=seed + 1)
+    reference = reference_output(problem, operands)
+
+    baselines = {mode: find_best_plan(problem, mode, operands=operands, reference=reference, samples=samples,
+                                      workspace_limit=side.config.workspace_limit_bytes)
+                 for mode in (STRICT, TF32)}
+    for mode, found in baselines.items():
+        log(f"  cuDNN {mode}: {found.time_ms:.4f} ms, plan {found.plan_name} "
+            f"({found.plans_ok} of {found.plans_tried} plans ran and verified)")
+
+    # Every side as enqueue(i): one call on operand set i, on CuPy's current stream.
+    winner = side.load(problem, entry)
+    convs = {mode: CudnnConv(problem, mode, baselines[mode].plan_name) for mode in (STRICT, TF32)}
+    enqueues: dict[str, Callable[[int], None]] = {"autoconv": lambda i: winner.enqueue(operands.arrays(i))}
+    for mode, conv in convs.items():
+        enqueues[f"cudnn_{mode}"] = lambda i, conv=conv: conv(**operands.pointers(i))
+
+    # No time without a verified output: each side once on poisoned output, vs float64.
+    tolerances = {"autoconv": FLOAT32_TOLERANCE, "cudnn_strict": TOLERANCES[STRICT],
+                  "cudnn_tf32": TOLERANCES[TF32]}
+    errors: dict[str, float] = {}
+    for name, enqueue in enqueues.items():
+        operands.poison_output(0)
+        winner.poison_workspace()
+        enqueue(0)
+        cupy.cuda.get_current_stream().synchronize()
+        verdict = check_result(operands.y[0], reference, tolerances[name])
+        if not verdict.ok:
+            raise AutoconvError(f"{item.name}: {name.replace('_', ' ')} computes a wrong result "
+                                f"({verdict.message}); no times are reported for this problem"
+                                + ("; clear the cache (`autoconv cache clear`) and tune again"
+                                   if name == "autoconv" else ""))
+        errors[name] = verdict.error
+
+    torch_note = torch_unavailable_reason(problem) if torch else "left out (--no-torch)"
+    per_round: dict[str, list[float]] = {name: [] for name in enqueues}
+    if torch_note is None:
+        per_round["torch"] = []
+    order = list(per_round)
+    for r in range(rounds):
+        shift = r % len(order)  # rotate who goes first, so no side always follows the same one
+        for name in order[shift:] + order[:shift]:
+            if name == "torch":
+                measured = time_torch(problem, operands, reference, samples=samples)
+                per_round[name].append(measured.time_ms)
+                errors["torch"] = measured.error_vs_reference
+            else:
+                per_round[name].append(time_calls(enqueues[name], operands.count, samples=samples).median_ms)
+    times = {name: statistics.median(values) for name, values in per_round.items()}
+    spread = {name: (max(values) - min(values)) / statistics.median(values)
+              for name, values in per_round.items()}
+    log("  " + ", ".join(f"{name} {ms:.4f} ms" for name, ms in times.items()))
+
+    strict_ms, autoconv_ms = times["cudnn_strict"], times["autoconv"]
+    strict_tflops = problem.flops / (strict_ms * 1e-3) / 1e12
+    fields = baselines[STRICT].cache_baseline(cudnn_versions()["cudnn_frontend"])
+    side.store_baseline(problem, {**fields, "time_ms": strict_ms, "tflops": strict_tflops})
+
+    tflops = problem.flops / (autoconv_ms * 1e-3) / 1e12
+    history = side.history(entry)
+    return {
+        "name": item.name, "count": item.count, "spec": problem.spec(), "shape": problem.shape_str(),
+        "gflop": problem.flops / 1e9, "family": entry.family, "params": dict(entry.config),
+        "kernel": entry.kernel_name,
+        "autoconv_ms": autoconv_ms, "autoconv_tflops": tflops, "pct_of_peak": 100 * tflops / peak_tflops,
+        "autoconv_tuning_ms": entry.time_ms,
+        "cudnn_strict_ms": strict_ms, "cudnn_strict_plan": baselines[STRICT].plan_name,
+        "cudnn_strict_tflops": strict_tflops,
+        "cudnn_strict_plans": f"{baselines[STRICT].plans_ok} of {baselines[STRICT].plans_tried} verified",
+        "cudnn_tf32_ms": times["cudnn_tf32"], "cudnn_tf32_plan": baselines[TF32].plan_name,
+        "torch_ms": times.get("torch"), "torch_note": torch_note,
+        "speedup_vs_cudnn_strict": strict_ms / autoconv_ms,
+        "errors_vs_reference": errors, "round_spread": spread,
+        "family_best_ms": history.family_best_ms, "study_note": history.note,
+        "workspace_bytes": winner.workspace_bytes, "trials": history.trials,
+    }

@@ -1,0 +1,497 @@
+"""A report folder from a results JSON written by ``autoconv bench``.
+
+``write_report(results, out_dir)`` writes
+
+- ``report.md``: per layer shape, winning family and its key parameters, time, TFLOP/s,
+  % of the measured FP32 peak, cuDNN strict-FP32 time and the speedup over it, cuDNN
+  TF32 and PyTorch times; the best time of every kernel family next to cuDNN's; the
+  geometric means; the environment and the command that measured the numbers;
+- ``results.csv`` and ``results.json``: the same numbers, machine-readable;
+- PNG plots (matplotlib, Agg backend): ``speedup.png`` (speedup over cuDNN per layer),
+  ``tflops.png`` (TFLOP/s per layer against the measured peak), ``convergence.png``
+  (best time vs trial, per layer) and ``families.png`` (best time per kernel family and
+  cuDNN, per layer).
+
+Nothing here measures anything: every number comes from the results file, and the
+geometric means are recomputed from the per-layer numbers so that they always agree.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.gpu.timing import geometric_mean
+
+#: Version of the results JSON layout this module reads and ``autoconv bench`` writes.
+SCHEMA_VERSION = 1
+
+#: Problem fields every results file has (``None`` where not measured, e.g. torch_ms).
+PROBLEM_FIELDS = (
+    "name", "count", "spec", "shape", "gflop", "family", "params", "autoconv_ms",
+    "autoconv_tflops", "pct_of_peak", "cudnn_strict_ms", "cudnn_strict_plan", "cudnn_tf32_ms",
+    "torch_ms", "speedup_vs_cudnn_strict", "family_best_ms", "workspace_bytes", "trials",
+)
+
+#: Environment entries, in the order the report lists them, with their labels.
+ENVIRONMENT_LABELS = (
+    ("gpu", "GPU"), ("compute_capability", "compute capability"), ("sm_count", "SMs"),
+    ("driver", "driver"), ("cuda_runtime", "CUDA runtime"), ("cudnn", "cuDNN"),
+    ("cudnn_frontend", "cuDNN frontend"), ("cupy", "CuPy"), ("torch", "PyTorch"),
+    ("python", "Python"), ("autoconv", "autoconv"), ("git_commit", "git commit"),
+    ("date", "date (UTC)"), ("command", "command"),
+)
+
+PLOTS = ("speedup.png", "tflops.png", "convergence.png", "families.png")
+
+MATPLOTLIB_HINT = ("the plots need matplotlib: pip install 'autoconv[report]' (or pip install "
+                   "matplotlib); or pass --no-plots to write only report.md, results.csv and "
+                   "results.json")
+
+
+class ReportError(AutoconvError):
+    """A results file cannot be read or is not one ``autoconv bench`` wrote."""
+
+
+# ---- reading -----------------------------------------------------------------------------------
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Read and check a results JSON.
+
+    Raises:
+        ReportError: missing file, invalid JSON, another schema version, or a problem
+            entry without the fields a report needs (naming the entry and the fields).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such results file; write one with `autoconv bench CONFIG "
+                          f"--out {path}`") from None
+    try:
+        results = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ReportError(f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg})") from None
+    check_results(results, str(path))
+    return results
+
+
+def check_results(results: Any, where: str = "results") -> None:
+    """Raise :class:`ReportError` unless ``results`` has the layout of :data:`SCHEMA_VERSION`."""
+    if not isinstance(results, dict):
+        raise ReportError(f"{where}: expected a JSON object at the top level")
+    schema = results.get("schema")
+    if schema != SCHEMA_VERSION:
+        raise ReportError(f"{where}: schema {schema!r}; this autoconv reads schema {SCHEMA_VERSION} "
+                          f"(re-run `autoconv bench` to write a current file)")
+    for key in ("environment", "problems"):
+        if key not in results:
+            raise ReportError(f"{where}: missing {key!r}")
+    if not isinstance(results["problems"], list) or not results["problems"]:
+        raise ReportError(f"{where}: 'problems' must be a non-empty list")
+    for i, problem in enumerate(results["problems"]):
+        missing = [f for f in PROBLEM_FIELDS if f not in problem]
+        if missing:
+            label = problem.get("name", f"#{i}") if isinstance(problem, dict) else f"#{i}"
+            raise ReportError(f"{where}: problem {label} lacks {', '.join(missing)}")
+
+
+# ---- numbers -----------------------------------------------------------------------------------
+
+def geomeans(problems: Sequence[Mapping[str, Any]]) -> dict[str, float | int | None]:
+    """Geometric means over the layers that have both numbers (unweighted: each distinct
+    layer counts once), and the count-weighted total time of both sides.
+
+    ``speedup_vs_cudnn_strict`` is the geometric mean of cuDNN strict ms / autoconv ms.
+    """
+    paired = [p for p in problems if _positive(p.get("autoconv_ms")) and _positive(p.get("cudnn_strict_ms"))]
+    speedups = [p["cudnn_strict_ms"] / p["autoconv_ms"] for p in paired]
+    totals = {"autoconv": None, "cudnn_strict": None}
+    if paired:
+        totals = {side: sum(p[f"{side}_ms"] * (p.get("count") or 1) for p in paired)
+                  for side in ("autoconv", "cudnn_strict")}
+    return {
+        "speedup_vs_cudnn_strict": _finite_or_none(geometric_mean(speedups)),
+        "autoconv_tflops": _finite_or_none(geometric_mean(
+            [p["autoconv_tflops"] for p in problems if _positive(p.get("autoconv_tflops"))])),
+        "cudnn_strict_tflops": _finite_or_none(geometric_mean(
+            [_tflops(p["gflop"], p["cudnn_strict_ms"]) for p in paired])),
+        "layers": len(paired),
+        "layers_autoconv_faster": sum(1 for s in speedups if s > 1.0),
+        "total_autoconv_ms": totals["autoconv"],
+        "total_cudnn_strict_ms": totals["cudnn_strict"],
+    }
+
+
+def _tflops(gflop: float, ms: float) -> float:
+    return gflop / ms  # GFLOP / ms = TFLOP / s
+
+
+def _positive(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def families_in(problems: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Every family with a best time for some layer, in first-seen order."""
+    seen: dict[str, None] = {}
+    for problem in problems:
+        for family in problem.get("family_best_ms") or {}:
+            seen.setdefault(family, None)
+    return list(seen)
+
+
+def convergence(trials: Iterable[Mapping[str, Any]]) -> tuple[list[int], list[float]]:
+    """(trial numbers, best time so far) over the completed trials, in trial order."""
+    numbers, best = [], []
+    current = math.inf
+    for trial in sorted(trials, key=lambda t: t["number"]):
+        value = trial.get("value_ms")
+        if str(trial.get("state", "")).upper() != "COMPLETE" or not _positive(value):
+            continue
+        current = min(current, value)
+        numbers.append(trial["number"])
+        best.append(current)
+    return numbers, best
+
+
+def format_params(params: Mapping[str, Any] | None, limit: int = 8) -> str:
+    """``BM=128 BN=64 ...``: the first ``limit`` parameters, in the family's order."""
+    if not params:
+        return ""
+    items = [f"{k}={v}" for k, v in params.items()]
+    return " ".join(items[:limit]) + (" ..." if len(items) > limit else "")
+
+
+def _ms(value, digits: int = 4) -> str:
+    return f"{value:.{digits}f}" if _positive(value) else "–"
+
+
+def _num(value, fmt: str) -> str:
+    return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else "–"
+
+
+# ---- the command ---------------------------------------------------------------------------------
+
+def report_command(results_path: str, out_dir: str | None = None, *, plots: bool = True,
+                   argv: Sequence[str] | None = None) -> int:
+    """``autoconv report``: read ``results_path``, write the folder (by default the one the
+    results file is in), list what was written."""
+    import shlex
+
+    results = load_results(results_path)
+    out_dir = out_dir or str(Path(results_path).parent)
+    command = "autoconv " + shlex.join(argv) if argv else None
+    written = write_report(results, out_dir, plots=plots, results_path=results_path, command=command)
+    means = geomeans(results["problems"])
+    print(f"wrote {len(written)} files to {out_dir}/: " + ", ".join(p.name for p in written))
+    if means["speedup_vs_cudnn_strict"] is not None:
+        print(f"geometric-mean speedup over cuDNN strict FP32: {means['speedup_vs_cudnn_strict']:.3f}x "
+              f"over {means['layers']} layers")
+    return 0
+
+
+# ---- writing -----------------------------------------------------------------------------------
+
+def write_report(results: Mapping[str, Any], out_dir: str | Path, *, plots: bool = True,
+                 results_path: str | None = None, command: str | None = None) -> list[Path]:
+    """Write the report folder (see the module docstring); returns the paths written.
+
+    Args:
+        results_path, command: where the numbers were read from and the ``autoconv report``
+            command line, both named in ``report.md``.
+
+    Raises:
+        ReportError: ``results`` is not a schema-1 results dict.
+        BackendUnavailable: ``plots`` and matplotlib cannot be imported.
+    """
+    check_results(results)
+    results = dict(results)
+    results["geomean"] = geomeans(results["problems"])
+    out = Path(out_dir)
+    pyplot = _pyplot() if plots else None  # fail before writing anything
+    out.mkdir(parents=True, exist_ok=True)
+
+    plot_paths: list[Path] = []
+    if pyplot is not None:
+        for name, draw in (("speedup.png", plot_speedup), ("tflops.png", plot_tflops),
+                           ("convergence.png", plot_convergence), ("families.png", plot_families)):
+            figure = draw(pyplot, results)
+            if figure is None:  # nothing to draw (no trials, no family times)
+                continue
+            figure.savefig(out / name, dpi=120, bbox_inches="tight")
+            pyplot.close(figure)
+            plot_paths.append(out / name)
+
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / "results.csv").write_text(results_csv(results))
+    (out / "report.md").write_text(report_markdown(results, [p.name for p in plot_paths],
+                                                   results_path=results_path, command=command))
+    written = [out / "report.md", out / "results.csv", out / "results.json"] + plot_paths
+    return written
+
+
+def results_csv(results: Mapping[str, Any]) -> str:
+    """One row per layer; ``family_best_ms`` becomes one ``best_ms_<family>`` column each."""
+    families = families_in(results["problems"])
+    scalar = [f for f in PROBLEM_FIELDS if f not in ("params", "family_best_ms", "trials")]
+    header = scalar + ["params"] + [f"best_ms_{f}" for f in families]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for problem in results["problems"]:
+        best = problem.get("family_best_ms") or {}
+        writer.writerow([_csv_value(problem.get(f)) for f in scalar]
+                        + [json.dumps(problem.get("params") or {}, sort_keys=False)]
+                        + [_csv_value(best.get(f)) for f in families])
+    return buffer.getvalue()
+
+
+def _csv_value(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _uses_tensor_cores(family_name) -> bool:
+    from autoconv.kernels.families import FAMILY_NAMES, get_family
+
+    return family_name in FAMILY_NAMES and get_family(family_name).tensor_cores
+
+
+def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), *,
+                    results_path: str | None = None, command: str | None = None) -> str:
+    env = results.get("environment") or {}
+    problems = results["problems"]
+    means = results.get("geomean") or geomeans(problems)
+    peak = results.get("peak_tflops")
+    gpu = env.get("gpu") or "unknown GPU"
+    lines = [f"# autoconv vs cuDNN on {gpu}", ""]
+    measured_by = env.get("command") or "(command not recorded)"
+    lines += [f"Numbers measured by `{measured_by}` on {env.get('date') or '(date not recorded)'}"
+              + (f"; report written by `{command}`" if command else "")
+              + (f" from `{results_path}`" if results_path else "") + ".", ""]
+
+    lines += ["## Summary", ""]
+    speedup = means.get("speedup_vs_cudnn_strict")
+    lines.append(f"- Geometric-mean speedup over cuDNN strict FP32: **{_num(speedup, '.3f')}x** over "
+                 f"{means.get('layers', 0)} layers (autoconv faster on {means.get('layers_autoconv_faster', 0)}).")
+    lines.append(f"- Geometric-mean TFLOP/s: autoconv {_num(means.get('autoconv_tflops'), '.2f')}, "
+                 f"cuDNN strict FP32 {_num(means.get('cudnn_strict_tflops'), '.2f')}.")
+    if means.get("total_autoconv_ms") is not None:
+        lines.append(f"- All layers, each times its count: autoconv {_ms(means['total_autoconv_ms'], 3)} ms, "
+                     f"cuDNN strict {_ms(means['total_cudnn_strict_ms'], 3)} ms.")
+    lines.append(f"- Measured FP32 FMA peak: {_num(peak, '.2f')} TFLOP/s (FLOPs count a multiply-add as 2).")
+    on_tensor_cores = sorted({p["family"] for p in problems if _uses_tensor_cores(p.get("family"))})
+    if on_tensor_cores:
+        lines.append(f"- {', '.join(on_tensor_cores)} multiply on TF32 tensor cores at float32 accuracy (each "
+                     "operand split into two TF32 parts, three tensor-core products per multiply-add, "
+                     "checked against a float64 reference like every kernel): TFLOP/s count the "
+                     "convolution's multiply-adds, so these can exceed the FP32 FMA peak.")
+    if results.get("tuning_seconds") is not None:
+        lines.append(f"- Tuning time: {results['tuning_seconds']:.0f} s.")
+    lines.append("")
+
+    lines += ["## Per layer", "",
+              "Speedup = cuDNN strict ms / autoconv ms; above 1 autoconv is faster. "
+              "cuDNN's best plan is recorded in the winners' cache; where it is faster, "
+              "`autoconv.conv2d` runs it.", "",
+              "| layer | count | shape (NxCxHxW * KxRxS) | GFLOP | family | key params | autoconv ms "
+              "| TFLOP/s | % of FP32 peak | cuDNN strict ms | speedup | cuDNN TF32 ms | PyTorch ms |",
+              "|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for p in problems:
+        lines.append(
+            f"| {p['name']} | {p.get('count') or 1} | `{p['shape']}` | {_num(p['gflop'], '.3f')} "
+            f"| {p.get('family') or '–'} | {format_params(p.get('params'))} | {_ms(p['autoconv_ms'])} "
+            f"| {_num(p['autoconv_tflops'], '.2f')} | {_num(p['pct_of_peak'], '.1f')} "
+            f"| {_ms(p['cudnn_strict_ms'])} | {_num(p['speedup_vs_cudnn_strict'], '.3f')} "
+            f"| {_ms(p['cudnn_tf32_ms'])} | {_ms(p['torch_ms'])} |")
+    lines += ["", f"Geometric mean speedup: {_num(speedup, '.3f')}x.", ""]
+
+    families = families_in(problems)
+    if families:
+        lines += ["## Best time per kernel family (ms)", "",
+                  "The fastest verified configuration of each family found by tuning, next to "
+                  "cuDNN's fastest strict-FP32 plan.", "",
+                  "| layer | " + " | ".join(families) + " | cuDNN strict | cuDNN strict plan |",
+                  "|---|" + "---:|" * len(families) + "---:|---|"]
+        for p in problems:
+            best = p.get("family_best_ms") or {}
+            lines.append(f"| {p['name']} | " + " | ".join(_ms(best.get(f)) for f in families)
+                         + f" | {_ms(p['cudnn_strict_ms'])} | `{p.get('cudnn_strict_plan') or '–'}` |")
+        lines.append("")
+
+    if plot_files:
+        lines += ["## Plots", ""]
+        captions = {"speedup.png": "Speedup over cuDNN strict FP32 per layer",
+                    "tflops.png": "TFLOP/s per layer against the measured FP32 peak",
+                    "convergence.png": "Tuning convergence: best time so far vs trial",
+                    "families.png": "Best time per kernel family and cuDNN, per layer"}
+        for name in plot_files:
+            lines += [f"![{captions.get(name, name)}]({name})", ""]
+
+    lines += ["## Environment", "", "| | |", "|---|---|"]
+    for key, label in ENVIRONMENT_LABELS:
+        value = env.get(key)
+        if key == "command" and value:
+            value = f"`{value}`"
+        lines.append(f"| {label} | {value if value not in (None, '') else '–'} |")
+    lines.append("")
+
+    method = results.get("method") or {}
+    lines += ["## How the numbers were measured", "",
+              "- Both sides through one timer (`autoconv.gpu.timing.time_calls`): many calls captured in a "
+              "CUDA graph, rotating over input/output sets that together exceed twice the L2 cache, "
+              "warm-up replays, then the median of the timed replays divided by the calls per replay.",
+              "- cuDNN: every plan of heuristics A and the fallback list is built, checked against a "
+              "float64 reference and timed; the fastest is kept (strict FP32: tensor-core engines "
+              "deselected, outputs within 1e-5 relative L2 error; TF32: all engines).",
+              "- autoconv's cached winner and cuDNN's best plans are measured alternately in one "
+              "process" + (f" ({method['rounds']} rounds, median)" if method.get("rounds") else "")
+              + ", after both outputs were checked against the float64 reference.",
+              "- PyTorch: `torch.nn.functional.conv2d` with `cudnn.benchmark` on and TF32 off, "
+              "captured in torch's own CUDA graph, same operands.", ""]
+    return "\n".join(lines)
+
+
+# ---- plots -------------------------------------------------------------------------------------
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise BackendUnavailable(MATPLOTLIB_HINT) from None
+    matplotlib.use("Agg")  # files only: no display needed
+    import matplotlib.pyplot as pyplot
+    return pyplot
+
+
+def _layer_axis(ax, names: Sequence[str]) -> None:
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=30 if len(names) > 4 else 0, ha="right" if len(names) > 4 else "center")
+    ax.set_xlabel("layer")
+
+
+def _width(count: int) -> float:
+    return max(6.0, 1.1 * count + 2.0)
+
+
+def _subtitle(results) -> str:
+    env = results.get("environment") or {}
+    return f"{env.get('gpu') or 'GPU'}, FP32, {env.get('date', '')[:10]}".rstrip(", ")
+
+
+def plot_speedup(pyplot, results):
+    problems = [p for p in results["problems"] if _positive(p.get("speedup_vs_cudnn_strict"))]
+    if not problems:
+        return None
+    names = [p["name"] for p in problems]
+    speedups = [p["speedup_vs_cudnn_strict"] for p in problems]
+    figure, ax = pyplot.subplots(figsize=(_width(len(names)), 4.5))
+    colors = ["tab:green" if s >= 1.0 else "tab:red" for s in speedups]
+    bars = ax.bar(range(len(names)), speedups, color=colors)
+    ax.bar_label(bars, labels=[f"{s:.2f}x" for s in speedups], fontsize=8)
+    ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="cuDNN strict FP32 (1.0x)")
+    mean = results.get("geomean", {}).get("speedup_vs_cudnn_strict")
+    if mean:
+        ax.axhline(mean, color="tab:blue", linewidth=1, linestyle=":", label=f"geometric mean {mean:.2f}x")
+    _layer_axis(ax, names)
+    ax.set_ylabel("speedup over cuDNN strict FP32 (x)")
+    ax.set_title(f"autoconv speedup over cuDNN per layer\n{_subtitle(results)}")
+    ax.set_ylim(0, max(speedups + [1.0]) * 1.2)
+    ax.legend(loc="upper right", fontsize=8)
+    return figure
+
+
+def plot_tflops(pyplot, results):
+    problems = results["problems"]
+    names = [p["name"] for p in problems]
+    autoconv = [p.get("autoconv_tflops") or 0.0 for p in problems]
+    cudnn = [_tflops(p["gflop"], p["cudnn_strict_ms"]) if _positive(p.get("cudnn_strict_ms")) else 0.0
+             for p in problems]
+    figure, ax = pyplot.subplots(figsize=(_width(len(names)), 4.5))
+    positions = list(range(len(names)))
+    ax.bar([x - 0.2 for x in positions], autoconv, width=0.4, label="autoconv", color="tab:blue")
+    ax.bar([x + 0.2 for x in positions], cudnn, width=0.4, label="cuDNN strict FP32", color="tab:gray")
+    peak = results.get("peak_tflops")
+    top = max(autoconv + cudnn + [1.0])
+    if _positive(peak):
+        ax.axhline(peak, color="tab:red", linestyle="--", linewidth=1,
+                   label=f"measured FP32 FMA peak {peak:.1f} TFLOP/s")
+        top = max(top, peak)
+    _layer_axis(ax, names)
+    ax.set_ylabel("TFLOP/s (2 x multiply-adds / time)")
+    ax.set_title(f"Throughput per layer against the FP32 peak\n{_subtitle(results)}")
+    ax.set_ylim(0, top * 1.4)  # head room: the legend stays clear of the peak line
+    ax.legend(loc="upper right", fontsize=8)
+    return figure
+
+
+def plot_convergence(pyplot, results):
+    from matplotlib import ticker
+
+    problems = [p for p in results["problems"] if convergence(p.get("trials") or [])[0]]
+    if not problems:
+        return None
+    columns = min(3, len(problems))
+    rows = math.ceil(len(problems) / columns)
+    figure, axes = pyplot.subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False)
+    for ax, problem in zip(axes.flat, problems):
+        numbers, best = convergence(problem["trials"])
+        ax.step(numbers, best, where="post", color="tab:blue", label="autoconv best so far")
+        improved = [(n, b) for i, (n, b) in enumerate(zip(numbers, best)) if i == 0 or b < best[i - 1]]
+        ax.plot(*zip(*improved), "o", color="tab:blue", markersize=3)
+        if _positive(problem.get("cudnn_strict_ms")):
+            ax.axhline(problem["cudnn_strict_ms"], color="tab:gray", linestyle="--", linewidth=1,
+                       label="cuDNN strict FP32")
+        ax.set_title(problem["name"], fontsize=9)
+        ax.set_xlabel("trial")
+        ax.set_ylabel("best time (ms)")
+        ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
+    for ax in list(axes.flat)[len(problems):]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize=7, loc="upper right")
+    figure.suptitle(f"Tuning convergence: best verified time vs trial\n{_subtitle(results)}")
+    figure.tight_layout()
+    return figure
+
+
+def plot_families(pyplot, results):
+    from matplotlib import ticker
+
+    problems = results["problems"]
+    families = families_in(problems)
+    if not families:
+        return None
+    series = families + ["cuDNN strict"]
+    names = [p["name"] for p in problems]
+    width = 0.8 / len(series)
+    figure, ax = pyplot.subplots(figsize=(_width(len(names)) * 1.2, 4.8))
+    for j, label in enumerate(series):
+        values = []
+        for p in problems:
+            value = p["cudnn_strict_ms"] if label == "cuDNN strict" else (p.get("family_best_ms") or {}).get(label)
+            values.append(value if _positive(value) else math.nan)
+        offsets = [i - 0.4 + width * (j + 0.5) for i in range(len(names))]
+        ax.bar(offsets, values, width=width, label=label,
+               color="tab:gray" if label == "cuDNN strict" else None)
+    _layer_axis(ax, names)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
+    ax.tick_params(axis="y", which="minor", labelsize=7)
+    ax.set_ylabel("best time (ms, log scale)")
+    ax.set_title(f"Best time per kernel family vs cuDNN, per layer (lower is better)\n{_subtitle(results)}")
+    ax.legend(fontsize=8, ncol=min(len(series), 4))
+    return figure

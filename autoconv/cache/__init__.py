@@ -1,0 +1,4 @@
+"""The winners' cache: which kernel runs for a problem on a GPU (SQLite file or database).
+
+- :mod:`~autoconv.cache.winners`: :class:`WinnerCache`, its keys, entries and locations.
+"""

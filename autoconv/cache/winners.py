@@ -1,0 +1,737 @@
+"""The cache of tuned winners: which kernel to run for a problem on a GPU.
+
+The cache lives in one of two places (:class:`WinnerCache` takes either):
+
+- **an SQLite file** (stdlib :mod:`sqlite3`) in WAL mode with a busy timeout, so several
+  ``autoconv tune`` processes and any number of readers can use it at once; every write
+  is one ``BEGIN IMMEDIATE`` transaction, so a killed writer leaves the previous state;
+- **a SQLAlchemy URL** (``postgresql+psycopg://user@host/db`` for a fleet of hosts, or
+  ``sqlite:////abs/path.db``): tables ``autoconv_meta`` and ``autoconv_winners`` in a
+  database that may hold other tables too (Optuna's studies, with ``--storage`` the same
+  URL), so that every host tuning into it shares the winners and can load them.
+
+Both run the same SQL (named ``:column`` parameters, an ``INSERT ... ON CONFLICT``
+upsert) through a small connection object per kind (:class:`_SqliteFile`,
+:class:`_SqlDatabase`); only opening, transactions and error wording differ.
+
+An entry is keyed by everything that changes the answer (:class:`CacheKey`): the GPU's
+name and compute capability, the CUDA runtime and driver versions, autoconv's version,
+a hash of the kernel templates, search spaces and launch code (:func:`templates_hash`),
+the problem and its dtype. A lookup matches all of them, so an entry measured on another
+GPU or with other templates is never used. When two measurements of one key meet (two
+tuners, two hosts, an import), the faster one stays, decided by the database in the
+upsert itself, so concurrent writers never lose the faster entry.
+
+Values are JSON and numbers, never pickles. The cache carries its format name and schema
+version in a ``meta`` table (``autoconv_meta`` in a URL database); a file that is not
+such a database, a newer schema, or a corrupt or truncated file raises
+:class:`~autoconv.errors.CacheError` naming the file (or the URL, password masked) and
+the way out (``autoconv cache clear``, or deleting the file), never a wrong kernel.
+
+Columns ``baseline_*`` hold cuDNN's time and plan for the same key; the benchmark fills
+them (:meth:`WinnerCache.set_baseline`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import random
+import sqlite3
+import time
+from dataclasses import asdict, dataclass, field, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from autoconv.errors import CacheError
+from autoconv.search.storage import _first_line, _shown, is_url
+
+FORMAT = "autoconv-winners-cache"
+EXPORT_FORMAT = "autoconv-winners-export"
+SCHEMA_VERSION = 1
+#: Seconds a writer waits for another process's transaction before giving up.
+BUSY_TIMEOUT_S = 60.0
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def default_path() -> Path:
+    """``$AUTOCONV_CACHE``, else ``$XDG_CACHE_HOME/autoconv/winners.sqlite3`` (``~/.cache``):
+    the cache file. Where ``$AUTOCONV_CACHE`` may be a URL, use :func:`default_location`."""
+    configured = os.environ.get("AUTOCONV_CACHE")
+    if configured:
+        return Path(configured).expanduser()
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "autoconv" / "winners.sqlite3"
+
+
+def default_location() -> str | Path:
+    """Where the cache is when none is given: ``$AUTOCONV_CACHE`` as is when it is a
+    SQLAlchemy URL (:func:`is_url`), else :func:`default_path`."""
+    configured = os.environ.get("AUTOCONV_CACHE", "")
+    return configured if is_url(configured) else default_path()
+
+
+@lru_cache(maxsize=1)
+def templates_hash() -> str:
+    """A hash of everything that decides what a (family, config) compiles to and how it
+    launches: the templates, the search spaces and the families' launch code."""
+    from autoconv.kernels.resources import search_spaces_dir, templates_dir
+
+    families_dir = Path(__file__).resolve().parents[1] / "kernels" / "families"
+    files = sorted([*templates_dir().glob("*.j2"), *templates_dir().glob("*.cuh"),
+                    *search_spaces_dir().glob("*.yaml"), *families_dir.glob("*.py")],
+                   key=lambda p: (p.parent.name, p.name))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.parent.name}/{path.name}\0".encode())
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    gpu_name: str
+    compute_capability: str   # "9.0"
+    cuda_runtime: int
+    cuda_driver: int
+    autoconv_version: str
+    templates_hash: str
+    problem_key: str          # ConvProblem.key(): parses back with parse_spec
+    dtype: str
+
+    @classmethod
+    def for_problem(cls, identity, problem) -> "CacheKey":
+        """The key of ``problem`` on the device ``identity`` (a BackendIdentity) with this
+        installation's autoconv and templates."""
+        from autoconv import __version__
+        return cls(gpu_name=identity.gpu_name, compute_capability=identity.compute_capability_str,
+                   cuda_runtime=int(identity.cuda_runtime), cuda_driver=int(identity.cuda_driver),
+                   autoconv_version=__version__, templates_hash=templates_hash(),
+                   problem_key=problem.key(), dtype=problem.dtype)
+
+    @property
+    def is_current(self) -> bool:
+        """Made by this autoconv version with these templates (the GPU is not checked)."""
+        from autoconv import __version__
+        return self.autoconv_version == __version__ and self.templates_hash == templates_hash()
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    key: CacheKey
+    family: str
+    config: Mapping[str, Any]
+    kernel_name: str
+    source_hash: str
+    time_ms: float
+    tflops: float
+    workspace_bytes: int
+    measured_at: str = field(default_factory=lambda: now_iso())
+    trials: int = 0              # candidates evaluated to find it
+    study_name: str = ""
+    baseline_name: str | None = None
+    baseline_plan: str | None = None   # JSON, as the benchmark writes it
+    baseline_time_ms: float | None = None
+    baseline_tflops: float | None = None
+    baseline_measured_at: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["config"] = dict(self.config)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "CacheEntry":
+        values = dict(data)
+        values["key"] = CacheKey(**values["key"])
+        return cls(**values)
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+_KEY_COLUMNS = tuple(f.name for f in fields(CacheKey))
+_VALUE_COLUMNS = ("family", "config", "kernel_name", "source_hash", "time_ms", "tflops",
+                  "workspace_bytes", "measured_at", "trials", "study_name")
+_BASELINE_COLUMNS = ("baseline_name", "baseline_plan", "baseline_time_ms", "baseline_tflops",
+                     "baseline_measured_at")
+_ALL_COLUMNS = _KEY_COLUMNS + _VALUE_COLUMNS + _BASELINE_COLUMNS
+
+# The schema of both kinds. Table names and column types are filled in per kind: a URL
+# database is shared (Optuna's tables, maybe others), so its tables carry a prefix, and
+# PostgreSQL's REAL and INTEGER are 4 bytes (times need doubles, workspaces > 2 GiB).
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {meta} (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS {winners} (
+    gpu_name TEXT NOT NULL,
+    compute_capability TEXT NOT NULL,
+    cuda_runtime {integer} NOT NULL,
+    cuda_driver {integer} NOT NULL,
+    autoconv_version TEXT NOT NULL,
+    templates_hash TEXT NOT NULL,
+    problem_key TEXT NOT NULL,
+    dtype TEXT NOT NULL,
+    family TEXT NOT NULL,
+    config TEXT NOT NULL,
+    kernel_name TEXT NOT NULL,
+    source_hash TEXT NOT NULL,
+    time_ms {real} NOT NULL,
+    tflops {real} NOT NULL,
+    workspace_bytes {integer} NOT NULL,
+    measured_at TEXT NOT NULL,
+    trials {integer} NOT NULL,
+    study_name TEXT NOT NULL,
+    baseline_name TEXT,
+    baseline_plan TEXT,
+    baseline_time_ms {real},
+    baseline_tflops {real},
+    baseline_measured_at TEXT,
+    PRIMARY KEY ({primary_key})
+);
+"""
+
+#: A statement and its named parameters (``:name`` placeholders, as both sqlite3 and
+#: SQLAlchemy's ``text()`` take them).
+Statement = tuple[str, Mapping[str, Any]]
+
+
+def _lock_conflict(message: str) -> bool:
+    """Whether an SQLite error message says another connection holds the lock."""
+    return "locked" in message or "busy" in message
+
+
+def _still_locked(location) -> CacheError:
+    return CacheError(f"cache {location}: still locked by another process after {BUSY_TIMEOUT_S:.0f} s; try again")
+
+
+class _SqliteFile:
+    """The cache as a whole SQLite file, through stdlib :mod:`sqlite3`: WAL mode, a busy
+    timeout, every write one ``BEGIN IMMEDIATE`` transaction. Opening checks the header
+    and runs ``PRAGMA quick_check``, so a damaged file is refused before anything else."""
+
+    meta, winners = "meta", "winners"
+    integer, real = "INTEGER", "REAL"
+    kind = "an SQLite database"
+    shared = False  # every table in the file is the cache's
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.location = str(path)
+        self.connection = self._connect()
+
+    def recovery(self) -> str:
+        return (f"delete {self.path} (with any {self.path.name}-wal and -shm beside it) or run "
+                f"`autoconv cache clear --cache {self.path}`, then tune again (or `autoconv cache "
+                f"import` an export)")
+
+    def error(self, what: str) -> CacheError:
+        return CacheError(f"cache {self.path}: {what}; {self.recovery()}")
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.path.exists():
+            if self.path.is_dir():
+                raise CacheError(f"cache {self.path} is a directory; pass the path of a cache file")
+            with open(self.path, "rb") as handle:
+                head = handle.read(len(_SQLITE_MAGIC))
+            if head and head != _SQLITE_MAGIC:
+                raise self.error("not an SQLite database (it does not start with the SQLite header)")
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            connection = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        except sqlite3.Error as err:
+            raise CacheError(f"cache {self.path}: cannot open: {err}") from None
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            check = connection.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.DatabaseError as err:
+            connection.close()
+            raise self.error(f"the database is unreadable ({err})") from None
+        if check is None or check[0] != "ok":
+            connection.close()
+            raise self.error(f"the database is corrupt ({check[0] if check else 'no answer'})")
+        return connection
+
+    def tables(self) -> set[str]:
+        return {row[0] for row in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def ready(self) -> None:
+        """Switch to WAL: a write, so only once the file is known to be a cache (or empty).
+
+        Processes that switch a new file at once each hold a shared lock and ask for the
+        exclusive one; SQLite ends that deadlock by failing all but one at once, without
+        waiting out the busy timeout. The failed ones try again (the file is in WAL mode by
+        then, and the switch is a no-op) until the busy timeout has passed."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                self.connection.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as err:
+                if not _lock_conflict(str(err)):
+                    raise self.error(f"the database is unreadable ({err})") from None
+                if time.monotonic() > deadline:
+                    raise _still_locked(self.path) from None
+                time.sleep(random.uniform(0.005, 0.05))  # staggered, so the racers do not meet again
+            except sqlite3.DatabaseError as err:
+                raise self.error(f"the database is unreadable ({err})") from None
+
+    def query(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[tuple]:
+        try:
+            return self.connection.execute(sql, parameters or {}).fetchall()
+        except sqlite3.DatabaseError as err:
+            raise self.error(f"the database is unreadable ({err})") from None
+
+    def write(self, sql: str, parameters: Mapping[str, Any]) -> int:
+        """Run one statement in its own transaction; the rows it changed."""
+        return self._transaction([(sql, parameters)])
+
+    def schema(self, statements: Sequence[Statement]) -> None:
+        """Run schema statements in one transaction (``BEGIN IMMEDIATE`` serialises the
+        processes that race to create a new file's tables)."""
+        self._transaction(statements)
+
+    def _transaction(self, statements: Sequence[Statement]) -> int:
+        connection = self.connection
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                changed = 0
+                for sql, parameters in statements:
+                    changed = connection.execute(sql, parameters).rowcount
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as err:
+            if _lock_conflict(str(err)):
+                raise _still_locked(self.path) from None
+            raise self.error(f"cannot write ({err})") from None
+        except sqlite3.DatabaseError as err:
+            raise self.error(f"cannot write ({err})") from None
+        return changed
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class _SqlDatabase:
+    """The cache as two tables in a database given by a SQLAlchemy URL, shared with other
+    tables (Optuna's studies) and with every host that names the same URL.
+
+    Writes are single transactions of the engine; the upsert's ``WHERE`` runs in the
+    database, so concurrent writers of one key leave the fastest entry. Creating and
+    dropping the tables is one transaction, serialised with other processes': on
+    PostgreSQL by a transaction-level advisory lock (concurrent ``CREATE TABLE IF NOT
+    EXISTS`` can fail there), on SQLite by ``BEGIN IMMEDIATE`` (the driver's own
+    transactions would commit each ``CREATE`` alone, and a reader could see the tables
+    without their format rows); elsewhere it is retried once when the loser of a race
+    sees "already exists".
+    """
+
+    meta, winners = "autoconv_meta", "autoconv_winners"
+    integer, real = "BIGINT", "DOUBLE PRECISION"
+    kind = "a database (table autoconv_meta)"
+    shared = True  # other tables are expected
+    #: pg_advisory_xact_lock key of autoconv's schema changes ("autoconv" in ASCII).
+    SCHEMA_LOCK = 0x6175746F636F6E76
+
+    def __init__(self, url: str):
+        self.location = _shown(url)
+        self.engine = self._connect(url)
+        self.dialect = self.engine.dialect.name
+
+    def recovery(self) -> str:
+        return (f"run `autoconv cache clear --cache {self.location}` (it drops the tables {self.meta} "
+                f"and {self.winners}, nothing else), then tune again (or `autoconv cache import` an export)")
+
+    def error(self, what: str) -> CacheError:
+        return CacheError(f"cache {self.location}: {what}; {self.recovery()}")
+
+    def _connect(self, url: str):
+        from sqlalchemy import create_engine
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import NoSuchModuleError
+
+        engine = None
+        try:
+            parsed = make_url(url)
+            options: dict[str, Any] = {}
+            if parsed.get_backend_name() == "sqlite":
+                database = parsed.database or ""
+                if database and database != ":memory:" and not database.startswith("file:"):
+                    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                # The driver begins no transactions itself (isolation_level None): writes
+                # begin theirs explicitly (see _begin), reads run alone.
+                options["connect_args"] = {"timeout": BUSY_TIMEOUT_S, "isolation_level": None}
+            else:
+                options["pool_pre_ping"] = True  # a long tune outlives idle server connections
+            engine = create_engine(parsed, **options)
+            with engine.connect():
+                pass
+        except Exception as err:  # SQLAlchemy's and the drivers' errors alike: name the URL
+            if engine is not None:
+                engine.dispose()
+            if isinstance(err, NoSuchModuleError):
+                hint = ("check the database and driver names in the URL (e.g. postgresql+psycopg://user@host:5432/db, "
+                        "sqlite:////abs/path.db)")
+            elif isinstance(err, ImportError):
+                hint = ("install its database driver (PostgreSQL: `pip install 'autoconv[postgres]'` and a "
+                        "postgresql+psycopg:// URL)")
+            else:
+                hint = "check the URL (and that the database server runs and accepts this user)"
+            raise CacheError(f"cache {self.location}: cannot open it ({_first_line(err)}); {hint}, or pass "
+                             "another cache with --cache, `cache:` in the config or AUTOCONV_CACHE") from None
+        return engine
+
+    def tables(self) -> set[str]:
+        from sqlalchemy import inspect
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            return set(inspect(self.engine).get_table_names())
+        except SQLAlchemyError as err:
+            raise self._failure(err, "listing its tables") from None
+
+    def ready(self) -> None:
+        """Nothing to switch: the server runs the transactions."""
+
+    def query(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[tuple]:
+        from sqlalchemy import text
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            with self.engine.connect() as connection:
+                return [tuple(row) for row in connection.execute(text(sql), dict(parameters or {}))]
+        except SQLAlchemyError as err:
+            raise self._failure(err, "reading") from None
+
+    def write(self, sql: str, parameters: Mapping[str, Any]) -> int:
+        """Run one statement in its own transaction; the rows it changed."""
+        from sqlalchemy import text
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            with self.engine.begin() as connection:
+                self._begin(connection, schema=False)
+                return connection.execute(text(sql), dict(parameters)).rowcount
+        except SQLAlchemyError as err:
+            raise self._failure(err, "writing") from None
+
+    def schema(self, statements: Sequence[Statement]) -> None:
+        """Run schema statements in one transaction, serialised with other processes
+        doing the same (see the class docstring)."""
+        import random
+        import time
+
+        from sqlalchemy import text
+        from sqlalchemy.exc import SQLAlchemyError
+
+        for attempt in range(2):
+            try:
+                with self.engine.begin() as connection:
+                    self._begin(connection, schema=True)
+                    for sql, parameters in statements:
+                        connection.execute(text(sql), dict(parameters))
+                return
+            except SQLAlchemyError as err:
+                racing = any(word in str(err).lower() for word in ("already exists", "duplicate", "unique"))
+                if not (racing and attempt == 0):
+                    raise self._failure(err, "creating its tables") from None
+                time.sleep(0.1 + random.random() / 2)
+
+    def _begin(self, connection, *, schema: bool) -> None:
+        """Start a write transaction the way this database needs (see the class docstring)."""
+        from sqlalchemy import text
+
+        if self.dialect == "sqlite":  # wait for other writers now, not midway (no deadlock)
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        elif self.dialect == "postgresql" and schema:
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": self.SCHEMA_LOCK})
+
+    def _failure(self, err: Exception, doing: str) -> CacheError:
+        """The error of a failed statement: the server (or the way to it) when the
+        connection is lost or refused, else the tables (damaged or foreign)."""
+        from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
+
+        reason = _first_line(err)
+        if self.dialect == "sqlite" and _lock_conflict(reason):
+            return _still_locked(self.location)
+        lost = isinstance(err, (InterfaceError, DisconnectionError)) or getattr(err, "connection_invalidated", False) \
+            or (isinstance(err, OperationalError) and self.dialect != "sqlite")
+        if lost:
+            return CacheError(f"cache {self.location}: {doing} failed ({reason}); check that the database "
+                              "server runs and accepts this user, then try again")
+        return self.error(f"{doing} failed ({reason})")
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @classmethod
+    def drop(cls, url: str) -> bool:
+        """Drop autoconv's tables at ``url`` (never another table); whether there were any."""
+        database = cls(url)
+        try:
+            ours = database.tables() & {cls.meta, cls.winners}
+            database.schema([(f"DROP TABLE IF EXISTS {cls.winners}", {}), (f"DROP TABLE IF EXISTS {cls.meta}", {})])
+        finally:
+            database.close()
+        return bool(ours)
+
+
+class WinnerCache:
+    """The winners' cache at ``location`` (created on first use): the path of an SQLite
+    file, or a SQLAlchemy URL (:func:`is_url`; see the module docstring). None:
+    :func:`default_location`.
+
+    Attributes:
+        location: the file path, or the URL with its password masked (for messages).
+        path: the file's :class:`~pathlib.Path`; None for a URL.
+
+    Raises:
+        CacheError: the file or database is not an autoconv cache, has a newer schema, or
+            is corrupt; a URL that cannot be opened (driver, server, user). The message
+            names the file or URL (password masked) and how to recover.
+    """
+
+    def __init__(self, location: str | os.PathLike | None = None):
+        location = default_location() if location is None else location
+        if is_url(location):
+            self.path: Path | None = None
+            self._database: _SqliteFile | _SqlDatabase = _SqlDatabase(str(location))
+        else:
+            self.path = Path(location)
+            self._database = _SqliteFile(self.path)
+        self.location = self._database.location
+        try:
+            self._prepare()
+        except BaseException:
+            self._database.close()
+            raise
+
+    # ---- opening and checking ------------------------------------------------------
+    def _error(self, what: str) -> CacheError:
+        return self._database.error(what)
+
+    def _prepare(self) -> None:
+        """Check what the database holds, then create the schema where there is none."""
+        database = self._database
+        tables = database.tables()
+        ours = tables & {database.meta, database.winners} if database.shared else tables
+        if ours:
+            if database.meta not in ours:
+                raise self._error(f"{database.kind} of something else (tables {', '.join(sorted(ours))}), "
+                                  "not an autoconv cache")
+            self._check_format()
+        database.ready()
+        if not ours:
+            self._initialise()
+
+    def _initialise(self) -> None:
+        """Create the schema (several processes may race to: each statement is
+        idempotent, and the database serialises them), then check it as any other."""
+        database = self._database
+        creates = _SCHEMA.format(meta=database.meta, winners=database.winners, integer=database.integer,
+                                 real=database.real, primary_key=", ".join(_KEY_COLUMNS))
+        insert = (f"INSERT INTO {database.meta} (name, value) VALUES (:name, :value) "
+                  "ON CONFLICT (name) DO NOTHING")
+        database.schema([*((statement, {}) for statement in creates.split(";") if statement.strip()),
+                         (insert, {"name": "format", "value": FORMAT}),
+                         (insert, {"name": "schema_version", "value": str(SCHEMA_VERSION)})])
+        self._check_format()
+
+    def _check_format(self) -> None:
+        """CacheError unless the database is an autoconv cache of this schema (reads only)."""
+        database = self._database
+        meta = {name: value for name, value in database.query(f"SELECT name, value FROM {database.meta}")}
+        if meta.get("format") != FORMAT:
+            raise self._error(f"{database.kind} with format {meta.get('format')!r}, not an autoconv cache")
+        version = str(meta.get("schema_version", ""))
+        if not version.isdigit():
+            raise self._error(f"schema version {version!r} is not a number")
+        if int(version) > SCHEMA_VERSION:
+            raise CacheError(f"cache {self.location} has schema version {version}, newer than this autoconv "
+                             f"understands ({SCHEMA_VERSION}); upgrade autoconv, or use another cache "
+                             "(--cache PATH or URL, or AUTOCONV_CACHE)")
+        if int(version) < SCHEMA_VERSION:
+            raise self._error(f"schema version {version} is older than this autoconv's ({SCHEMA_VERSION})")
+
+    def close(self) -> None:
+        self._database.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- reading -------------------------------------------------------------------
+    def get(self, key: CacheKey) -> CacheEntry | None:
+        """The entry for exactly ``key``, or None."""
+        where = " AND ".join(f"{column} = :{column}" for column in _KEY_COLUMNS)
+        rows = self._database.query(f"SELECT {', '.join(_ALL_COLUMNS)} FROM {self._database.winners} WHERE {where}",
+                                    {column: getattr(key, column) for column in _KEY_COLUMNS})
+        return self._entry(rows[0]) if rows else None
+
+    def entries(self) -> list[CacheEntry]:
+        """Every entry, of any GPU or version, sorted by GPU then problem."""
+        rows = self._database.query(f"SELECT {', '.join(_ALL_COLUMNS)} FROM {self._database.winners} "
+                                    "ORDER BY gpu_name, problem_key, dtype, measured_at")
+        return [self._entry(row) for row in rows]
+
+    def __iter__(self) -> Iterator[CacheEntry]:
+        return iter(self.entries())
+
+    def __len__(self) -> int:
+        return int(self._database.query(f"SELECT COUNT(*) FROM {self._database.winners}")[0][0])
+
+    def _entry(self, row: tuple) -> CacheEntry:
+        values = dict(zip(_ALL_COLUMNS, row))
+        key = CacheKey(**{column: values.pop(column) for column in _KEY_COLUMNS})
+        try:
+            values["config"] = json.loads(values["config"])
+        except json.JSONDecodeError:
+            raise self._error(f"the entry for {key.problem_key} has a malformed config") from None
+        if not isinstance(values["config"], dict):
+            raise self._error(f"the entry for {key.problem_key} has a config that is not a mapping")
+        return CacheEntry(key=key, **values)
+
+    # ---- writing -------------------------------------------------------------------
+    def put(self, entry: CacheEntry, *, only_if_faster: bool = True) -> bool:
+        """Store ``entry``. With ``only_if_faster`` an existing entry of the same key stays
+        when it is at least as fast. Baseline columns of an existing entry are kept.
+        Returns whether ``entry`` was stored."""
+        row = _row(entry)
+        winners = self._database.winners
+        columns = _KEY_COLUMNS + _VALUE_COLUMNS
+        update = ", ".join(f"{column} = excluded.{column}" for column in _VALUE_COLUMNS)
+        # The comparison runs inside the upsert, under the database's row lock: of
+        # concurrent writers of one key, the fastest entry stays.
+        condition = f" WHERE excluded.time_ms < {winners}.time_ms" if only_if_faster else ""
+        sql = (f"INSERT INTO {winners} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)}) "
+               f"ON CONFLICT ({', '.join(_KEY_COLUMNS)}) DO UPDATE SET {update}{condition}")
+        return self._database.write(sql, {column: row[column] for column in columns}) > 0
+
+    def set_baseline(self, key: CacheKey, *, name: str, plan: str | None, time_ms: float,
+                     tflops: float, measured_at: str | None = None) -> bool:
+        """Record cuDNN's time for an existing entry; False when there is no entry for ``key``."""
+        where = " AND ".join(f"{column} = :{column}" for column in _KEY_COLUMNS)
+        sql = (f"UPDATE {self._database.winners} SET baseline_name = :baseline_name, "
+               "baseline_plan = :baseline_plan, baseline_time_ms = :baseline_time_ms, "
+               f"baseline_tflops = :baseline_tflops, baseline_measured_at = :baseline_measured_at WHERE {where}")
+        parameters = {"baseline_name": name, "baseline_plan": plan, "baseline_time_ms": float(time_ms),
+                      "baseline_tflops": float(tflops), "baseline_measured_at": measured_at or now_iso(),
+                      **{column: getattr(key, column) for column in _KEY_COLUMNS}}
+        return self._database.write(sql, parameters) > 0
+
+    # ---- moving entries between machines -------------------------------------------
+    def export(self, path: str | os.PathLike) -> int:
+        """Write every entry to the JSON file ``path`` (replaced atomically); returns the count."""
+        entries = self.entries()
+        document = {"format": EXPORT_FORMAT, "schema_version": SCHEMA_VERSION, "exported_at": now_iso(),
+                    "entries": [entry.as_dict() for entry in entries]}
+        from autoconv.files import write_atomically
+
+        write_atomically(path, json.dumps(document, indent=1, sort_keys=True) + "\n")
+        return len(entries)
+
+    def import_file(self, path: str | os.PathLike) -> tuple[int, int]:
+        """Merge the entries of an export; per key the faster entry stays.
+
+        Returns:
+            (stored, kept): entries taken from the file, and entries of the file not taken
+            because the cache already had one at least as fast.
+
+        Raises:
+            CacheError: the file is missing, not an export, or has a malformed entry
+                (nothing is imported then).
+        """
+        source = Path(path)
+        try:
+            document = json.loads(source.read_text())
+        except FileNotFoundError:
+            raise CacheError(f"{source}: no such file") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise CacheError(f"{source}: not an autoconv cache export (invalid JSON: {err})") from None
+        if not isinstance(document, dict) or document.get("format") != EXPORT_FORMAT:
+            raise CacheError(f"{source}: not an autoconv cache export (expected \"format\": \"{EXPORT_FORMAT}\"; "
+                             "make one with `autoconv cache export FILE`)")
+        if document.get("schema_version") != SCHEMA_VERSION:
+            raise CacheError(f"{source}: export schema version {document.get('schema_version')!r}; this "
+                             f"autoconv reads version {SCHEMA_VERSION}")
+        raw_entries = document.get("entries")
+        if not isinstance(raw_entries, list):
+            raise CacheError(f"{source}: \"entries\" must be a list")
+        entries = []
+        for index, raw in enumerate(raw_entries):
+            try:
+                entry = CacheEntry.from_dict(raw)
+                _row(entry)  # type and value checks
+            except (TypeError, KeyError, ValueError) as err:
+                raise CacheError(f"{source}: entries[{index}] is malformed: {err}") from None
+            entries.append(entry)
+        stored = 0
+        for entry in entries:
+            if self.put(entry):
+                stored += 1
+                if entry.baseline_time_ms is not None and entry.baseline_name is not None:
+                    self.set_baseline(entry.key, name=entry.baseline_name, plan=entry.baseline_plan,
+                                      time_ms=entry.baseline_time_ms, tflops=entry.baseline_tflops or 0.0,
+                                      measured_at=entry.baseline_measured_at)
+        return stored, len(entries) - stored
+
+    @staticmethod
+    def clear(location: str | os.PathLike | None = None) -> bool:
+        """Delete the cache, readable or not: a file with its WAL and shared-memory files;
+        in a URL database, the tables ``autoconv_meta`` and ``autoconv_winners`` (never
+        another table). Returns whether there was a cache."""
+        target = default_location() if location is None else location
+        if is_url(target):
+            return _SqlDatabase.drop(str(target))
+        target = Path(target)
+        existed = target.exists()
+        for candidate in (target, target.with_name(target.name + "-wal"),
+                          target.with_name(target.name + "-shm")):
+            try:
+                candidate.unlink()
+            except FileNotFoundError:
+                pass
+        return existed
+
+
+def _row(entry: CacheEntry) -> dict[str, Any]:
+    """The column values of ``entry``, checked (ValueError/TypeError when malformed)."""
+    row: dict[str, Any] = {}
+    for column in _KEY_COLUMNS:
+        value = getattr(entry.key, column)
+        expected = int if column in ("cuda_runtime", "cuda_driver") else str
+        if isinstance(value, bool) or not isinstance(value, expected):
+            raise TypeError(f"key.{column} must be {expected.__name__}, got {value!r}")
+        row[column] = value
+    if not isinstance(entry.config, Mapping):
+        raise TypeError(f"config must be a mapping, got {entry.config!r}")
+    row["config"] = json.dumps(dict(entry.config), sort_keys=True)
+    for column in ("family", "kernel_name", "source_hash", "measured_at", "study_name"):
+        value = getattr(entry, column)
+        if not isinstance(value, str):
+            raise TypeError(f"{column} must be a string, got {value!r}")
+        row[column] = value
+    for column in ("time_ms", "tflops"):
+        value = getattr(entry, column)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"{column} must be a positive number, got {value!r}")
+        row[column] = float(value)
+    for column in ("workspace_bytes", "trials"):
+        value = getattr(entry, column)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{column} must be an integer >= 0, got {value!r}")
+        row[column] = value
+    for column in _BASELINE_COLUMNS:
+        row[column] = getattr(entry, column)
+    return row

@@ -1,0 +1,224 @@
+"""Verify kernel families on the CPU: render configurations, run them in the emulator,
+compare with the float64 reference.
+
+This is ``autoconv verify --emulate``, and what CI runs for every family: no GPU needed.
+A configuration passes when its output has no NaN or infinity (outputs start as NaN, so
+an unwritten element fails) and its relative L2 error is at most 1e-5. A kernel that
+faults (AddressSanitizer, UBSan, a launch the GPU would refuse), does not compile under
+emulation, or runs too long fails with the tools' report.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence, TextIO
+
+import numpy
+
+from autoconv.kernels.limits import H100, DeviceLimits
+from autoconv.emulator import (EmulatedKernelFault, EmulationTimeout, EmulatorCompileError, default_workers,
+                               emulate_plan)
+from autoconv.errors import AutoconvError, SearchSpaceError
+from autoconv.kernels.families import Family, KernelPlan, all_families, get_family
+from autoconv.problems.problem import ConvProblem, parse_spec
+from autoconv.verify.reference import conv2d_reference, random_inputs
+from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
+
+#: Statuses of a check, in the order the summary lists them.
+STATUSES = ("ok", "mismatch", "fault", "timeout", "compile error")
+
+
+@dataclass(frozen=True)
+class EmulatedCheck:
+    """The verdict on one configuration of a family, run in the emulator.
+
+    ``status`` is one of :data:`STATUSES`; ``error`` the relative L2 error when the kernel
+    ran to the end (``inf`` when the output had NaN or infinity), else None; ``message``
+    says why in a line or a few; ``details`` holds the full compiler or sanitizer output.
+    """
+
+    family: str
+    kernel: str
+    config: Mapping[str, object]
+    status: str
+    error: float | None
+    message: str
+    details: str = field(default="", repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+#: Random draws from all combinations of choices before :func:`sample_configs` lists the
+#: valid space outright (listing costs seconds for the larger spaces).
+SAMPLE_DRAWS = 4000
+
+
+def sample_configs(family: Family, problem: ConvProblem, samples: int, rng: numpy.random.Generator,
+                   device: DeviceLimits = H100) -> list[dict[str, object]]:
+    """``samples`` distinct valid configurations of ``family`` for ``problem``: the default
+    first, the others uniformly from the whole valid space (all of it when it is smaller).
+
+    Draws combinations of choices at random and keeps the valid ones (rejection sampling:
+    uniform over the valid points, without listing them); a space so sparse that
+    :data:`SAMPLE_DRAWS` draws do not find enough is listed.
+
+    Raises:
+        SearchSpaceError: the family has no valid configuration for the problem.
+    """
+    space = family.space
+    chosen = [space.default_config(problem, device)]
+    seen = {_config_key(chosen[0])}
+    for _ in range(SAMPLE_DRAWS):
+        if len(chosen) >= samples:
+            return chosen
+        config = {name: choices[int(rng.integers(len(choices)))] for name, choices in space.params.items()}
+        key = _config_key(config)
+        if key not in seen:
+            seen.add(key)
+            if space.is_valid(config, problem, device):
+                chosen.append(config)
+    others = [config for config in space.points(problem, device) if _config_key(config) not in
+              {_config_key(c) for c in chosen}]
+    picks = rng.choice(len(others), size=min(max(samples - len(chosen), 0), len(others)), replace=False)
+    return chosen + [others[i] for i in sorted(picks)]
+
+
+def _config_key(config: Mapping[str, object]) -> tuple:
+    return tuple(sorted(config.items()))
+
+
+def verify_plan(plan: KernelPlan, rng: numpy.random.Generator, *, workers: int | None = None,
+                timeout: float | None = None, tolerance: float = FLOAT32_TOLERANCE) -> EmulatedCheck:
+    """Run ``plan`` in the emulator on random inputs and compare with the reference."""
+    problem = plan.problem
+    x, w, bias = random_inputs(problem, rng)
+
+    def failed(status: str, err) -> EmulatedCheck:
+        return EmulatedCheck(plan.family, plan.name, dict(plan.config), status, None, err.summary, err.output)
+
+    try:
+        y = emulate_plan(plan, x, w, bias, workers=workers, timeout=timeout)
+    except EmulatorCompileError as err:
+        return failed("compile error", err)
+    except EmulationTimeout as err:
+        return failed("timeout", err)
+    except EmulatedKernelFault as err:
+        return failed("fault", err)
+    outcome = check_result(y, conv2d_reference(problem, x, w, bias), tolerance)
+    return EmulatedCheck(plan.family, plan.name, dict(plan.config), "ok" if outcome.ok else "mismatch",
+                         outcome.error, outcome.message)
+
+
+def verify_emulated(problem: ConvProblem, family: Family | str, config: Mapping[str, object] | None,
+                    rng: numpy.random.Generator, *, workers: int | None = None,
+                    timeout: float | None = None) -> EmulatedCheck:
+    """Render ``config`` of ``family`` (its default when None) for ``problem``, run it in the
+    emulator on random inputs drawn from ``rng``, and compare with the reference.
+
+    Expected failures of the kernel are results (see :class:`EmulatedCheck`); a config
+    the search space refuses raises :class:`SearchSpaceError`, a missing compiler
+    :class:`~autoconv.emulator.EmulatorUnavailable`.
+    """
+    if isinstance(family, str):
+        family = get_family(family)
+    return verify_plan(family.plan(problem, config), rng, workers=workers, timeout=timeout)
+
+
+def verify_configs(problem: ConvProblem, family: Family, configs: Sequence[Mapping[str, object]], seed: int, *,
+                   jobs: int | None = None, on_check: Callable[[EmulatedCheck], None] | None = None
+                   ) -> list[EmulatedCheck]:
+    """Verify several configurations of a family, ``jobs`` at a time (compiling dominates,
+    so jobs run in parallel; each run gets its share of the CPUs as block workers). The
+    inputs of configuration i are drawn from ``default_rng([seed, i])``. ``on_check`` sees
+    each result in order, as soon as it and those before it are done."""
+    cpus = default_workers()
+    jobs = max(1, min(jobs or cpus, len(configs) or 1))
+    workers = max(1, cpus // jobs)
+
+    def check(index: int) -> EmulatedCheck:
+        rng = numpy.random.default_rng([seed, index])
+        return verify_emulated(problem, family, configs[index], rng, workers=workers)
+
+    results = []
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for result in pool.map(check, range(len(configs))):
+            if on_check is not None:
+                on_check(result)
+            results.append(result)
+    return results
+
+
+def family_seed(seed: int, family: Family) -> int:
+    """A per-family seed, so that adding a family does not change another's samples."""
+    return (seed * 1_000_003 + zlib.crc32(family.name.encode())) % 2**32
+
+
+# ---- the command line: autoconv verify --emulate --------------------------------------------
+
+def verify_command(spec: str, family_names: Iterable[str] | None, samples: int, seed: int | None, *,
+                   jobs: int | None = None, verbose: bool = False, out: TextIO | None = None) -> int:
+    """``autoconv verify --emulate``: check ``samples`` configurations of each family.
+
+    Prints one line per configuration (family, kernel, error, status) with the reason
+    under a failure (the full report with ``verbose``), then a summary.
+
+    Returns:
+        0 when every configuration verified passed; 1 on any mismatch, fault, timeout or
+        compile error, or when nothing could be verified.
+    """
+    out = out or sys.stdout
+    problem = parse_spec(spec)
+    if problem.dtype != "float32" or problem.layout != "NCHW":
+        raise AutoconvError(f"--emulate verifies float32 NCHW problems; this one is {problem.dtype} {problem.layout}")
+    if samples < 1:
+        raise AutoconvError(f"--samples {samples}: must be at least 1")
+    families = [get_family(name) for name in family_names] if family_names else all_families()
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**31)
+    print(f"verifying {problem.shape_str()} ({problem.spec()}) on the CPU emulator: up to {samples} "
+          f"config(s) per family, seed {seed} (reproduce with --seed {seed})", file=out)
+
+    started = time.perf_counter()
+    plans: list[tuple[Family, list[dict[str, object]]]] = []
+    for family in families:
+        reason = family.unsupported_reason(problem)
+        if reason is None:
+            try:
+                rng = numpy.random.default_rng(family_seed(seed, family))
+                plans.append((family, sample_configs(family, problem, samples, rng)))
+            except SearchSpaceError as err:
+                reason = str(err)
+        if reason is not None:
+            print(f"  {family.name:<14s} skipped: {reason}", file=out)
+    width = max((len(family.kernel_name(problem, config)) for family, configs in plans for config in configs),
+                default=0)
+
+    def report(check: EmulatedCheck) -> None:
+        error = "-" if check.error is None else f"{check.error:.2e}"
+        status = "ok" if check.ok else check.status.upper()
+        print(f"  {check.family:<14s} {check.kernel:<{width}s}  error {error:>8s}  {status}", file=out, flush=True)
+        if not check.ok:
+            for line in (check.details if verbose and check.details else check.message).splitlines():
+                print(f"      {line}", file=out)
+
+    checks: list[EmulatedCheck] = []
+    for family, configs in plans:
+        checks += verify_configs(problem, family, configs, family_seed(seed, family), jobs=jobs, on_check=report)
+
+    counts = {status: sum(check.status == status for check in checks) for status in STATUSES}
+    elapsed = time.perf_counter() - started
+    verified_families = len({check.family for check in checks})
+    print(f"summary: {len(checks)} config{'' if len(checks) == 1 else 's'} of {verified_families} "
+          f"famil{'y' if verified_families == 1 else 'ies'}: "
+          + ", ".join(f"{counts[status]} {status}" for status in STATUSES) + f" ({elapsed:.1f} s)", file=out)
+    if not checks:
+        print("nothing was verified", file=out)
+        return 1
+    return 0 if counts["ok"] == len(checks) else 1

@@ -1,0 +1,15 @@
+"""implicit_gemm_wgmma: the implicit GEMM on Hopper's warpgroup tensor cores at float32 accuracy.
+
+Launches like :mod:`implicit_gemm_mma`: a weights kernel that always runs (w into the
+workspace as split, swizzled B tiles), the GEMM, and the split-K reduction when SPLIT_K > 1.
+Its kernels use wgmma.mma_async, so they compile for sm_90a (Hopper) only.
+"""
+
+from __future__ import annotations
+
+from autoconv.kernels.families.implicit_gemm_mma import ImplicitGemmMma
+
+
+class ImplicitGemmWgmma(ImplicitGemmMma):
+    name = "implicit_gemm_wgmma"
+    summary = "implicit GEMM on Hopper wgmma tensor cores (sm_90a), 3xTF32, A split in registers, cp.async, split-K"

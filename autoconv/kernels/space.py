@@ -1,0 +1,332 @@
+"""Search spaces: the tunable parameters of one kernel family and their constraints.
+
+A search space is a YAML file in ``search_spaces/`` (one per family)::
+
+    family: implicit_gemm
+    params:              # each tunable and its choices, in search order
+      BM: [32, 64, 128]
+      TM: [4, 8]
+    derived:             # values computed from params, the problem and the device, in order
+      THREADS: (BM // TM) * (BN // TN)
+    constraints:         # every one must hold for a valid point
+      - expr: THREADS <= max_threads_per_block
+        why: a block has at most max_threads_per_block threads
+    default: {BM: 64, TM: 4}
+    seeds:               # optional: more configs every tuning study tries first, after the default
+      - {BM: 128, TM: 8}
+
+Expressions are evaluated by :mod:`autoconv.problems.expressions` (never Python's ``eval``); they may
+use the problem's variables (:func:`problem_variables`), the device's
+(:meth:`DeviceLimits.variables`), ``workspace_limit_bytes``, the params and the derived
+values defined above them. Derived values are part of every rendered kernel, so the
+template, the launch geometry and the constraints read the same numbers.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Iterator, Mapping
+
+import yaml
+
+from autoconv.kernels.limits import DeviceLimits
+from autoconv.errors import ExpressionError, SearchSpaceError
+from autoconv.problems.expressions import Expression, compile_expression
+from autoconv.problems.problem import ConvProblem, did_you_mean
+from autoconv.kernels.resources import search_space_path
+
+#: Workspace a configuration may use unless the caller says otherwise (1 GiB).
+DEFAULT_WORKSPACE_LIMIT = 1 << 30
+
+_TOP_KEYS = ("family", "description", "params", "derived", "constraints", "default", "seeds")
+
+
+def problem_variables(problem: ConvProblem) -> dict[str, int]:
+    """The names search-space expressions and templates use for a problem."""
+    return {
+        "N": problem.N, "C": problem.C, "H": problem.H, "W": problem.W,
+        "K": problem.K, "R": problem.R, "S": problem.S, "P": problem.P, "Q": problem.Q,
+        "STRIDE_H": problem.stride[0], "STRIDE_W": problem.stride[1],
+        "DILATION_H": problem.dilation[0], "DILATION_W": problem.dilation[1],
+        "PAD_TOP": problem.padding[0], "PAD_BOTTOM": problem.padding[1],
+        "PAD_LEFT": problem.padding[2], "PAD_RIGHT": problem.padding[3],
+        "GEMM_M": problem.gemm_m, "GEMM_N": problem.gemm_n, "GEMM_K": problem.gemm_k,
+        "HAS_BIAS": int(problem.bias), "ELEMENT_BYTES": problem.element_bytes,
+    }
+
+
+@dataclass(frozen=True)
+class Constraint:
+    expression: Expression
+    why: str
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The parameters, derived values and constraints of one kernel family."""
+
+    family: str
+    params: Mapping[str, tuple]
+    derived: Mapping[str, Expression]
+    constraints: tuple[Constraint, ...]
+    default: Mapping[str, object]
+    source_text: str  # the YAML as read, part of the cache key
+    #: Configs a tuning study tries right after the default (the best ones measured on other
+    #: shapes); each a value for every parameter, not necessarily valid for every problem.
+    seeds: tuple[Mapping[str, object], ...] = ()
+
+    # ---- evaluation ----------------------------------------------------------------
+    def context(self, config: Mapping[str, object], problem: ConvProblem, device: DeviceLimits,
+                workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> dict[str, object]:
+        """All values a template and a launch need: problem, device, params, derived.
+
+        Raises:
+            SearchSpaceError: a parameter is missing or unknown, or a derived value fails.
+        """
+        unknown = set(config) - set(self.params)
+        if unknown:
+            name = sorted(unknown)[0]
+            raise SearchSpaceError(
+                f"{self.family}: unknown parameter {name!r}{did_you_mean(name, self.params)}; "
+                f"parameters are {', '.join(self.params)}")
+        missing = [p for p in self.params if p not in config]
+        if missing:
+            raise SearchSpaceError(f"{self.family}: missing parameter(s) {', '.join(missing)}")
+        values: dict[str, object] = {**problem_variables(problem), **device.variables(),
+                                     "workspace_limit_bytes": workspace_limit}
+        values.update({name: config[name] for name in self.params})
+        for name, expression in self.derived.items():
+            try:
+                values[name] = expression.evaluate(values)
+            except ExpressionError as err:
+                raise SearchSpaceError(f"{self.family}: derived value {name} cannot be computed "
+                                       f"for {dict(config)}: {err}") from None
+        return values
+
+    def violations(self, config: Mapping[str, object], problem: ConvProblem, device: DeviceLimits,
+                   workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> list[str]:
+        """The constraints a configuration breaks, as readable reasons (empty: valid)."""
+        bad_choice = [f"{name}={config[name]!r} is not one of {list(choices)}"
+                      for name, choices in self.params.items()
+                      if name in config and config[name] not in choices]
+        if bad_choice:
+            return bad_choice
+        try:
+            values = self.context(config, problem, device, workspace_limit)
+        except SearchSpaceError as err:
+            return [str(err)]
+        reasons = []
+        for constraint in self.constraints:
+            try:
+                ok = constraint.expression.evaluate(values)
+            except ExpressionError as err:
+                if reasons:
+                    # An earlier constraint already failed; later ones may assume it held
+                    # (e.g. divide by a count it guarantees is non-zero).
+                    continue
+                raise SearchSpaceError(f"{self.family}: constraint: {err}") from None
+            if not ok:
+                reasons.append(f"{constraint.expression.text} ({constraint.why})")
+        return reasons
+
+    def is_valid(self, config, problem, device, workspace_limit=DEFAULT_WORKSPACE_LIMIT) -> bool:
+        return not self.violations(config, problem, device, workspace_limit)
+
+    def all_configs(self) -> Iterator[dict[str, object]]:
+        """Every combination of choices, valid or not, in a fixed order."""
+        names = list(self.params)
+        for combo in itertools.product(*(self.params[n] for n in names)):
+            yield dict(zip(names, combo))
+
+    def points(self, problem: ConvProblem, device: DeviceLimits,
+               workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> list[dict[str, object]]:
+        """Exactly the valid configurations for this problem and device, in the order of
+        :meth:`all_configs`.
+
+        A depth-first walk over the parameters in file order: each derived value is
+        computed, and each constraint checked, as soon as the parameters it depends on are
+        bound, so a constraint that fails early prunes every combination below it. The
+        result is the same as filtering :meth:`all_configs` with :meth:`is_valid`.
+        """
+        names = list(self.params)
+        stages = self._stages()
+        base: dict[str, object] = {**problem_variables(problem), **device.variables(),
+                                   "workspace_limit_bytes": workspace_limit}
+        found: list[dict[str, object]] = []
+
+        def walk(depth: int, values: dict[str, object]) -> None:
+            if depth == len(names):
+                found.append({name: values[name] for name in names})
+                return
+            derived, constraints = stages[depth]
+            for choice in self.params[names[depth]]:
+                bound = dict(values)
+                bound[names[depth]] = choice
+                try:
+                    for name, expression in derived:
+                        bound[name] = expression.evaluate(bound)
+                    if not all(constraint.expression.evaluate(bound) for constraint in constraints):
+                        continue
+                except ExpressionError:
+                    # Something here relies on a constraint not yet checked (a divisor it
+                    # keeps non-zero, say): decide this subtree point by point, as is_valid does.
+                    below = names[depth + 1:]
+                    for rest in itertools.product(*(self.params[n] for n in below)):
+                        config = {n: bound[n] for n in names[:depth + 1]} | dict(zip(below, rest))
+                        if self.is_valid(config, problem, device, workspace_limit):
+                            found.append(config)
+                    continue
+                walk(depth + 1, bound)
+
+        walk(0, base)
+        return found
+
+    def _stages(self) -> list[tuple[list[tuple[str, Expression]], list[Constraint]]]:
+        """For each parameter depth, the derived values and constraints that become
+        computable once the parameters up to that depth are bound (file order kept)."""
+        names = list(self.params)
+        params_of: dict[str, set[str]] = {name: {name} for name in names}
+        for name, expression in self.derived.items():
+            params_of[name] = set().union(set(), *(params_of.get(n, set()) for n in expression.names))
+
+        def depth_of(expression: Expression) -> int:
+            params = set().union(set(), *(params_of.get(n, set()) for n in expression.names))
+            return max((names.index(p) for p in params), default=0)
+
+        stages: list[tuple[list, list]] = [([], []) for _ in names]
+        for name, expression in self.derived.items():
+            stages[depth_of(expression)][0].append((name, expression))
+        for constraint in self.constraints:
+            stages[depth_of(constraint.expression)][1].append(constraint)
+        return stages
+
+    def default_config(self, problem: ConvProblem, device: DeviceLimits,
+                       workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> dict[str, object]:
+        """The family's default, or the valid point nearest to it when the default does
+        not fit this problem (nearest: fewest parameters changed, then smallest index
+        distance in each parameter's choice list).
+
+        Raises:
+            SearchSpaceError: no configuration of this family is valid for the problem.
+        """
+        default = dict(self.default)
+        if self.is_valid(default, problem, device, workspace_limit):
+            return default
+        points = self.points(problem, device, workspace_limit)
+        if not points:
+            raise SearchSpaceError(
+                f"{self.family}: no valid configuration for {problem.shape_str()}")
+
+        def distance(config):
+            changed = sum(config[n] != default[n] for n in self.params)
+            steps = sum(abs(self.params[n].index(config[n]) - self.params[n].index(default[n]))
+                        for n in self.params)
+            return changed, steps
+        return min(points, key=distance)
+
+
+def load_search_space(family: str) -> SearchSpace:
+    """Load ``search_spaces/<family>.yaml``."""
+    path = search_space_path(family)
+    if not path.is_file():
+        raise SearchSpaceError(f"no search space file for family {family!r} at {path}")
+    return parse_search_space(path.read_text(), str(path))
+
+
+def parse_search_space(text: str, origin: str = "<string>") -> SearchSpace:
+    """Parse and check a search-space document; every expression is compiled (and so
+    checked for safety) here, before anything is evaluated.
+
+    Raises:
+        SearchSpaceError: naming the file and what is wrong in it.
+    """
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise SearchSpaceError(f"{origin}: not valid YAML: {err}") from None
+    except (ValueError, KeyError, AttributeError, TypeError) as err:
+        # PyYAML's safe constructors raise these for malformed typed scalars
+        # (``!!int abc``, ``!!bool maybe``, ``!!timestamp x``, an int of 5000 digits).
+        raise SearchSpaceError(f"{origin}: not valid YAML: a malformed value ({err})") from None
+    except RecursionError:
+        raise SearchSpaceError(f"{origin}: not valid YAML: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise SearchSpaceError(f"{origin}: expected a mapping with keys {', '.join(_TOP_KEYS)}")
+    for key in doc:
+        if key not in _TOP_KEYS:
+            raise SearchSpaceError(f"{origin}: unknown key {key!r}{did_you_mean(str(key), _TOP_KEYS)}")
+    family = doc.get("family")
+    if not isinstance(family, str) or not family.isidentifier():
+        raise SearchSpaceError(f"{origin}: 'family' must be an identifier, got {family!r}")
+
+    raw_params = doc.get("params")
+    if not isinstance(raw_params, dict) or not raw_params:
+        raise SearchSpaceError(f"{origin}: 'params' must map each parameter to a list of choices")
+    params: dict[str, tuple] = {}
+    for name, choices in raw_params.items():
+        _check_name(origin, "params", name)
+        if not isinstance(choices, list) or not choices:
+            raise SearchSpaceError(f"{origin}: params.{name}: expected a non-empty list of choices")
+        for choice in choices:
+            if isinstance(choice, bool) or not isinstance(choice, (int, float, str)):
+                raise SearchSpaceError(f"{origin}: params.{name}: choice {choice!r} must be a number or string")
+        if len(set(choices)) != len(choices):
+            raise SearchSpaceError(f"{origin}: params.{name}: choices repeat")
+        params[name] = tuple(choices)
+
+    derived: dict[str, Expression] = {}
+    raw_derived = doc.get("derived") or {}
+    if not isinstance(raw_derived, dict):
+        raise SearchSpaceError(f"{origin}: 'derived' must map names to expressions")
+    for name, text_expr in raw_derived.items():
+        _check_name(origin, "derived", name)
+        if name in params:
+            raise SearchSpaceError(f"{origin}: derived.{name} shadows a parameter")
+        derived[name] = _compile(origin, f"derived.{name}", text_expr)
+
+    constraints = []
+    raw_constraints = doc.get("constraints") or []
+    if not isinstance(raw_constraints, list):
+        raise SearchSpaceError(f"{origin}: 'constraints' must be a list")
+    for index, item in enumerate(raw_constraints):
+        where = f"constraints[{index}]"
+        if isinstance(item, dict):
+            extra = set(item) - {"expr", "why"}
+            if extra or "expr" not in item:
+                raise SearchSpaceError(f"{origin}: {where}: expected keys 'expr' and 'why'")
+            constraints.append(Constraint(_compile(origin, where, item["expr"]), str(item.get("why", ""))))
+        else:
+            constraints.append(Constraint(_compile(origin, where, item), ""))
+
+    default = _complete_config(origin, "default", doc.get("default"), params)
+    raw_seeds = doc.get("seeds") or []
+    if not isinstance(raw_seeds, list):
+        raise SearchSpaceError(f"{origin}: 'seeds' must be a list of configs")
+    seeds = tuple(_complete_config(origin, f"seeds[{i}]", seed, params) for i, seed in enumerate(raw_seeds))
+    return SearchSpace(family=family, params=params, derived=derived, constraints=tuple(constraints),
+                       default=default, source_text=text, seeds=seeds)
+
+
+def _complete_config(origin: str, where: str, config, params: Mapping[str, tuple]) -> dict:
+    """``config`` checked to give one of its choices for every parameter."""
+    if not isinstance(config, dict) or set(config) != set(params):
+        raise SearchSpaceError(f"{origin}: '{where}' must give a value for every parameter "
+                               f"({', '.join(params)})")
+    for name, value in config.items():
+        if value not in params[name]:
+            raise SearchSpaceError(f"{origin}: {where}.{name}={value!r} is not one of {list(params[name])}")
+    return dict(config)
+
+
+def _check_name(origin: str, section: str, name) -> None:
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+        raise SearchSpaceError(f"{origin}: {section}: {name!r} is not a valid name")
+
+
+def _compile(origin: str, where: str, text) -> Expression:
+    try:
+        return compile_expression(text)
+    except ExpressionError as err:
+        raise SearchSpaceError(f"{origin}: {where}: {err}") from None
+

@@ -1,0 +1,8 @@
+"""What to tune: convolution problems, the expressions search spaces compute with, tuning
+configs (YAML) and model presets.
+
+- :mod:`~autoconv.problems.problem`: :class:`ConvProblem`, spec strings, padding rules.
+- :mod:`~autoconv.problems.expressions`: the whitelisted arithmetic of search-space files.
+- :mod:`~autoconv.problems.config`: a config file in, a checked :class:`TuneConfig` out.
+- :mod:`~autoconv.problems.models`: the conv layers of well-known networks.
+"""

@@ -1,0 +1,97 @@
+"""Model presets: the convolution layers of well-known networks, as tuning problems.
+
+A preset turns a network and a batch size into its *unique* conv layers, each with the
+number of times it occurs, so that a config can say ``models: [{preset: resnet50,
+batch: 32}]`` instead of listing 53 layers by hand. Identical layers are tuned once;
+the count lets reports weigh each layer by its share of the network's time.
+
+Layers are derived from the architecture (not copied from a table), so the list is
+exactly what torchvision's model runs, and each unique layer is named after its first
+occurrence in torchvision's module order (``conv1``, ``layer1.0.conv1``, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from autoconv.errors import ProblemError
+from autoconv.problems.problem import ConvProblem, make_problem
+
+
+@dataclass(frozen=True)
+class NamedProblem:
+    """A problem to tune, its name (unique in a config) and how often it occurs."""
+
+    name: str
+    problem: ConvProblem
+    count: int = 1
+
+
+def _check_batch(batch) -> int:
+    if isinstance(batch, bool) or not isinstance(batch, int):
+        raise ProblemError("batch", batch, "must be a positive integer")
+    if batch < 1:
+        raise ProblemError("batch", batch, "must be >= 1")
+    return batch
+
+
+def _bottleneck_resnet_convs(batch: int, blocks: tuple[int, ...], image: int = 224,
+                             ) -> Iterator[tuple[str, ConvProblem]]:
+    """Every conv of a bottleneck ResNet (torchvision's ResNet-50/101/152, v1.5), in
+    module order, with torchvision's module names.
+
+    The stem is a 7x7 stride-2 conv (padding 3) and a 3x3 stride-2 max-pool (padding 1).
+    Stage ``i`` has ``blocks[i]`` bottlenecks of width ``64 * 2**i``: 1x1 reduce, 3x3
+    (carrying the stage's stride 2 after the first stage: "v1.5"), 1x1 expand to
+    4x the width. The first block of a stage whose stride or channel count changes adds
+    a 1x1 projection ``downsample.0`` with the same stride.
+    """
+    expansion = 4
+    stem = make_problem(N=batch, C=3, H=image, W=image, K=64, R=7, S=7, stride=2, padding=3)
+    yield "conv1", stem
+    size = (stem.P + 2 * 1 - 3) // 2 + 1  # the max-pool after the stem
+    channels = 64
+    for stage, count in enumerate(blocks):
+        width = 64 * 2**stage
+        for block in range(count):
+            stride = 2 if (stage > 0 and block == 0) else 1
+            prefix = f"layer{stage + 1}.{block}"
+            reduce = make_problem(N=batch, C=channels, H=size, W=size, K=width, R=1, S=1)
+            spatial = make_problem(N=batch, C=width, H=size, W=size, K=width, R=3, S=3,
+                                   stride=stride, padding=1)
+            out_size = spatial.P
+            expand = make_problem(N=batch, C=width, H=out_size, W=out_size,
+                                  K=width * expansion, R=1, S=1)
+            yield f"{prefix}.conv1", reduce
+            yield f"{prefix}.conv2", spatial
+            yield f"{prefix}.conv3", expand
+            if stride != 1 or channels != width * expansion:
+                yield f"{prefix}.downsample.0", make_problem(
+                    N=batch, C=channels, H=size, W=size, K=width * expansion, R=1, S=1,
+                    stride=stride)
+            channels, size = width * expansion, out_size
+
+
+def unique_layers(layers: Iterator[tuple[str, ConvProblem]]) -> tuple[NamedProblem, ...]:
+    """Merge identical problems, keeping the first name and counting occurrences."""
+    first_name: dict[ConvProblem, str] = {}
+    counts: dict[ConvProblem, int] = {}
+    for name, problem in layers:
+        first_name.setdefault(problem, name)
+        counts[problem] = counts.get(problem, 0) + 1
+    return tuple(NamedProblem(first_name[p], p, counts[p]) for p in first_name)
+
+
+def resnet50(batch: int = 1) -> tuple[NamedProblem, ...]:
+    """The 23 unique conv layers of torchvision's ResNet-50 (v1.5) at 224x224, with
+    their occurrence counts (53 convs in all).
+
+    Raises:
+        ProblemError: ``batch`` is not a positive integer (or too large for 32-bit indexing).
+    """
+    return unique_layers(_bottleneck_resnet_convs(_check_batch(batch), (3, 4, 6, 3)))
+
+
+#: Presets a config's ``models:`` entries may name.
+MODEL_PRESETS: dict[str, Callable[[int], tuple[NamedProblem, ...]]] = {"resnet50": resnet50}

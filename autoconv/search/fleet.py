@@ -1,0 +1,342 @@
+"""Tuning on several GPUs of this host: ``autoconv tune CONFIG --gpus 0,1,...``.
+
+One worker process per GPU runs the ordinary :class:`~autoconv.search.tuner.Tuner` on its own
+device, with the same Optuna storage and winners' cache. They cooperate through the
+storage, not through a scheduler of ours:
+
+- worker k of W starts at problem k·n/W of the n problems and goes round the list, so
+  the workers begin apart (each problem has a fixed cost per worker that tunes it:
+  the first compilations, the re-verification), and meet as they come round;
+- a problem another worker has finished (cached) is skipped; one it is tuning is
+  joined: the study per (problem, GPU model, families, templates) is shared, so that
+  problem's trials are spread over the workers (a configuration evaluated, or being
+  evaluated, by one is never evaluated by another: the tuner's repeat check) and its
+  trial budget is the study's, not a worker's;
+- each worker re-verifies the study's best and stores it in the cache, where the faster
+  entry of a key stays: the cache ends with the best of all workers;
+- GPUs of another model tune their own studies and cache entries (keys name the GPU).
+
+Workers on other hosts join by running the same command against a shared database
+(``--storage postgresql+psycopg://...``): nothing here is specific to one host except
+starting the processes and drawing the combined progress.
+
+A worker that dies (killed, GPU lost) takes nothing with it: its running trials are
+failed and retried by the others (:meth:`autoconv.search.tuner.Tuner._fail_abandoned`), the
+others go on, and the summary says which worker ended how. Killing this process ends
+its workers (they watch their parent).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import queue as queue_module
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from autoconv.problems.config import Budget
+from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.backends.base import TrialResult
+from autoconv.kernels.families import KernelPlan
+from autoconv.problems.models import NamedProblem
+from autoconv.search.tuner import ProblemOutcome, Reporter
+
+#: Seconds between two looks at the workers while no event arrives.
+POLL_S = 0.5
+
+
+# ---- which GPUs ---------------------------------------------------------------------------
+
+def device_count() -> int:
+    """CUDA devices of this host (the fake backend's: ``$AUTOCONV_FAKE_DEVICES``, default 1)."""
+    from autoconv.backends.factory import BACKEND_VARIABLE
+
+    if os.environ.get(BACKEND_VARIABLE, "cupy").strip().lower() == "fake":
+        text = os.environ.get("AUTOCONV_FAKE_DEVICES", "1").strip()
+        if not text.isdigit() or int(text) < 1:
+            raise BackendUnavailable(f"AUTOCONV_FAKE_DEVICES={text!r}: expected a whole number >= 1")
+        return int(text)
+    from autoconv.gpu.device import require_cupy
+
+    cupy = require_cupy()
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except cupy.cuda.runtime.CUDARuntimeError as err:
+        raise BackendUnavailable(f"cannot count the CUDA devices ({err})") from None
+
+
+def parse_gpus(text: str, available: int | None = None) -> list[int]:
+    """``--gpus``: ``all`` or comma-separated device indices (``0,1,3``), each existing
+    and given once. ``available`` is the device count (read when needed)."""
+    spec = text.strip().lower()
+    if spec == "all":
+        count = device_count() if available is None else available
+        return list(range(count))
+    indices = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            raise AutoconvError(f"--gpus {text!r}: {part!r} is not a device index; pass `all` or indices "
+                                "like 0,1")
+        index = int(part)
+        if index in indices:
+            raise AutoconvError(f"--gpus {text!r}: device {index} is listed twice")
+        indices.append(index)
+    count = device_count() if available is None else available
+    missing = [i for i in indices if i >= count]
+    if missing:
+        raise AutoconvError(f"--gpus {text!r}: no device {', '.join(map(str, missing))} on this host "
+                            f"({count} GPU{'s' if count != 1 else ''}: {', '.join(map(str, range(count)))})")
+    return indices
+
+
+def refuse_unshareable(storage: str) -> None:
+    """AutoconvError for a storage that several workers cannot share safely: an SQLite
+    URL (SQLite has no row locks, so two workers can take the same queued trial and
+    evaluate it twice). The journal file (this host) and PostgreSQL or MySQL URLs
+    (any number of hosts) hand each trial to one worker."""
+    if str(storage).strip().lower().startswith("sqlite"):
+        raise AutoconvError(f"--storage {storage}: several workers cannot share an SQLite database (it hands "
+                            "the same queued trial to two of them); on one host use a journal file (the "
+                            "default, or --storage PATH), across hosts a PostgreSQL URL "
+                            "(postgresql+psycopg://user@host/db)")
+
+
+# ---- the workers -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WorkerJob:
+    """What one worker process tunes (everything it needs, picklable)."""
+
+    device: int
+    start: int              # index of the problem this worker begins with
+    config_path: str
+    families: tuple[str, ...]
+    budget: Budget
+    storage: str
+    cache: str
+    retune: bool
+    compile_workers: int
+
+
+class QueueReporter(Reporter):
+    """Sends a worker's progress to the parent as small tuples (no kernel sources)."""
+
+    def __init__(self, events, device: int):
+        self.events, self.device = events, device
+
+    def _send(self, kind: str, *payload) -> None:
+        self.events.put((kind, self.device, *payload))
+
+    def problem_started(self, item: NamedProblem, study: str, evaluated: int, budget: Budget) -> None:
+        self._send("problem_started", item.name, evaluated)
+
+    def trial_finished(self, item: NamedProblem, trial_number: int, plan: KernelPlan,
+                       result: TrialResult, best: TrialResult | None, evaluated: int) -> None:
+        self._send("trial_finished", item.name, plan.family, result.ok,
+                   None if best is None else (best.time_ms, best.tflops), evaluated)
+
+    def problem_finished(self, outcome: ProblemOutcome) -> None:
+        self._send("problem_finished", outcome)
+
+    def note(self, text: str) -> None:
+        self._send("note", text)
+
+
+def worker_main(job: WorkerJob, events, parent_pid: int) -> None:
+    """One GPU's worker: tune every problem of the config on device ``job.device``."""
+    from autoconv.processes import exit_with_parent
+
+    exit_with_parent(parent_pid)
+    try:
+        from autoconv.cache.winners import WinnerCache
+        from autoconv.problems.config import load_config
+        from autoconv.backends.factory import make_backend
+        from autoconv.search.tuner import Tuner
+
+        config = load_config(job.config_path)
+        problems = config.problems[job.start:] + config.problems[:job.start]
+        with make_backend(job.device, seed=config.seed, compile_workers=job.compile_workers) as backend, \
+                WinnerCache(job.cache) as winners:
+            identity = backend.identity
+            events.put(("started", job.device, f"{identity.gpu_name} (sm_{''.join(map(str, identity.compute_capability))})"))
+            tuner = Tuner(backend, storage=job.storage, families=job.families, budget=job.budget,
+                          seed=config.seed, workspace_limit=config.workspace_limit_bytes, cache=winners,
+                          retune=job.retune, reporter=QueueReporter(events, job.device),
+                          workers=job.compile_workers)
+            outcomes = tuner.tune(problems)
+        events.put(("done", job.device, outcomes))
+    except AutoconvError as err:
+        events.put(("failed", job.device, str(err)))
+    except BaseException as err:  # noqa: BLE001 - reported to the parent, which goes on
+        events.put(("failed", job.device, "".join(traceback.format_exception(err)).strip()))
+
+
+@dataclass
+class WorkerState:
+    device: int
+    process: Any
+    gpu: str = ""
+    problem: str = ""
+    evaluated: int = 0
+    best: str = "best: -"
+    finished: set = field(default_factory=set)
+    outcomes: list[ProblemOutcome] | None = None
+    error: str = ""
+
+    @property
+    def status(self) -> str:
+        if self.outcomes is not None:
+            return "done"
+        if self.error:
+            return "failed"
+        return "running"
+
+
+class FleetReporter:
+    """What the parent draws: the problems' bar and one line per GPU (subclass it or
+    pass another to :func:`tune_on_gpus`; the base class prints nothing)."""
+
+    def run_started(self, problems: Sequence[NamedProblem], budget: Budget, devices: Sequence[int]) -> None: ...
+    def worker_update(self, worker: WorkerState) -> None: ...
+    def problem_finished(self, outcome: ProblemOutcome) -> None: ...
+    def note(self, text: str) -> None: ...
+    def run_finished(self) -> None: ...
+
+
+def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], budget: Budget, storage: str,
+                 cache: str, retune: bool = False, reporter: FleetReporter | None = None,
+                 ) -> tuple[list[ProblemOutcome], list[WorkerState]]:
+    """Tune ``config``'s problems with one worker process per device (see the module
+    docstring). Returns the merged outcome per problem (:func:`merge_outcomes`) and each
+    worker's final state (``status`` done or failed, ``error``).
+
+    Raises:
+        AutoconvError: every worker failed (their errors in the message).
+    """
+    from autoconv.cache.winners import WinnerCache
+    from autoconv.search.storage import make_storage
+
+    refuse_unshareable(storage)
+    reporter = reporter or FleetReporter()
+    # Create the storage's and the cache's tables once, before the workers race to.
+    make_storage(storage, on_repair=reporter.note)
+    WinnerCache(cache).close()
+    context = multiprocessing.get_context("spawn")
+    events = context.Queue()
+    compile_workers = max(2, (os.cpu_count() or 2) // len(devices))
+    workers: dict[int, WorkerState] = {}
+    reporter.run_started(config.problems, budget, devices)
+    for position, device in enumerate(devices):
+        start = position * len(config.problems) // len(devices)
+        job = WorkerJob(device=device, start=start, config_path=str(config.origin), families=tuple(families), budget=budget,
+                        storage=storage, cache=str(cache), retune=retune, compile_workers=compile_workers)
+        process = context.Process(target=worker_main, args=(job, events, os.getpid()),
+                                  name=f"autoconv-tune-gpu{device}")
+        process.start()
+        workers[device] = WorkerState(device=device, process=process)
+
+    finished_by: dict[str, dict[int, ProblemOutcome]] = {}
+    names = [item.name for item in config.problems]
+    reported: set[str] = set()
+
+    def report_complete_problems() -> None:
+        """A problem is complete once every worker still alive has finished it."""
+        live = [w.device for w in workers.values() if w.status == "running"]
+        for name in names:
+            done = finished_by.get(name, {})
+            if name not in reported and done and all(device in done for device in live):
+                reported.add(name)
+                reporter.problem_finished(merge_outcomes(list(done.values())))
+
+    try:
+        while any(w.status == "running" for w in workers.values()):
+            try:
+                event = events.get(timeout=POLL_S)
+            except queue_module.Empty:
+                event = None
+            if event is not None:
+                _apply(event, workers, finished_by, reporter)
+            gone = [w for w in workers.values() if w.status == "running" and not w.process.is_alive()]
+            if gone:
+                # A process flushes its events before it exits: whatever it said is queued now.
+                while True:
+                    try:
+                        _apply(events.get_nowait(), workers, finished_by, reporter)
+                    except queue_module.Empty:
+                        break
+            for worker in gone:
+                if worker.status == "running":  # ended without a word: killed
+                    worker.error = (f"the worker process ended (exit code {worker.process.exitcode}) before it "
+                                    "finished; its running trials are failed and retried by the others")
+                    reporter.note(f"GPU {worker.device}: {worker.error}")
+                    reporter.worker_update(worker)
+            report_complete_problems()
+    finally:
+        for worker in workers.values():
+            if worker.process.is_alive():
+                worker.process.terminate()
+            worker.process.join(timeout=30)
+        reporter.run_finished()
+    report_complete_problems()
+    if all(w.status == "failed" for w in workers.values()):
+        raise AutoconvError("every tuning worker failed:\n" + "\n".join(
+            f"  GPU {w.device}: {w.error}" for w in workers.values()))
+    merged = []
+    for item in config.problems:
+        outcomes = list(finished_by.get(item.name, {}).values())
+        merged.append(merge_outcomes(outcomes) if outcomes else ProblemOutcome(
+            name=item.name, problem=item.problem, count=item.count, stop_reason="no worker finished it"))
+    return merged, list(workers.values())
+
+
+def _apply(event: tuple, workers: dict[int, WorkerState], finished_by: dict, reporter: FleetReporter) -> None:
+    kind, device, *payload = event
+    worker = workers[device]
+    if kind == "started":
+        worker.gpu = payload[0]
+    elif kind == "problem_started":
+        worker.problem, worker.evaluated = payload
+        worker.best = "best: -"
+    elif kind == "trial_finished":
+        best, evaluated = payload[3], payload[4]
+        worker.evaluated = evaluated
+        if best is not None:
+            worker.best = f"best {best[0]:.4f} ms ({best[1]:.1f} TFLOP/s)"
+    elif kind == "problem_finished":
+        outcome: ProblemOutcome = payload[0]
+        finished_by.setdefault(outcome.name, {})[device] = outcome
+        worker.finished.add(outcome.name)
+        worker.problem = ""
+    elif kind == "note":
+        reporter.note(f"GPU {device}: {payload[0]}")
+    elif kind == "done":
+        worker.outcomes = payload[0]
+        worker.problem = ""
+    elif kind == "failed":
+        worker.error = payload[0]
+        reporter.note(f"GPU {device}: failed: {worker.error}")
+    reporter.worker_update(worker)
+
+
+def merge_outcomes(outcomes: Sequence[ProblemOutcome]) -> ProblemOutcome:
+    """One problem's outcome over the workers that tuned it: the fastest verified winner
+    (what the cache keeps), with the work of all of them added up (trials, failures,
+    compile and GPU seconds) and the longest wall time."""
+    with_winner = [o for o in outcomes if o.time_ms is not None]
+    chosen = min(with_winner, key=lambda o: o.time_ms) if with_winner else outcomes[0]
+    failures: dict[str, int] = {}
+    for outcome in outcomes:
+        for status, count in outcome.failures.items():
+            failures[status] = failures.get(status, 0) + count
+    tuned = [o for o in outcomes if o.source == "tuned" or o.trials_run]
+    return dataclasses.replace(
+        chosen, source="tuned" if tuned else chosen.source,
+        trials_run=sum(o.trials_run for o in outcomes),
+        trials_total=max(o.trials_total for o in outcomes),
+        invalid=sum(o.invalid for o in outcomes), repeats=sum(o.repeats for o in outcomes), failures=failures,
+        compile_s=sum(o.compile_s for o in outcomes), gpu_s=sum(o.gpu_s for o in outcomes),
+        wall_s=max(o.wall_s for o in outcomes), workers=len(tuned) or 1)
+
