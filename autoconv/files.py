@@ -14,14 +14,15 @@ from pathlib import Path
 from autoconv.processes import process_alive
 
 
-def write_atomically(path: str | os.PathLike, text: str) -> Path:
-    """Replace ``path``'s content with ``text`` (UTF-8) atomically; returns the path."""
+def write_atomically(path: str | os.PathLike, text: str | bytes) -> Path:
+    """Replace ``path``'s content with ``text`` (UTF-8) or bytes atomically; returns the path."""
     target = Path(path)
     _remove_orphans(target)
     temporary = _temporary_name(target, os.getpid())
+    data = text.encode("utf-8") if isinstance(text, str) else text
     try:
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with open(temporary, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, target)

@@ -360,30 +360,30 @@ def test_conv2d_lookup_finds_the_winner_in_a_url_cache(url, monkeypatch):
         cache.put(CacheEntry(key=CacheKey.for_problem(FAKE_IDENTITY, OTHER_PROBLEM), family="direct",
                              config=config, kernel_name=plan.name, source_hash=plan.source_hash, time_ms=1.0,
                              tflops=1.0, workspace_bytes=plan.workspace_bytes))
-    monkeypatch.setattr(runtime, "_cache_path", None)
+    monkeypatch.setattr(runtime.REGISTRY, "_cache_location", None)
     monkeypatch.delenv("AUTOCONV_CACHE", raising=False)
     runtime.set_cache(url)
     assert runtime.cache_path() == url
-    found, origin, why, got = runtime._winner_plan(OTHER_PROBLEM, H100, FAKE_IDENTITY)
+    found, origin, why, got = runtime.REGISTRY.winner_plan(OTHER_PROBLEM, H100, FAKE_IDENTITY)
     assert (origin, why) == ("cache", "") and found.source_hash == plan.source_hash
     assert dict(found.config) == config and got.kernel_name == plan.name
     # Another GPU's lookup finds nothing, and says where it looked (password masked).
-    plan_b, _, why_b, entry_b = runtime._winner_plan(OTHER_PROBLEM, H100, replace(FAKE_IDENTITY, gpu_name="GPU B"))
+    plan_b, _, why_b, entry_b = runtime.REGISTRY.winner_plan(OTHER_PROBLEM, H100, replace(FAKE_IDENTITY, gpu_name="GPU B"))
     assert plan_b is None and entry_b is None and "no tuned kernel" in why_b
     assert url.split("@")[-1] in why_b and (_secret(url) is None or _secret(url) not in why_b)
     # $AUTOCONV_CACHE as a URL is where conv2d looks by default.
     runtime.set_cache(None)
     monkeypatch.setenv("AUTOCONV_CACHE", url)
     assert runtime.cache_path() == url
-    assert runtime._winner_plan(OTHER_PROBLEM, H100, FAKE_IDENTITY)[1] == "cache"
+    assert runtime.REGISTRY.winner_plan(OTHER_PROBLEM, H100, FAKE_IDENTITY)[1] == "cache"
 
 
 def test_conv2d_lookup_in_an_unreachable_url_says_why():
     runtime_url = f"postgresql+psycopg://autoconv:s3cret-pw@127.0.0.1:{_closed_port()}/autoconv"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(runtime, "_cache_path", None)
+        patch.setattr(runtime.REGISTRY, "_cache_location", None)
         runtime.set_cache(runtime_url)
-        plan, origin, why, entry_ = runtime._winner_plan(OTHER_PROBLEM, H100, FAKE_IDENTITY)
+        plan, origin, why, entry_ = runtime.REGISTRY.winner_plan(OTHER_PROBLEM, H100, FAKE_IDENTITY)
     assert plan is None and entry_ is None and "cannot be used" in why and "s3cret-pw" not in why
 
 

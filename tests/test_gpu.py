@@ -296,8 +296,8 @@ def test_tune_caches_a_verified_winner_that_conv2d_runs(tmp_path, seed):
         with warnings.catch_warnings():
             warnings.simplefilter("error", runtime.UntunedWarning)  # the cached winner must be used
             y = autoconv.conv2d(cupy.asarray(x), cupy.asarray(w), cupy.asarray(bias), stride=(2, 1), padding=1)
-        assert runtime._runners[(0, problem.key())].origin == "cache"
-        assert runtime._runners[(0, problem.key())].plan.name == outcome.kernel_name
+        assert runtime.REGISTRY.loaded_runner(problem, 0).origin == "cache"
+        assert runtime.REGISTRY.loaded_runner(problem, 0).plan.name == outcome.kernel_name
         verdict = check_result(cupy.asnumpy(y), conv2d_reference(problem, x, w, bias))
         assert verdict.ok, verdict.message
     finally:
@@ -391,8 +391,11 @@ def test_conv2d_with_pytorch_tensors(seed):
     assert error <= 1e-5
     with pytest.raises(ProblemError, match="host memory"):
         autoconv.conv2d(x, w.cuda())
-    with pytest.raises(ProblemError, match="contiguous"):
-        autoconv.conv2d(x.cuda().transpose(2, 3), w.cuda())
+    # a non-contiguous input is copied to NCHW first (the PyTorch operator's rule)
+    transposed = x.cuda().transpose(2, 3)
+    expected = torch.nn.functional.conv2d(transposed.double(), w.cuda().double(), padding=1)
+    y = autoconv.conv2d(transposed, w.cuda(), padding=1)
+    assert (torch.linalg.norm(y.double() - expected) / torch.linalg.norm(expected)).item() <= 1e-5
 
 
 # ---- the CLI -------------------------------------------------------------------------

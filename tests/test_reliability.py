@@ -362,8 +362,8 @@ def test_a_damaged_cache_stops_tune_with_the_file_and_the_way_out(tmp_path, caps
 
     # Never a wrong kernel: autoconv.conv2d's lookup finds nothing in it (and says why).
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(runtime, "_cache_path", cache)
-        plan, origin, why, _ = runtime._winner_plan(parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1"), H100,
+        patch.setattr(runtime.REGISTRY, "_cache_location", cache)
+        plan, origin, why, _ = runtime.REGISTRY.winner_plan(parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1"), H100,
                                                   FAKE_IDENTITY)
     assert plan is None and str(cache) in why
 
@@ -614,7 +614,7 @@ def test_a_cached_entry_this_autoconv_cannot_use_is_tuned_again_and_replaced(tmp
 
 def test_conv2d_looks_up_only_current_entries_of_this_gpu(tmp_path, monkeypatch):
     problem = SMALL.problem
-    monkeypatch.setattr(runtime, "_cache_path", tmp_path / "cache.sqlite")
+    monkeypatch.setattr(runtime.REGISTRY, "_cache_location", tmp_path / "cache.sqlite")
     family = get_family("direct")
     config = dict(family.space.points(problem, H100)[-1])  # a valid config, not the default
     assert config != family.space.default_config(problem, H100)
@@ -624,11 +624,11 @@ def test_conv2d_looks_up_only_current_entries_of_this_gpu(tmp_path, monkeypatch)
                        workspace_bytes=plan.workspace_bytes)
 
     def lookup(identity=FAKE_IDENTITY):
-        return runtime._winner_plan(problem, H100, identity)
+        return runtime.REGISTRY.winner_plan(problem, H100, identity)
 
     def store(changed):
-        WinnerCache.clear(runtime._cache_path)
-        with WinnerCache(runtime._cache_path) as cache:
+        WinnerCache.clear(runtime.cache_path())
+        with WinnerCache(runtime.cache_path()) as cache:
             cache.put(changed)
 
     assert lookup()[2] .startswith("no winners' cache")
@@ -1024,7 +1024,7 @@ def test_conv2d_never_runs_a_stale_entry(tmp_path, seed):
         x, w, _ = random_inputs(problem, numpy.random.default_rng(seed))
         with pytest.warns(runtime.UntunedWarning, match="stale entry"):
             y = autoconv.conv2d(cupy.asarray(x), cupy.asarray(w), stride=(2, 1), padding=1)
-        assert runtime._runners[(0, problem.key())].origin == "default"
+        assert runtime.REGISTRY.loaded_runner(problem, 0).origin == "default"
         verdict = check_result(cupy.asnumpy(y), conv2d_reference(problem, x, w))
         assert verdict.ok, verdict.message
     finally:

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from autoconv.runtime import api as runtime
+from autoconv.runtime import selection
 from autoconv.cache.winners import CacheEntry, CacheKey
 from autoconv.problems.problem import parse_spec
 
@@ -32,7 +32,7 @@ PLAN = json.dumps({"mode": "strict", "plan_name": "eng0_k2=1"})
 def test_the_winner_runs_unless_cudnn_was_measured_faster(case):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing is even tried, so nothing warns
-        assert runtime._cudnn_if_faster(PROBLEM, case) is None
+        assert selection._cudnn_if_faster(PROBLEM, case) is None
 
 
 def test_cudnn_faster_but_unusable_warns_and_runs_the_winner(monkeypatch):
@@ -42,7 +42,7 @@ def test_cudnn_faster_but_unusable_warns_and_runs_the_winner(monkeypatch):
         raise baseline.BackendUnavailable("the cuDNN frontend cannot be imported (test)")
 
     monkeypatch.setattr(baseline, "import_cudnn", missing_frontend)
-    with pytest.warns(runtime.CudnnFallbackWarning, match=r"0\.5 ms vs 1 ms.*cannot be imported"):
-        assert runtime._cudnn_if_faster(PROBLEM, entry(baseline_time_ms=0.5, baseline_plan=PLAN)) is None
-    with pytest.warns(runtime.CudnnFallbackWarning, match="malformed"):
-        assert runtime._cudnn_if_faster(PROBLEM, entry(baseline_time_ms=0.5, baseline_plan="{not json")) is None
+    with pytest.warns(selection.CudnnFallbackWarning, match=r"0\.5 ms vs 1 ms.*cannot be imported"):
+        assert selection._cudnn_if_faster(PROBLEM, entry(baseline_time_ms=0.5, baseline_plan=PLAN)) is None
+    with pytest.warns(selection.CudnnFallbackWarning, match="malformed"):
+        assert selection._cudnn_if_faster(PROBLEM, entry(baseline_time_ms=0.5, baseline_plan="{not json")) is None

@@ -59,6 +59,11 @@ class LoadedPlan:
     def resources(self) -> list[KernelResources]:
         return list(self._resources.values())
 
+    def function_handles(self) -> dict[str, int]:
+        """Kernel name -> its ``CUfunction`` handle (valid while this object lives), for
+        callers that launch through the driver themselves (:mod:`autoconv.runtime`)."""
+        return {name: int(function.ptr) for name, function in self._functions.items()}
+
     def resources_of(self, kernel: str) -> KernelResources:
         return self._resources[kernel]
 

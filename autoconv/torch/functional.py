@@ -1,0 +1,124 @@
+"""``autoconv.torch.conv2d``: :func:`torch.nn.functional.conv2d`'s signature, autoconv's kernels.
+
+    y = autoconv.torch.conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1)
+
+``padding`` is an int, a (height, width) pair, a (top, bottom, left, right) 4-tuple,
+``'valid'``, or ``'same'`` with PyTorch's rule (stride 1 only; total padding
+``dilation * (kernel - 1)``, the odd element at the bottom/right). ``groups`` must be 1.
+Inputs must be float32 CUDA tensors on one device; a non-contiguous or channels_last
+input is copied to contiguous NCHW first (autoconv's kernels read NCHW).
+
+Eager calls on CUDA tensors go straight to the operator's CUDA implementation, through
+:class:`~autoconv.torch.ops.EagerConv2d` when they need gradients: the dispatcher and
+``register_autograd``'s generic Python wrapper cost 30-90 us per call on the H100 and
+add nothing there. Traced calls (``torch.compile``, ``torch.export``), tensor subclasses,
+meta and CPU tensors call the operator ``torch.ops.autoconv.conv2d``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import torch
+
+from autoconv.errors import ProblemError
+from autoconv.torch import ops
+
+_Tensor = torch.Tensor
+
+
+def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1, *, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``y = conv2d(x, w) + bias`` with autoconv's tuned kernel (see the module docstring).
+
+    Args:
+        x: (N, C, H, W) float32 CUDA tensor.
+        w: (K, C, R, S) float32 CUDA tensor on x's device.
+        bias: optional (K,) float32 tensor.
+        stride, dilation: an int or a (height, width) pair.
+        padding: an int, a pair, (top, bottom, left, right), ``'same'`` or ``'valid'``.
+        groups: must be 1.
+        out: optional (N, K, P, Q) contiguous float32 tensor to write (no autograd).
+
+    Returns:
+        y, (N, K, P, Q) float32 on x's device.
+
+    Raises:
+        ProblemError: naming the argument that is wrong and how to fix it.
+    """
+    if groups != 1:
+        raise ProblemError("groups", groups, "autoconv computes groups=1 convolutions only; leave grouped and "
+                           "depthwise convolutions to torch.nn.functional.conv2d")
+    if torch.compiler.is_compiling():  # traced: one operator node (Dynamo would skip resolve's cache)
+        stride, padding, dilation = resolve.__wrapped__(_key(stride), _key(padding), _key(dilation),
+                                                        w.shape[2], w.shape[3])
+        return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation)
+    stride, padding, dilation = resolve(_key(stride), _key(padding), _key(dilation), w.shape[2], w.shape[3])
+    if out is not None:
+        return _into(out, x, w, bias, stride, padding, dilation)
+    if type(x) is not _Tensor or not x.is_cuda:  # subclasses, meta and CPU tensors: the dispatcher decides
+        return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation)
+    if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
+        return ops.EagerConv2d.apply(x, w, bias, stride, padding, dilation)
+    return ops.conv2d_cuda(x, w, bias, stride, padding, dilation)
+
+
+def _key(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+@lru_cache(maxsize=1024)
+def resolve(stride, padding, dilation, R: int, S: int) -> tuple[tuple[int, int], tuple[int, int, int, int],
+                                                                 tuple[int, int]]:
+    """(stride pair, (top, bottom, left, right), dilation pair) from F.conv2d-style
+    arguments, for an R x S filter."""
+    stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
+    if isinstance(padding, str):
+        mode = padding.lower()
+        if mode == "valid":
+            return stride, (0, 0, 0, 0), dilation
+        if mode != "same":
+            raise ProblemError("padding", padding, "expected an int, a pair, (top, bottom, left, right), "
+                               "'same' or 'valid'")
+        if stride != (1, 1):
+            raise ProblemError("padding", padding, "padding='same' is not supported for strided convolutions "
+                               "(as in PyTorch); give the padding as numbers")
+        top, bottom = _same(R, dilation[0])
+        left, right = _same(S, dilation[1])
+        return stride, (top, bottom, left, right), dilation
+    if isinstance(padding, int) and not isinstance(padding, bool):
+        return stride, (padding,) * 4, dilation
+    if isinstance(padding, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in padding):
+        if len(padding) == 2:
+            return stride, (padding[0], padding[0], padding[1], padding[1]), dilation
+        if len(padding) == 4:
+            return stride, padding, dilation
+    raise ProblemError("padding", padding, "expected an int, a (height, width) pair, (top, bottom, left, right), "
+                       "'same' or 'valid'")
+
+
+def _same(kernel: int, dilation: int) -> tuple[int, int]:
+    """PyTorch's 'same' padding of one axis: the total split with the extra at the end."""
+    total = dilation * (kernel - 1)
+    return total // 2, total - total // 2
+
+
+def _pair(name: str, value) -> tuple[int, int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, value)
+    if (isinstance(value, tuple) and len(value) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        return value
+    raise ProblemError(name, value, "expected an int or a (height, width) pair")
+
+
+def _into(out, x, w, bias, stride, padding, dilation) -> torch.Tensor:
+    if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
+        raise ProblemError("out", "given", "out= computes no gradient; call without out= for autograd")
+    if out.dtype is not torch.float32 or not out.is_contiguous() or out.device != x.device:
+        raise ProblemError("out", f"{out.dtype} on {out.device}",
+                           f"out must be a contiguous float32 tensor on {x.device}")
+    expected = tuple(ops.conv2d_fake(x, w, bias, stride, padding, dilation).shape)
+    if tuple(out.shape) != expected:
+        raise ProblemError("out.shape", tuple(out.shape), f"expected {expected} for this convolution")
+    return ops.conv2d_cuda(x, w, bias, stride, padding, dilation, out=out)

@@ -1,0 +1,91 @@
+"""A real model's convolution problems, found by running it once on an example input.
+
+    problems, skipped = autoconv.torch.conv_problems(model, torch.randn(32, 3, 224, 224))
+    autoconv.torch.write_config(problems, "my_model.yaml", budget={"trials": 160})
+
+Forward pre-hooks on every ``nn.Conv2d`` record each call's input shape; identical
+problems are merged (named after the first layer that runs them, with a count), and
+layers autoconv cannot run are listed with the reason. The model may live on any device,
+``meta`` included (shapes only, no memory, no arithmetic): the command line
+(``autoconv tune --model torchvision.models:resnet50 --input 32x3x224x224``) runs it so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+from torch import nn
+
+from autoconv.files import write_atomically
+from autoconv.problems.models import NamedProblem
+from autoconv.problems.problem import ConvProblem
+from autoconv.torch.functional import resolve
+from autoconv.torch.modules import ineligible_reason
+
+
+def conv_problems(model: nn.Module, *inputs: Any, **kwargs: Any) -> tuple[list[NamedProblem], dict[str, str]]:
+    """Run ``model(*inputs, **kwargs)`` once (no gradient) and return the unique problems
+    of its eligible convolutions, in the order they first ran, and ``{layer: why}`` for
+    the convolutions autoconv would leave to PyTorch."""
+    found: dict[str, NamedProblem] = {}
+    skipped: dict[str, str] = {}
+
+    def record(name: str):
+        def hook(module: nn.Conv2d, args) -> None:
+            why = ineligible_reason(module)
+            if why is not None:
+                skipped.setdefault(name, why)
+                return
+            problem = problem_of(module, args[0])
+            key = problem.key()
+            seen = found.get(key)
+            found[key] = (NamedProblem(name, problem, 1) if seen is None
+                          else NamedProblem(seen.name, seen.problem, seen.count + 1))
+        return hook
+
+    hooks = [module.register_forward_pre_hook(record(name or type(module).__name__))
+             for name, module in model.named_modules() if isinstance(module, nn.Conv2d)]
+    try:
+        with torch.no_grad():
+            model(*inputs, **kwargs)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return list(found.values()), skipped
+
+
+def problem_of(module: nn.Conv2d, x: torch.Tensor) -> ConvProblem:
+    """The problem ``module`` computes on input ``x`` (non-zero padding modes pad first)."""
+    N, C, H, W = (int(v) for v in x.shape)
+    K, _, R, S = (int(v) for v in module.weight.shape)
+    stride, padding, dilation = resolve(tuple(module.stride), _padding(module.padding), tuple(module.dilation), R, S)
+    if module.padding_mode != "zeros":
+        top, bottom, left, right = padding
+        H, W, padding = H + top + bottom, W + left + right, (0, 0, 0, 0)
+    return ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation, padding=padding,
+                       bias=module.bias is not None)
+
+
+def _padding(value):
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
+def config_text(problems: list[NamedProblem], *, budget: dict | None = None, comment: str = "") -> str:
+    """A tuning config (YAML) for ``problems``: one spec string per problem, with its count."""
+    document: dict[str, Any] = {"problems": [{"name": named.name, "spec": named.problem.spec(),
+                                              "count": named.count} for named in problems]}
+    if budget:
+        document["budget"] = dict(budget)
+    header = "".join(f"# {line}\n" for line in comment.splitlines())
+    return header + yaml.safe_dump(document, sort_keys=False)
+
+
+def write_config(problems: list[NamedProblem], path: str | Path, *, budget: dict | None = None,
+                 comment: str = "") -> Path:
+    """Write :func:`config_text` to ``path`` (atomically) and return the path."""
+    path = Path(path)
+    write_atomically(path, config_text(problems, budget=budget, comment=comment))
+    return path

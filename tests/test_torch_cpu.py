@@ -1,0 +1,136 @@
+"""autoconv.torch without a GPU: the operator's registration and fake shapes, tracing,
+padding rules, model conversion and finding a model's problems."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+import autoconv.torch as ac  # noqa: E402
+from autoconv.errors import ProblemError  # noqa: E402
+from autoconv.problems.config import load_config  # noqa: E402
+from autoconv.torch.functional import resolve  # noqa: E402
+
+
+def test_the_operator_is_registered_with_its_schema():
+    schema = str(torch.ops.autoconv.conv2d.default._schema)
+    assert schema.startswith("autoconv::conv2d(Tensor x, Tensor w, Tensor? bias, SymInt[2] stride")
+
+
+@pytest.mark.parametrize("shape", [
+    ((2, 3, 17, 23), (5, 3, 3, 2), [2, 1], [1, 0, 2, 1], [1, 1]),
+    ((1, 8, 9, 40), (4, 8, 1, 5), [3, 1], [0, 0, 2, 2], [1, 2]),
+    ((4, 2, 5, 5), (3, 2, 5, 5), [1, 1], [0, 0, 0, 0], [1, 1]),
+])
+def test_fake_shapes_match_pytorch(shape):
+    x_shape, w_shape, stride, padding, dilation = shape
+    x, w = torch.empty(x_shape, device="meta"), torch.empty(w_shape, device="meta")
+    got = torch.ops.autoconv.conv2d(x, w, None, stride, padding, dilation)
+    top, bottom, left, right = padding
+    want = F.conv2d(F.pad(x, (left, right, top, bottom)), w, None, stride, 0, dilation)
+    assert got.shape == want.shape and got.device.type == "meta"
+
+
+def test_export_traces_the_operator_as_one_node():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(6, 3, 3, 3))
+
+        def forward(self, x):
+            return torch.relu(ac.conv2d(x, self.w, None, 1, (1, 0, 1, 0)))
+
+    exported = torch.export.export(Net(), (torch.randn(2, 3, 10, 10),))
+    targets = [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
+    assert "autoconv.conv2d.default" in targets
+    output = [node for node in exported.graph.nodes if node.op == "output"][0]
+    assert tuple(output.args[0][0].meta["val"].shape) == (2, 6, 9, 9)
+
+
+@pytest.mark.parametrize("kernel", [(3, 3), (4, 2), (1, 5), (2, 2)])
+@pytest.mark.parametrize("dilation", [(1, 1), (2, 3)])
+def test_same_padding_is_pytorchs(kernel, dilation):
+    x = torch.randn(1, 2, 11, 10, dtype=torch.float64)
+    w = torch.randn(3, 2, *kernel, dtype=torch.float64)
+    _, (top, bottom, left, right), _ = resolve(1, "same", dilation, *kernel)
+    ours = F.conv2d(F.pad(x, (left, right, top, bottom)), w, dilation=dilation)
+    torch.testing.assert_close(ours, F.conv2d(x, w, padding="same", dilation=dilation))
+
+
+def test_padding_forms_and_refusals():
+    assert resolve(2, 1, 1, 3, 3) == ((2, 2), (1, 1, 1, 1), (1, 1))
+    assert resolve((2, 1), (1, 2), (1, 3), 3, 3) == ((2, 1), (1, 1, 2, 2), (1, 3))
+    assert resolve(1, (0, 1, 2, 3), 1, 3, 3)[1] == (0, 1, 2, 3)
+    assert resolve(1, "valid", 1, 3, 3)[1] == (0, 0, 0, 0)
+    for bad, field in [((2, "same", 1), "padding"), ((1, "full", 1), "padding"), ((1, (1, 2, 3), 1), "padding"),
+                       ((0.5, 0, 1), "stride"), ((1, 0, (1, 2, 3)), "dilation")]:
+        with pytest.raises(ProblemError) as info:
+            resolve(*bad, 3, 3)
+        assert info.value.field == field
+
+
+def test_groups_and_cpu_tensors_are_refused_by_the_function():
+    x, w = torch.randn(1, 4, 8, 8), torch.randn(4, 2, 3, 3)
+    with pytest.raises(ProblemError, match="groups"):
+        ac.conv2d(x, w, groups=2)
+
+
+class Mixed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding="same")
+        self.depthwise = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.half = nn.Conv2d(8, 8, 1).to(torch.bfloat16)
+        self.reflect = nn.Conv2d(8, 8, (3, 1), padding=(1, 0), padding_mode="reflect")
+        self.again = nn.Conv2d(8, 8, (3, 1), padding=(1, 0), padding_mode="reflect")
+        self.head = nn.Sequential(nn.Conv2d(8, 4, 1, stride=2, bias=False), nn.ReLU())
+
+    def forward(self, x):
+        x = self.depthwise(self.stem(x))
+        x = self.again(self.reflect(x))
+        return self.head(x)
+
+
+def test_convert_reports_what_it_left_alone_and_keeps_state():
+    model = Mixed()
+    converted, report = ac.convert(model)
+    assert report.converted == ["stem", "reflect", "again", "head.0"]
+    assert set(report.skipped) == {"depthwise", "half"}
+    assert "groups=8" in report.skipped["depthwise"] and "bfloat16" in report.skipped["half"]
+    assert type(model.stem) is nn.Conv2d  # a copy was converted
+    assert type(converted.stem) is ac.Conv2d and type(converted.depthwise) is nn.Conv2d
+    assert converted.state_dict().keys() == model.state_dict().keys()
+    assert "left alone: depthwise" in str(report)
+    same, _ = ac.convert(model, inplace=True)
+    assert same is model and type(model.stem) is ac.Conv2d
+    with pytest.raises(ProblemError, match="nn.Module"):
+        ac.convert("resnet")
+
+
+def test_converted_layers_fall_back_to_pytorch_on_cpu():
+    layer = nn.Conv2d(3, 5, 3, padding=1, padding_mode="reflect").double()
+    x = torch.randn(2, 3, 9, 7, dtype=torch.float64)
+    want = layer(x)
+    converted, _ = ac.convert(layer)
+    torch.testing.assert_close(converted(x), want)
+
+
+def test_conv_problems_of_a_model_on_the_meta_device(tmp_path):
+    model = Mixed().to("meta")
+    problems, skipped = ac.conv_problems(model, torch.empty(2, 3, 20, 18, device="meta"))
+    assert [p.name for p in problems] == ["stem", "reflect", "head.0"]
+    assert [p.count for p in problems] == [1, 2, 1]
+    stem, reflect, head = (p.problem for p in problems)
+    assert (stem.N, stem.C, stem.H, stem.W, stem.K, stem.padding, stem.bias) == (2, 3, 20, 18, 8, (1, 1, 1, 1), True)
+    assert (reflect.H, reflect.W, reflect.padding) == (22, 18, (0, 0, 0, 0))  # padded first, as nn.Conv2d does
+    assert (head.stride, head.bias) == ((2, 2), False)
+    assert set(skipped) == {"depthwise"}  # self.half never runs
+    path = ac.write_config(problems, tmp_path / "mixed.yaml", budget={"trials": 5}, comment="from a test")
+    config = load_config(path)
+    assert [(p.name, p.problem.key(), p.count) for p in config.problems] == \
+        [(p.name, p.problem.key(), p.count) for p in problems]
+    assert path.read_text().startswith("# from a test\n")

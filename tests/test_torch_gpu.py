@@ -1,0 +1,265 @@
+"""autoconv.torch on a GPU: the operator against float64 on awkward shapes, autograd, CUDA
+graphs, torch.compile, the kept weights transform, streams and devices."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("cupy")
+
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+import autoconv  # noqa: E402
+import autoconv.torch as ac  # noqa: E402
+from autoconv.errors import ProblemError  # noqa: E402
+from autoconv.runtime import UntunedWarning  # noqa: E402
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="gpu test: no CUDA device for PyTorch")]
+
+#: Relative L2 error allowed against float64 (autoconv's float32 tolerance, see autoconv.verify).
+TOLERANCE = 1e-5
+
+
+@pytest.fixture(autouse=True)
+def _strict_torch_and_quiet_defaults(tmp_path, monkeypatch):
+    """Float32 references from PyTorch run strict; untuned shapes run defaults quietly; an
+    empty cache so the test does not depend on what was tuned."""
+    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "empty.sqlite3"))
+    autoconv.runtime.set_cache(None)
+    autoconv.runtime.clear_loaded()
+    cudnn, matmul = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UntunedWarning)
+        yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = cudnn, matmul
+    autoconv.runtime.clear_loaded()
+
+
+def reference(x, w, bias, stride, padding, dilation):
+    """float64 convolution with (top, bottom, left, right) padding."""
+    top, bottom, left, right = padding
+    xp = F.pad(x.double(), (left, right, top, bottom))
+    return F.conv2d(xp, w.double(), None if bias is None else bias.double(), stride, 0, dilation)
+
+
+def relative_error(got, want) -> float:
+    assert torch.isfinite(got).all(), "non-finite output (an unwritten or wrong element)"
+    return float((got.double() - want).norm() / want.norm())
+
+
+# N, C, H, W, K, R, S, stride, (top, bottom, left, right), dilation, bias
+AWKWARD = [
+    (1, 3, 17, 23, 5, 3, 2, (2, 1), (1, 0, 2, 1), (1, 1), True),
+    (2, 13, 31, 29, 17, 3, 3, (1, 1), (1, 1, 1, 1), (2, 1), False),
+    (1, 64, 14, 14, 96, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), True),
+    (3, 7, 9, 40, 33, 1, 5, (3, 1), (0, 0, 2, 2), (1, 2), True),
+    (2, 32, 28, 28, 64, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), False),
+]
+
+
+@pytest.mark.parametrize("shape", AWKWARD, ids=[f"case{i}" for i in range(len(AWKWARD))])
+def test_op_matches_float64_on_awkward_shapes(shape):
+    N, C, H, W, K, R, S, stride, padding, dilation, has_bias = shape
+    x = torch.randn(N, C, H, W, device="cuda")
+    w = torch.randn(K, C, R, S, device="cuda")
+    bias = torch.randn(K, device="cuda") if has_bias else None
+    want = reference(x, w, bias, stride, padding, dilation)
+    for call in (lambda: ac.conv2d(x, w, bias, stride, padding, dilation),
+                 lambda: torch.ops.autoconv.conv2d(x, w, bias, list(stride), list(padding), list(dilation)),
+                 lambda: autoconv.conv2d(x, w, bias, stride, padding, dilation)):
+        got = call()
+        assert got.shape == want.shape and got.dtype == torch.float32
+        assert relative_error(got, want) < TOLERANCE
+
+
+def test_same_padding_follows_pytorch_and_layouts_are_copied():
+    x = torch.randn(2, 6, 15, 12, device="cuda").to(memory_format=torch.channels_last)
+    w = torch.randn(8, 6, 4, 3, device="cuda")
+    got = ac.conv2d(x, w, padding="same", dilation=(1, 2))
+    want = F.conv2d(x.double(), w.double(), padding="same", dilation=(1, 2))
+    assert relative_error(got, want) < TOLERANCE
+    sliced = torch.randn(2, 6, 15, 24, device="cuda")[..., ::2]  # not contiguous
+    assert relative_error(ac.conv2d(sliced, w, padding=1), F.conv2d(sliced.double(), w.double(), padding=1)) < TOLERANCE
+
+
+def test_bad_arguments_are_refused_clearly():
+    x = torch.randn(1, 4, 8, 8, device="cuda")
+    w = torch.randn(4, 4, 3, 3, device="cuda")
+    with pytest.raises(ProblemError, match=r"x\.dtype.*float32.*x\.float\(\)"):
+        ac.conv2d(x.half(), w.half())
+    with pytest.raises(ProblemError, match="groups"):
+        ac.conv2d(x, w[:, :2], groups=2)
+    with pytest.raises(ProblemError, match=r"w\.device"):
+        ac.conv2d(x, w.cpu())
+    with pytest.raises(ProblemError, match="strided"):
+        ac.conv2d(x, w, stride=2, padding="same")
+
+
+def test_backward_matches_float64_autograd():
+    for N, C, H, W, K, R, S, stride, padding, dilation, has_bias in AWKWARD[:4]:
+        x = torch.randn(N, C, H, W, device="cuda", requires_grad=True)
+        w = torch.randn(K, C, R, S, device="cuda", requires_grad=True)
+        bias = torch.randn(K, device="cuda", requires_grad=True) if has_bias else None
+        y = ac.conv2d(x, w, bias, stride, padding, dilation)
+        grad = torch.randn_like(y)
+        y.backward(grad)
+        x64, w64 = x.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+        b64 = bias.detach().double().requires_grad_() if has_bias else None
+        reference(x64, w64, b64, stride, padding, dilation).backward(grad.double())
+        assert relative_error(x.grad, x64.grad) < TOLERANCE
+        assert relative_error(w.grad, w64.grad) < TOLERANCE
+        if has_bias:
+            assert relative_error(bias.grad, b64.grad) < TOLERANCE
+
+
+def test_opcheck_schema_fake_tensor_and_autograd_registration():
+    x = torch.randn(1, 3, 7, 6, device="cuda", requires_grad=True)
+    w = torch.randn(4, 3, 3, 2, device="cuda", requires_grad=True)
+    bias = torch.randn(4, device="cuda", requires_grad=True)
+    torch.library.opcheck(torch.ops.autoconv.conv2d.default, (x, w, bias, [1, 2], [1, 0, 0, 1], [1, 1]))
+
+
+class SmallNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 24, (3, 1), stride=(2, 1), padding=(1, 0), bias=False)
+        self.conv3 = nn.Conv2d(24, 8, 1)
+        self.reflect = nn.Conv2d(8, 8, 3, padding=1, padding_mode="reflect")
+
+    def forward(self, x):
+        return self.reflect(self.conv3(torch.relu(self.conv2(torch.relu(self.conv1(x))))))
+
+
+def float64_twin(model: nn.Module) -> nn.Module:
+    """A plain PyTorch SmallNet in float64 with ``model``'s current parameters."""
+    twin = SmallNet().cuda()
+    twin.load_state_dict(model.state_dict())
+    return twin.double()
+
+
+def test_converted_model_matches_and_keeps_parameters():
+    model = SmallNet().cuda().eval()
+    converted, report = ac.convert(model)
+    assert report.converted == ["conv1", "conv2", "conv3", "reflect"] and not report.skipped
+    assert isinstance(converted.conv1, ac.Conv2d) and converted.conv1.weight is not model.conv1.weight
+    x = torch.randn(2, 3, 19, 21, device="cuda")
+    with torch.no_grad():
+        want = model.double()(x.double())
+        assert relative_error(converted(x), want) < TOLERANCE
+
+
+def test_weights_changed_in_place_are_not_served_stale():
+    model, _ = ac.convert(SmallNet().cuda())
+    x = torch.randn(2, 3, 16, 16, device="cuda")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        with torch.no_grad():
+            got = model(x)
+            want = float64_twin(model)(x.double())
+        assert relative_error(got, want) < TOLERANCE
+        loss = model(x).square().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()  # in place: the version counters move
+        with torch.no_grad():
+            model.conv2.weight.mul_(0.5)
+
+
+def _capture(fn, static_input):
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            fn(static_input)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_output = fn(static_input)
+    return graph, static_output
+
+
+def test_cuda_graph_capture_and_replay_follow_new_inputs_and_weights():
+    model, _ = ac.convert(SmallNet().cuda().eval())
+    static_input = torch.randn(2, 3, 16, 16, device="cuda")
+    with torch.no_grad():
+        graph, static_output = _capture(model, static_input)
+        for step in range(3):
+            static_input.copy_(torch.randn_like(static_input))
+            if step == 2:
+                model.conv1.weight.mul_(-1.5)  # the captured weights transform must see this
+            graph.replay()
+            want = float64_twin(model)(static_input.double())
+            assert relative_error(static_output, want) < TOLERANCE
+
+
+def test_first_call_during_capture_raises_and_leaves_the_context_usable():
+    x = torch.randn(1, 5, 11, 11, device="cuda")
+    w = torch.randn(7, 5, 3, 3, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(ac.CaptureError, match="warm-up"):
+        with torch.cuda.graph(graph):
+            ac.conv2d(x, w, padding=1)
+    torch.cuda.synchronize()
+    assert relative_error(ac.conv2d(x, w, padding=1), reference(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1))) < TOLERANCE
+
+
+def test_torch_compile_fullgraph_traces_the_op():
+    model, _ = ac.convert(SmallNet().cuda().eval())
+    compiled = torch.compile(model, fullgraph=True)
+    x = torch.randn(2, 3, 16, 16, device="cuda")
+    with torch.no_grad():
+        want = model(x)
+        assert relative_error(compiled(x), want.double()) < TOLERANCE
+    # and with autograd through the compiled graph
+    y = compiled(x.requires_grad_())
+    y.sum().backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_two_streams_run_one_layer_at_once():
+    layer, _ = ac.convert(nn.Conv2d(32, 48, 3, padding=1).cuda())
+    inputs = [torch.randn(4, 32, 40, 40, device="cuda") for _ in range(2)]
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    outputs = [None, None]
+    with torch.no_grad():
+        for _ in range(5):
+            for i, stream in enumerate(streams):
+                stream.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(stream):
+                    outputs[i] = layer(inputs[i])
+            for stream in streams:
+                torch.cuda.current_stream().wait_stream(stream)
+            for i in range(2):
+                want = F.conv2d(inputs[i].double(), layer.weight.double(), layer.bias.double(), padding=1)
+                assert relative_error(outputs[i], want) < TOLERANCE
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_tensors_on_another_device_run_there():
+    x = torch.randn(2, 8, 12, 12, device="cuda:1")
+    w = torch.randn(16, 8, 3, 3, device="cuda:1")
+    with torch.cuda.device(0):
+        got = ac.conv2d(x, w, padding=1)
+    assert got.device == x.device
+    assert relative_error(got, reference(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1))) < TOLERANCE
+
+
+def test_compiled_kernels_are_kept_on_disk_and_a_damaged_file_is_compiled_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOCONV_CUBIN_CACHE", str(tmp_path / "cubins"))
+    x = torch.randn(1, 6, 13, 11, device="cuda")
+    w = torch.randn(5, 6, 3, 3, device="cuda")
+    want = reference(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1))
+    assert relative_error(ac.conv2d(x, w, padding=1), want) < TOLERANCE
+    files = list((tmp_path / "cubins").glob("*.cubin"))
+    assert len(files) == 1
+    files[0].write_bytes(b"not a cubin")
+    autoconv.runtime.clear_loaded()
+    assert relative_error(ac.conv2d(x, w, padding=1), want) < TOLERANCE
+    assert files[0].read_bytes() != b"not a cubin"  # compiled again and stored
