@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.bench.report import SCHEMA_VERSION, geomeans
+from autoconv.gpu.device import read_device
 
 #: Where the measurement of one side of the comparison lives in a problem's entry.
 SIDES = ("autoconv", "cudnn_strict", "cudnn_tf32", "torch")
@@ -180,13 +181,14 @@ def _git_state() -> tuple[str | None, bool | None]:
 def bench_command(config_path: str, *, tune: bool = True, out: str | None = None, rounds: int = 3,
                   samples: int = 7, torch: bool = True, argv: Sequence[str] | None = None) -> int:
     """``autoconv bench CONFIG``: measure, write the results JSON, print the table."""
-    from autoconv.problems.config import load_config
+    from autoconv.search.session import TuneSession
 
     if rounds < 1 or samples < 1:
         raise AutoconvError(f"--rounds and --samples must be >= 1 (got {rounds} and {samples})")
-    config = load_config(config_path)
+    session = TuneSession.load(config_path)
+    config = session.config
     command = "autoconv " + shlex.join(argv if argv is not None else ["bench", config_path])
-    results = run_bench(config, tune=tune, rounds=rounds, samples=samples, torch=torch,
+    results = run_bench(session, tune=tune, rounds=rounds, samples=samples, torch=torch,
                         command=command, log=print)
     path = Path(out) if out else Path(config.results) / "results.json"
     write_results(results, path)
@@ -205,9 +207,10 @@ def write_results(results: Mapping[str, Any], path: str | os.PathLike) -> None:
     os.replace(temporary, target)
 
 
-def run_bench(config, *, tune: bool = True, rounds: int = 3, samples: int = 7, torch: bool = True,
+def run_bench(session, *, tune: bool = True, rounds: int = 3, samples: int = 7, torch: bool = True,
               command: str = "autoconv bench", log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Measure every problem of ``config`` (a :class:`autoconv.problems.config.TuneConfig`); returns
+    """Measure every problem of ``session``'s config (a :class:`autoconv.search.session.TuneSession`:
+    its cache, storage, families and budget are the ones ``autoconv tune`` uses); returns
     the results dict (schema :data:`autoconv.bench.report.SCHEMA_VERSION`).
 
     Raises:
@@ -222,7 +225,8 @@ def run_bench(config, *, tune: bool = True, rounds: int = 3, samples: int = 7, t
 
     cupy = require_cupy()
     import_cudnn()  # fail before any tuning if the baseline cannot run
-    side = AutoconvSide(config)
+    config = session.config
+    side = AutoconvSide(session)
     try:
         missing = [item for item in config.problems if side.cached(item.problem) is None]
         tuning_seconds = None
@@ -268,13 +272,11 @@ class AutoconvSide:
     cache (keyed by this GPU's identity), tuning, the Optuna studies, and a winner
     compiled and loaded in this process (the way :func:`autoconv.conv2d` runs it)."""
 
-    def __init__(self, config):
-        from autoconv.cache.winners import WinnerCache
-        from autoconv.gpu.device import read_device
-
-        self.config = config
-        self.device, self.identity = read_device(config.device)
-        self.cache = WinnerCache(config.cache)
+    def __init__(self, session):
+        self.session = session
+        self.config = session.config
+        self.device, self.identity = read_device(self.config.device)
+        self.cache = session.open_cache()
 
     def key(self, problem):
         from autoconv.cache.winners import CacheKey
@@ -285,14 +287,14 @@ class AutoconvSide:
         return self.cache.get(self.key(problem))
 
     def tune(self, items: Sequence, log: Callable[[str], None]) -> None:
-        """Tune ``items`` (NamedProblems) with the config's families, budget and storage;
+        """Tune ``items`` (NamedProblems) with the session's families, budget and storage;
         winners go into the cache.
 
         Raises:
             AutoconvError: naming every problem for which no candidate passed.
         """
         from autoconv.gpu import CupyBackend
-        from autoconv.search.tuner import Reporter, Tuner
+        from autoconv.search.tuner import Reporter
 
         class LogReporter(Reporter):
             def problem_finished(self, outcome) -> None:
@@ -302,9 +304,7 @@ class AutoconvSide:
 
         config = self.config
         with CupyBackend(config.device, seed=config.seed) as backend:
-            tuner = Tuner(backend, storage=config.storage, families=config.families, budget=config.budget,
-                          seed=config.seed, workspace_limit=config.workspace_limit_bytes, cache=self.cache,
-                          reporter=LogReporter())
+            tuner = self.session.tuner(backend, cache=self.cache, reporter=LogReporter())
             outcomes = tuner.tune(list(items))
         lost = [o for o in outcomes if o.time_ms is None]
         if lost:
@@ -342,16 +342,16 @@ class AutoconvSide:
 
     def history(self, entry) -> "StudyHistory":
         """Per-family best times and the evaluated trials of the study that found ``entry``
-        (empty when the study is not in the config's storage, e.g. an imported cache)."""
+        (empty when the study is not in the session's storage, e.g. an imported cache)."""
         import optuna
 
         from autoconv.search.tuner import make_storage
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         try:
-            study = optuna.load_study(study_name=entry.study_name, storage=make_storage(self.config.storage))
+            study = optuna.load_study(study_name=entry.study_name, storage=make_storage(self.session.storage))
         except KeyError:  # Optuna's answer for an unknown study name
-            return StudyHistory({}, [], f"study {entry.study_name!r} is not in {self.config.storage}")
+            return StudyHistory({}, [], f"study {entry.study_name!r} is not in {self.session.storage}")
         return StudyHistory.of(study)
 
     def close(self) -> None:

@@ -233,8 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.set_defaults(handler=cmd_tune)
 
     show = commands.add_parser("show", help="list the cached winners (shape, family, params, ms, TFLOP/s)")
-    show.add_argument("config", nargs="?", help="a config whose cache to list (default: --cache, "
-                      "$AUTOCONV_CACHE or ~/.cache/autoconv/winners.sqlite3)")
+    show.add_argument("config", nargs="?", help="a config whose cache to list: the one `autoconv tune CONFIG` "
+                      "writes (default: --cache, $AUTOCONV_CACHE or ~/.cache/autoconv/winners.sqlite3)")
     show.add_argument("--cache", metavar="PATH|URL", help="the cache: a file or a SQLAlchemy URL")
     show.set_defaults(handler=cmd_show)
 

@@ -220,27 +220,19 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
     ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError.
     ``gpus`` (``all`` or ``0,1,...``) tunes with one worker process per GPU
     (:mod:`autoconv.search.fleet`)."""
-    import dataclasses
     import os
 
-    from autoconv.cache.winners import WinnerCache
-    from autoconv.problems.config import load_config
     from autoconv.errors import BackendUnavailable
+    from autoconv.search.session import TuneSession
 
-    config = load_config(config_path)
-    families = tuple(families) if families else config.families
-    budget = dataclasses.replace(
-        config.budget, **{k: v for k, v in (("trials", trials), ("seconds", seconds), ("patience", patience))
-                          if v is not None})
+    session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
+                               patience=patience, storage=storage, cache=cache, retune=retune)
     stdout = stdout_console()
     if dry_run:
-        return _dry_run(config, families, per_family, stdout)
+        return _dry_run(session, per_family, stdout)
 
     from autoconv.backends.factory import make_backend
-    from autoconv.search.tuner import Tuner
 
-    storage = storage or config.storage
-    cache = cache_location(cache, storage, config)
     started = time.monotonic()
     if gpus is not None:
         from autoconv.search.fleet import parse_gpus
@@ -250,39 +242,25 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
         except BackendUnavailable as err:
             raise BackendUnavailable(f"{err}. `autoconv tune --gpus` measures kernels on CUDA GPUs") from None
         if len(devices) > 1:
-            return _tune_on_gpus(config, devices, families, budget, storage, cache, retune, started, stdout)
-        config = dataclasses.replace(config, device=devices[0])
+            return _tune_on_gpus(session, devices, started, stdout)
+        session = session.on_device(devices[0])
+    config = session.config
     try:
         backend = make_backend(config.device, seed=config.seed)
     except BackendUnavailable as err:
         raise BackendUnavailable(f"{err}. `autoconv tune` measures kernels on a CUDA GPU; "
                                  "`autoconv tune --dry-run` renders and compiles the candidates "
                                  "with nvcc instead") from None
-    with backend, WinnerCache(cache) as winners:
+    with backend, session.open_cache() as winners:
         reporter = RichReporter()
         reporter.note(f"device: {backend.identity.gpu_name} (sm_{''.join(map(str, backend.identity.compute_capability))}, "
                       f"CUDA runtime {backend.identity.cuda_runtime}, driver {backend.identity.cuda_driver}); "
-                      f"cache {_shown(cache)}; storage {_shown(storage)}")
-        tuner = Tuner(backend, storage=storage, families=families, budget=budget,
-                      seed=config.seed, workspace_limit=config.workspace_limit_bytes, cache=winners,
-                      retune=retune, reporter=reporter, workers=os.cpu_count() or 1)
+                      f"cache {_shown(session.cache)}; storage {_shown(session.storage)}")
+        tuner = session.tuner(backend, cache=winners, reporter=reporter, workers=os.cpu_count() or 1)
         outcomes = tuner.tune(config.problems)
     wall_s = time.monotonic() - started
-    return _summarise(config, outcomes, wall_s, stdout, families, budget,
+    return _summarise(session, outcomes, wall_s, stdout,
                       {"device": backend.identity.gpu_name, "gpus": [config.device]})
-
-
-def cache_location(cache: str | None, storage: str, config) -> str:
-    """Where winners go: ``--cache``; else, when the studies are in a database (a URL
-    ``storage``) and the config names no cache, that same database (so that hosts
-    sharing the studies share the winners); else the config's cache."""
-    from autoconv.search.storage import is_url
-
-    if cache is not None:
-        return str(cache)
-    if is_url(storage) and not config.cache_given:
-        return storage
-    return str(config.cache)
 
 
 def _shown(location: str) -> str:
@@ -290,46 +268,48 @@ def _shown(location: str) -> str:
     return masked(str(location))
 
 
-def _tune_on_gpus(config, devices, families, budget, storage: str, cache: str, retune: bool, started: float,
-                  stdout: Console) -> int:
+def _tune_on_gpus(session, devices, started: float, stdout: Console) -> int:
     from autoconv.search.fleet import tune_on_gpus
 
     reporter = RichFleetReporter()
-    reporter.note(f"cache {_shown(cache)}; storage {_shown(storage)}")
-    outcomes, workers = tune_on_gpus(config, devices, families=families, budget=budget, storage=storage,
-                                     cache=cache, retune=retune, reporter=reporter)
+    reporter.note(f"cache {_shown(session.cache)}; storage {_shown(session.storage)}")
+    outcomes, workers = tune_on_gpus(session.config, devices, families=session.families, budget=session.budget,
+                                     storage=session.storage, cache=session.cache, retune=session.retune,
+                                     reporter=reporter)
     wall_s = time.monotonic() - started
     for worker in workers:
         if worker.status != "done":
             stdout.print(f"[red]GPU {worker.device}[/red] ({worker.gpu or 'not started'}): {worker.error}")
-    return _summarise(config, outcomes, wall_s, stdout, families, budget, {
+    return _summarise(session, outcomes, wall_s, stdout, {
         "device": sorted({w.gpu for w in workers if w.gpu}), "gpus": list(devices),
         "workers": [{"gpu": w.device, "device": w.gpu, "status": w.status, "error": w.error,
                      "problems_finished": len(w.finished)} for w in workers]})
 
 
-def _summarise(config, outcomes, wall_s: float, stdout: Console, families, budget, run: dict) -> int:
+def _summarise(session, outcomes, wall_s: float, stdout: Console, run: dict) -> int:
     """Print the summary table and write ``tune.json``; the exit status."""
     import dataclasses
     import json
 
     from autoconv.files import write_atomically
 
+    config = session.config
     stdout.print(summary_table(outcomes, wall_s))
     config.results.mkdir(parents=True, exist_ok=True)
     summary_path = config.results / "tune.json"
     write_atomically(summary_path, json.dumps({  # a kill leaves the old file or the new one
-        "config": config.origin, **run, "families": list(families),
-        "budget": dataclasses.asdict(budget), "wall_s": wall_s,
+        "config": config.origin, **run, "families": list(session.families),
+        "budget": dataclasses.asdict(session.budget), "wall_s": wall_s,
         "problems": [outcome.as_dict() for outcome in outcomes]}, indent=1) + "\n")
     stdout.print(f"summary written to {summary_path}")
     return 0 if all(outcome.time_ms is not None for outcome in outcomes) else 1
 
 
-def _dry_run(config, families, per_family: int, stdout: Console) -> int:
+def _dry_run(session, per_family: int, stdout: Console) -> int:
     from autoconv.search.tuner import dry_run
 
-    results = dry_run(config.problems, families, per_family=per_family, seed=config.seed,
+    config = session.config
+    results = dry_run(config.problems, session.families, per_family=per_family, seed=config.seed,
                       workspace_limit=config.workspace_limit_bytes)
     table = Table(title="autoconv tune --dry-run: rendered and compiled with nvcc (nothing ran)")
     for column in ("problem", "family", "params", "compiled", "registers", "spill B", "nvcc s", "note"):
@@ -347,9 +327,9 @@ def _dry_run(config, families, per_family: int, stdout: Console) -> int:
 def show_command(cache: str | None = None, config_path: str | None = None) -> int:
     """``autoconv show``: the cached winners of every GPU, current or stale."""
     from autoconv.cache.winners import WinnerCache
-    from autoconv.problems.config import load_config
+    from autoconv.search.session import TuneSession
 
-    path = cache or (load_config(config_path).cache if config_path else None)
+    path = cache or (TuneSession.load(config_path).cache if config_path else None)
     with WinnerCache(path) as winners:
         entries = winners.entries()
         title = f"{winners.location}: {len(entries)} cached winner{'s' if len(entries) != 1 else ''}"
