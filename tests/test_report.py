@@ -13,8 +13,8 @@ import pytest
 
 from autoconv.commands import main as cli
 from autoconv.errors import BackendUnavailable
-from autoconv.bench.report import (PLOTS, SCHEMA_VERSION, ReportError, convergence, geomeans,
-                             load_results, results_csv, write_report)
+from autoconv.bench.report import PLOTS, convergence, results_csv, write_report
+from autoconv.bench.results import SCHEMA_VERSION, ReportError, geomeans, load_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -251,3 +251,20 @@ def test_report_says_why_tensor_core_winners_can_pass_the_fp32_peak(results):
     text = report_markdown(results)
     assert ("- implicit_gemm_wgmma multiply on TF32 tensor cores at float32 accuracy" in text
             and "can exceed the FP32 FMA peak" in text)
+
+
+def test_format_params_all_or_the_first_few():
+    from autoconv.formatting import format_params
+
+    params = {f"P{i}": i for i in range(10)}
+    assert format_params(params) == " ".join(f"P{i}={i}" for i in range(10))  # tables: every one
+    assert format_params(params, limit=8) == " ".join(f"P{i}={i}" for i in range(8)) + " ..."  # report.md
+    assert format_params({"BM": 64}, limit=8) == "BM=64" and format_params(None) == format_params({}) == ""
+
+
+def test_write_results_round_trip(results, tmp_path):
+    from autoconv.bench.results import write_results
+
+    path = write_results(results, tmp_path / "deep" / "results.json")
+    assert load_results(path) == json.loads(json.dumps(results))
+    assert [p.name for p in path.parent.iterdir()] == ["results.json"]  # no temporary file left

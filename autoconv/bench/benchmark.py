@@ -19,7 +19,7 @@ For each problem of a config:
    ``autoconv.conv2d`` can run cuDNN where cuDNN is faster.
 
 The per-family best times and the trials (for convergence plots) come from the Optuna
-study that found the winner. Results are written as JSON (:data:`autoconv.bench.report.SCHEMA_VERSION`)
+study that found the winner. Results are written as JSON (:data:`autoconv.bench.results.SCHEMA_VERSION`)
 for ``autoconv report``, and a table is printed.
 """
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from autoconv.errors import AutoconvError, BackendUnavailable
-from autoconv.bench.report import SCHEMA_VERSION, geomeans
+from autoconv.bench.results import SCHEMA_VERSION, geomeans, is_positive, write_results
 from autoconv.gpu.device import read_device
 
 #: Where the measurement of one side of the comparison lives in a problem's entry.
@@ -65,7 +65,7 @@ def format_table(results: Mapping[str, Any]) -> str:
     peak = results.get("peak_tflops")
 
     def ms(value):
-        return f"{value:.4f}" if _positive(value) else "-"
+        return f"{value:.4f}" if is_positive(value) else "-"
 
     rows = []
     for p in problems:
@@ -75,7 +75,7 @@ def format_table(results: Mapping[str, Any]) -> str:
                      ms(p.get("cudnn_tf32_ms")), ms(p.get("torch_ms"))])
     mean_tflops = means.get("autoconv_tflops")
     rows.append(["geomean", "", "", _fmt(mean_tflops, ".2f"),
-                 _fmt(100 * mean_tflops / peak if _positive(mean_tflops) and _positive(peak) else None, ".1f"),
+                 _fmt(100 * mean_tflops / peak if is_positive(mean_tflops) and is_positive(peak) else None, ".1f"),
                  "", _fmt(means.get("speedup_vs_cudnn_strict"), ".2f", "x"), "", ""])
     widths = [max(len(c[0]), *(len(r[0]) for r in rows)) if c[1] is None else max(c[1], len(c[0]))
               for c in _COLUMNS]
@@ -89,12 +89,8 @@ def format_table(results: Mapping[str, Any]) -> str:
     return "\n".join([header, rule] + [line(r) for r in rows[:-1]] + [rule, line(rows[-1])])
 
 
-def _positive(value) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-
-
 def _fmt(value, spec: str, suffix: str = "") -> str:
-    return format(value, spec) + suffix if _positive(value) else "-"
+    return format(value, spec) + suffix if is_positive(value) else "-"
 
 
 # ---- the environment -----------------------------------------------------------------------------
@@ -198,20 +194,11 @@ def bench_command(config_path: str, *, tune: bool = True, out: str | None = None
     return 0
 
 
-def write_results(results: Mapping[str, Any], path: str | os.PathLike) -> None:
-    """Write the results JSON atomically (a reader never sees half a file)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(results, indent=2) + "\n")
-    os.replace(temporary, target)
-
-
 def run_bench(session, *, tune: bool = True, rounds: int = 3, samples: int = 7, torch: bool = True,
               command: str = "autoconv bench", log: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure every problem of ``session``'s config (a :class:`autoconv.search.session.TuneSession`:
     its cache, storage, families and budget are the ones ``autoconv tune`` uses); returns
-    the results dict (schema :data:`autoconv.bench.report.SCHEMA_VERSION`).
+    the results dict (schema :data:`autoconv.bench.results.SCHEMA_VERSION`).
 
     Raises:
         BackendUnavailable: no CuPy, GPU or cuDNN frontend.

@@ -50,6 +50,7 @@ def cmd_render(args) -> int:
 
 
 def cmd_space(args) -> int:
+    from autoconv.formatting import format_params
     from autoconv.kernels.families import get_family
     from autoconv.problems.problem import parse_spec
 
@@ -60,7 +61,7 @@ def cmd_space(args) -> int:
     print(f"{family.name}: {len(points)} valid configurations of {total} for {problem.shape_str()}")
     if args.list:
         for config in points:
-            print("  " + " ".join(f"{k}={v}" for k, v in config.items()))
+            print("  " + format_params(config))
     return 0
 
 

@@ -16,6 +16,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
 from rich.table import Table
 
 from autoconv.cache.winners import CacheEntry
+from autoconv.formatting import format_params
 from autoconv.problems.config import Budget
 from autoconv.backends.base import TrialResult
 from autoconv.kernels.families import KernelPlan
@@ -27,10 +28,6 @@ def stdout_console() -> Console:
     """The console for tables: the terminal's width, or 200 columns in a log file."""
     console = Console()
     return console if console.is_terminal else Console(width=200)
-
-
-def format_params(config) -> str:
-    return " ".join(f"{name}={value}" for name, value in (config or {}).items())
 
 
 def _best_text(best: TrialResult | None) -> str:
