@@ -261,7 +261,7 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
 
 
 def _shown(location: str) -> str:
-    from autoconv.search.storage import _shown as masked
+    from autoconv.search.storage import masked_url as masked
     return masked(str(location))
 
 
