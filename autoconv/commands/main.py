@@ -113,7 +113,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from autoconv.commands.tune import tune_command
+    from autoconv.commands.console import tune_command
 
     families = [name.strip() for item in args.families or [] for name in item.split(",") if name.strip()]
     return tune_command(args.config, families=families or None, trials=args.trials, seconds=args.seconds,
@@ -122,13 +122,13 @@ def cmd_tune(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from autoconv.commands.tune import show_command
+    from autoconv.commands.console import show_command
 
     return show_command(cache=args.cache, config_path=args.config)
 
 
 def cmd_cache(args) -> int:
-    from autoconv.commands.tune import cache_command
+    from autoconv.commands.console import cache_command
 
     return cache_command(args.action, getattr(args, "file", None), cache=args.cache)
 
