@@ -194,7 +194,7 @@ def test_report_command(results, tmp_path, capsys):
 
 
 def test_bench_table(results):
-    from autoconv.bench.benchmark import format_table
+    from autoconv.commands.bench import format_table
 
     results["geomean"] = geomeans(results["problems"])
     table = format_table(results)

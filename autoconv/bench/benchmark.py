@@ -19,18 +19,17 @@ For each problem of a config:
    ``autoconv.conv2d`` can run cuDNN where cuDNN is faster.
 
 The per-family best times and the trials (for convergence plots) come from the Optuna
-study that found the winner. Results are written as JSON (:data:`autoconv.bench.results.SCHEMA_VERSION`)
-for ``autoconv report``, and a table is printed.
+study that found the winner. :func:`run_bench` returns the results
+(:mod:`autoconv.bench.results`, for ``autoconv report``); ``autoconv bench``
+(:mod:`autoconv.commands.bench`) writes them and prints the table.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import os
 import platform
-import shlex
 import statistics
 import subprocess
 import time
@@ -38,59 +37,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from autoconv.errors import AutoconvError, BackendUnavailable
-from autoconv.bench.results import SCHEMA_VERSION, geomeans, is_positive, write_results
+from autoconv.bench.results import SCHEMA_VERSION, geomeans
 from autoconv.gpu.device import read_device
 
 #: Where the measurement of one side of the comparison lives in a problem's entry.
 SIDES = ("autoconv", "cudnn_strict", "cudnn_tf32", "torch")
-
-
-# ---- the table ---------------------------------------------------------------------------------
-
-_COLUMNS = (
-    # (header, width, align)
-    ("layer", None, "<"), ("family", 14, "<"), ("autoconv ms", 11, ">"), ("TFLOP/s", 8, ">"),
-    ("% peak", 6, ">"), ("cuDNN ms", 9, ">"), ("speedup", 7, ">"), ("TF32 ms", 9, ">"),
-    ("torch ms", 9, ">"),
-)
-
-
-def format_table(results: Mapping[str, Any]) -> str:
-    """The bench table: one row per problem and a geometric-mean row; fixed-width columns.
-
-    Speedup is cuDNN strict-FP32 ms / autoconv ms (above 1: autoconv is faster).
-    """
-    problems = results["problems"]
-    means = results.get("geomean") or geomeans(problems)
-    peak = results.get("peak_tflops")
-
-    def ms(value):
-        return f"{value:.4f}" if is_positive(value) else "-"
-
-    rows = []
-    for p in problems:
-        rows.append([p["name"], p.get("family") or "-", ms(p.get("autoconv_ms")),
-                     _fmt(p.get("autoconv_tflops"), ".2f"), _fmt(p.get("pct_of_peak"), ".1f"),
-                     ms(p.get("cudnn_strict_ms")), _fmt(p.get("speedup_vs_cudnn_strict"), ".2f", "x"),
-                     ms(p.get("cudnn_tf32_ms")), ms(p.get("torch_ms"))])
-    mean_tflops = means.get("autoconv_tflops")
-    rows.append(["geomean", "", "", _fmt(mean_tflops, ".2f"),
-                 _fmt(100 * mean_tflops / peak if is_positive(mean_tflops) and is_positive(peak) else None, ".1f"),
-                 "", _fmt(means.get("speedup_vs_cudnn_strict"), ".2f", "x"), "", ""])
-    widths = [max(len(c[0]), *(len(r[0]) for r in rows)) if c[1] is None else max(c[1], len(c[0]))
-              for c in _COLUMNS]
-    widths = [max(w, *(len(r[i]) for r in rows)) for i, w in enumerate(widths)]
-
-    def line(cells):
-        return "  ".join(f"{cell:{align}{width}}" for cell, width, (_, _, align) in zip(cells, widths, _COLUMNS))
-
-    header = line([c[0] for c in _COLUMNS])
-    rule = line(["-" * w for w in widths])
-    return "\n".join([header, rule] + [line(r) for r in rows[:-1]] + [rule, line(rows[-1])])
-
-
-def _fmt(value, spec: str, suffix: str = "") -> str:
-    return format(value, spec) + suffix if is_positive(value) else "-"
 
 
 # ---- the environment -----------------------------------------------------------------------------
@@ -172,33 +123,14 @@ def _git_state() -> tuple[str | None, bool | None]:
     return commit or None, bool(status.strip())
 
 
-# ---- the command ---------------------------------------------------------------------------------
-
-def bench_command(config_path: str, *, tune: bool = True, out: str | None = None, rounds: int = 3,
-                  samples: int = 7, torch: bool = True, argv: Sequence[str] | None = None) -> int:
-    """``autoconv bench CONFIG``: measure, write the results JSON, print the table."""
-    from autoconv.search.session import TuneSession
-
-    if rounds < 1 or samples < 1:
-        raise AutoconvError(f"--rounds and --samples must be >= 1 (got {rounds} and {samples})")
-    session = TuneSession.load(config_path)
-    config = session.config
-    command = "autoconv " + shlex.join(argv if argv is not None else ["bench", config_path])
-    results = run_bench(session, tune=tune, rounds=rounds, samples=samples, torch=torch,
-                        command=command, log=print)
-    path = Path(out) if out else Path(config.results) / "results.json"
-    write_results(results, path)
-    print()
-    print(format_table(results))
-    print(f"\nwrote {path}; the report: autoconv report --results {path}")
-    return 0
-
+# ---- the measurements ------------------------------------------------------------------------
 
 def run_bench(session, *, tune: bool = True, rounds: int = 3, samples: int = 7, torch: bool = True,
-              command: str = "autoconv bench", log: Callable[[str], None] = print) -> dict[str, Any]:
+              command: str = "autoconv bench", log: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
     """Measure every problem of ``session``'s config (a :class:`autoconv.search.session.TuneSession`:
     its cache, storage, families and budget are the ones ``autoconv tune`` uses); returns
-    the results dict (schema :data:`autoconv.bench.results.SCHEMA_VERSION`).
+    the results dict (schema :data:`autoconv.bench.results.SCHEMA_VERSION`). Progress goes to
+    ``log``, one line at a time (``autoconv bench`` prints it).
 
     Raises:
         BackendUnavailable: no CuPy, GPU or cuDNN frontend.

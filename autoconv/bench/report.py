@@ -26,7 +26,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from autoconv.bench.results import PROBLEM_FIELDS, check_results, geomeans, is_positive, load_results, tflops
+from autoconv.bench.results import PROBLEM_FIELDS, check_results, geomeans, is_positive, tflops
 from autoconv.errors import BackendUnavailable
 from autoconv.formatting import format_params
 
@@ -77,26 +77,6 @@ def _ms(value, digits: int = 4) -> str:
 
 def _num(value, fmt: str) -> str:
     return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else "–"
-
-
-# ---- the command ---------------------------------------------------------------------------------
-
-def report_command(results_path: str, out_dir: str | None = None, *, plots: bool = True,
-                   argv: Sequence[str] | None = None) -> int:
-    """``autoconv report``: read ``results_path``, write the folder (by default the one the
-    results file is in), list what was written."""
-    import shlex
-
-    results = load_results(results_path)
-    out_dir = out_dir or str(Path(results_path).parent)
-    command = "autoconv " + shlex.join(argv) if argv else None
-    written = write_report(results, out_dir, plots=plots, results_path=results_path, command=command)
-    means = geomeans(results["problems"])
-    print(f"wrote {len(written)} files to {out_dir}/: " + ", ".join(p.name for p in written))
-    if means["speedup_vs_cudnn_strict"] is not None:
-        print(f"geometric-mean speedup over cuDNN strict FP32: {means['speedup_vs_cudnn_strict']:.3f}x "
-              f"over {means['layers']} layers")
-    return 0
 
 
 # ---- writing -----------------------------------------------------------------------------------

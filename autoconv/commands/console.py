@@ -1,13 +1,13 @@
-"""What ``autoconv tune`` and ``autoconv show`` print: progress bars and tables (rich).
+"""The command line's Rich display: progress bars, tables and how a storage or cache
+location is shown (a URL's password masked).
 
 Progress goes to stderr (bars when it is a terminal, one line per finished problem
-always); the summary table goes to stdout, so ``autoconv tune ... > summary.txt`` keeps
-the table.
+always); tables go to stdout, so ``autoconv tune ... > summary.txt`` keeps the table.
 """
 
 from __future__ import annotations
 
-import time
+import os
 from typing import Sequence
 
 from rich.console import Console
@@ -15,19 +15,28 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TimeElapsedColumn)
 from rich.table import Table
 
-from autoconv.cache.winners import CacheEntry
-from autoconv.formatting import format_params
-from autoconv.problems.config import Budget
 from autoconv.backends.base import TrialResult
+from autoconv.cache.winners import CacheEntry
+from autoconv.errors import ProblemError
+from autoconv.formatting import format_params
 from autoconv.kernels.families import KernelPlan
+from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
-from autoconv.search.tuner import ProblemOutcome, Reporter
+from autoconv.problems.problem import parse_spec
+from autoconv.search.fleet import FleetReporter, WorkerState
+from autoconv.search.storage import masked_url
+from autoconv.search.tuner import DryRunResult, ProblemOutcome, Reporter
 
 
 def stdout_console() -> Console:
     """The console for tables: the terminal's width, or 200 columns in a log file."""
     console = Console()
     return console if console.is_terminal else Console(width=200)
+
+
+def shown(location: str | os.PathLike) -> str:
+    """A storage or cache location for people: a URL with its password masked, a path as is."""
+    return masked_url(str(location))
 
 
 def _best_text(best: TrialResult | None) -> str:
@@ -89,7 +98,7 @@ class RichReporter(Reporter):
         self.progress.console.print(f"  {text}")
 
 
-class RichFleetReporter:
+class RichFleetReporter(FleetReporter):
     """``autoconv tune --gpus``: the problems' bar, one bar per GPU worker (its current
     problem, the study's evaluated trials, the best it has seen), and a line per problem
     once every live worker has finished it (see :class:`autoconv.search.fleet.FleetReporter`)."""
@@ -112,7 +121,7 @@ class RichFleetReporter:
             self._worker_tasks[device] = self.progress.add_task(f"GPU {device}: starting", total=budget.trials,
                                                                 best="")
 
-    def worker_update(self, worker) -> None:
+    def worker_update(self, worker: WorkerState) -> None:
         task = self._worker_tasks[worker.device]
         if worker.status != "running":
             self.progress.update(task, description=f"GPU {worker.device}: {worker.status}", best="")
@@ -178,9 +187,6 @@ def summary_table(outcomes: Sequence[ProblemOutcome], wall_s: float | None = Non
 
 def cache_table(entries: Sequence[CacheEntry], title: str) -> Table:
     """``autoconv show``: one row per cached winner."""
-    from autoconv.errors import ProblemError
-    from autoconv.problems.problem import parse_spec
-
     table = Table(title=title)
     for column, justify in (("GPU", "left"), ("shape", "left"), ("family", "left"), ("params", "left"),
                             ("ms", "right"), ("TFLOP/s", "right"), ("workspace", "right"),
@@ -194,11 +200,11 @@ def cache_table(entries: Sequence[CacheEntry], title: str) -> Table:
         state = "current" if entry.key.is_current else "stale (other autoconv or templates)"
         table.add_row(f"{entry.key.gpu_name} (sm {entry.key.compute_capability})", shape, entry.family,
                       format_params(entry.config), f"{entry.time_ms:.4f}", f"{entry.tflops:.2f}",
-                      _bytes(entry.workspace_bytes), entry.measured_at.replace("+00:00", "Z"), state)
+                      format_bytes(entry.workspace_bytes), entry.measured_at.replace("+00:00", "Z"), state)
     return table
 
 
-def _bytes(count: int) -> str:
+def format_bytes(count: int) -> str:
     if count == 0:
         return "0"
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -207,107 +213,8 @@ def _bytes(count: int) -> str:
     return f"{count} B"
 
 
-# ---- the commands -----------------------------------------------------------------------
-
-def tune_command(config_path: str, *, families: Sequence[str] | None = None, trials: int | None = None,
-                 seconds: float | None = None, patience: int | None = None, dry_run: bool = False,
-                 storage: str | None = None, cache: str | None = None, retune: bool = False,
-                 per_family: int = 1, gpus: str | None = None) -> int:
-    """``autoconv tune``: 0 when every problem has a verified winner (or, with
-    ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError.
-    ``gpus`` (``all`` or ``0,1,...``) tunes with one worker process per GPU
-    (:mod:`autoconv.search.fleet`)."""
-    import os
-
-    from autoconv.errors import BackendUnavailable
-    from autoconv.search.session import TuneSession
-
-    session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
-                               patience=patience, storage=storage, cache=cache, retune=retune)
-    stdout = stdout_console()
-    if dry_run:
-        return _dry_run(session, per_family, stdout)
-
-    from autoconv.backends.factory import make_backend
-
-    started = time.monotonic()
-    if gpus is not None:
-        from autoconv.search.fleet import parse_gpus
-
-        try:
-            devices = parse_gpus(gpus)
-        except BackendUnavailable as err:
-            raise BackendUnavailable(f"{err}. `autoconv tune --gpus` measures kernels on CUDA GPUs") from None
-        if len(devices) > 1:
-            return _tune_on_gpus(session, devices, started, stdout)
-        session = session.on_device(devices[0])
-    config = session.config
-    try:
-        backend = make_backend(config.device, seed=config.seed)
-    except BackendUnavailable as err:
-        raise BackendUnavailable(f"{err}. `autoconv tune` measures kernels on a CUDA GPU; "
-                                 "`autoconv tune --dry-run` renders and compiles the candidates "
-                                 "with nvcc instead") from None
-    with backend, session.open_cache() as winners:
-        reporter = RichReporter()
-        reporter.note(f"device: {backend.identity.gpu_name} (sm_{''.join(map(str, backend.identity.compute_capability))}, "
-                      f"CUDA runtime {backend.identity.cuda_runtime}, driver {backend.identity.cuda_driver}); "
-                      f"cache {_shown(session.cache)}; storage {_shown(session.storage)}")
-        tuner = session.tuner(backend, cache=winners, reporter=reporter, workers=os.cpu_count() or 1)
-        outcomes = tuner.tune(config.problems)
-    wall_s = time.monotonic() - started
-    return _summarise(session, outcomes, wall_s, stdout,
-                      {"device": backend.identity.gpu_name, "gpus": [config.device]})
-
-
-def _shown(location: str) -> str:
-    from autoconv.search.storage import masked_url as masked
-    return masked(str(location))
-
-
-def _tune_on_gpus(session, devices, started: float, stdout: Console) -> int:
-    from autoconv.search.fleet import tune_on_gpus
-
-    reporter = RichFleetReporter()
-    reporter.note(f"cache {_shown(session.cache)}; storage {_shown(session.storage)}")
-    outcomes, workers = tune_on_gpus(session.config, devices, families=session.families, budget=session.budget,
-                                     storage=session.storage, cache=session.cache, retune=session.retune,
-                                     reporter=reporter)
-    wall_s = time.monotonic() - started
-    for worker in workers:
-        if worker.status != "done":
-            stdout.print(f"[red]GPU {worker.device}[/red] ({worker.gpu or 'not started'}): {worker.error}")
-    return _summarise(session, outcomes, wall_s, stdout, {
-        "device": sorted({w.gpu for w in workers if w.gpu}), "gpus": list(devices),
-        "workers": [{"gpu": w.device, "device": w.gpu, "status": w.status, "error": w.error,
-                     "problems_finished": len(w.finished)} for w in workers]})
-
-
-def _summarise(session, outcomes, wall_s: float, stdout: Console, run: dict) -> int:
-    """Print the summary table and write ``tune.json``; the exit status."""
-    import dataclasses
-    import json
-
-    from autoconv.files import write_atomically
-
-    config = session.config
-    stdout.print(summary_table(outcomes, wall_s))
-    config.results.mkdir(parents=True, exist_ok=True)
-    summary_path = config.results / "tune.json"
-    write_atomically(summary_path, json.dumps({  # a kill leaves the old file or the new one
-        "config": config.origin, **run, "families": list(session.families),
-        "budget": dataclasses.asdict(session.budget), "wall_s": wall_s,
-        "problems": [outcome.as_dict() for outcome in outcomes]}, indent=1) + "\n")
-    stdout.print(f"summary written to {summary_path}")
-    return 0 if all(outcome.time_ms is not None for outcome in outcomes) else 1
-
-
-def _dry_run(session, per_family: int, stdout: Console) -> int:
-    from autoconv.search.tuner import dry_run
-
-    config = session.config
-    results = dry_run(config.problems, session.families, per_family=per_family, seed=config.seed,
-                      workspace_limit=config.workspace_limit_bytes)
+def dry_run_table(results: Sequence[DryRunResult]) -> Table:
+    """``autoconv tune --dry-run``: one row per candidate rendered and compiled."""
     table = Table(title="autoconv tune --dry-run: rendered and compiled with nvcc (nothing ran)")
     for column in ("problem", "family", "params", "compiled", "registers", "spill B", "nvcc s", "note"):
         table.add_column(column, overflow="fold")
@@ -315,48 +222,4 @@ def _dry_run(session, per_family: int, stdout: Console) -> int:
         table.add_row(r.name, r.family, format_params(r.config), "yes" if r.ok else "[red]no[/red]",
                       str(r.registers) if r.registers is not None else "-", str(r.spill_bytes),
                       f"{r.seconds:.1f}", r.message)
-    stdout.print(table)
-    failed = [r for r in results if not r.ok and r.kernel_name]
-    stdout.print(f"{len(results) - len(failed)} of {len(results)} candidates compiled")
-    return 1 if failed else 0
-
-
-def show_command(cache: str | None = None, config_path: str | None = None) -> int:
-    """``autoconv show``: the cached winners of every GPU, current or stale."""
-    from autoconv.cache.winners import WinnerCache
-    from autoconv.search.session import TuneSession
-
-    path = cache or (TuneSession.load(config_path).cache if config_path else None)
-    with WinnerCache(path) as winners:
-        entries = winners.entries()
-        title = f"{winners.location}: {len(entries)} cached winner{'s' if len(entries) != 1 else ''}"
-    stdout_console().print(cache_table(entries, title))
-    return 0
-
-
-def cache_command(action: str, file: str | None = None, cache: str | None = None) -> int:
-    """``autoconv cache clear | export FILE | import FILE``."""
-    from autoconv.cache.winners import WinnerCache, default_location, is_url
-    from autoconv.errors import AutoconvError
-
-    console = stdout_console()
-    if action == "clear":
-        target = cache or default_location()
-        existed = WinnerCache.clear(target)
-        if is_url(target):  # only autoconv's tables go, never Optuna's
-            console.print(f"{'dropped the tables autoconv_meta, autoconv_winners in' if existed else 'no cache in'} "
-                          f"{_shown(target)}")
-        else:
-            console.print(f"{'deleted' if existed else 'no cache at'} {target}")
-        return 0
-    if file is None:
-        raise AutoconvError(f"cache {action} needs a FILE")
-    with WinnerCache(cache) as winners:
-        if action == "export":
-            count = winners.export(file)
-            console.print(f"exported {count} winner{'s' if count != 1 else ''} from {winners.location} to {file}")
-        else:
-            stored, kept = winners.import_file(file)
-            console.print(f"imported {stored} winner{'s' if stored != 1 else ''} into {winners.location}"
-                          + (f"; kept {kept} faster existing entr{'ies' if kept != 1 else 'y'}" if kept else ""))
-    return 0
+    return table

@@ -731,32 +731,3 @@ _SCALAR_CONSTRUCTORS: dict[str, Callable[[ScalarNode], object]] = {
     _TAG + "bool": _CONSTRUCTOR.construct_yaml_bool,
     _TAG + "null": lambda node: None,
 }
-
-
-def format_config(config: TuneConfig) -> str:
-    """The summary ``autoconv check`` prints: one row per problem, then the settings."""
-    header = ("name", "count", "shape", "output", "GFLOP")
-    rows = [(item.name, str(item.count), item.problem.shape_str(),
-             f"{item.problem.P}x{item.problem.Q}", f"{item.problem.gflop:.4g}")
-            for item in config.problems]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    right = {1, 4}  # numbers align right
-
-    def line(row):
-        return "  ".join(cell.rjust(w) if i in right else cell.ljust(w)
-                         for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
-
-    instances = sum(item.count for item in config.problems)
-    lines = [f"{config.origin}: {len(config.problems)} problem{'s' if len(config.problems) != 1 else ''}"
-             f" ({instances} layer instance{'s' if instances != 1 else ''},"
-             f" {config.total_flops / 1e9:.3f} GFLOP in all)", "",
-             line(header), line(tuple("-" * w for w in widths)), *map(line, rows), ""]
-    lines += [f"families: {', '.join(config.families)}",
-              f"budget per problem: {config.budget.describe()}",
-              f"seed: {config.seed}   device: {config.device}   "
-              f"workspace limit: {config.workspace_limit_mb} MiB",
-              f"cache: {config.cache}",
-              f"storage: {config.storage}",
-              f"results: {config.results}"]
-    lines += [f"note: {note}" for note in config.notes]
-    return "\n".join(lines)

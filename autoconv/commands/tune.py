@@ -1,0 +1,143 @@
+"""``autoconv tune CONFIG``: search the fastest verified kernel for each problem of a config.
+
+The settings come from a :class:`~autoconv.search.session.TuneSession` (the config and
+the options below); one GPU tunes in this process, several (``--gpus``) through
+:mod:`autoconv.search.fleet`; ``--dry-run`` renders and compiles with nvcc, no GPU.
+Progress goes to stderr, the summary table to stdout, the summary to
+``<results>/tune.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import time
+from typing import Sequence
+
+from rich.console import Console
+
+from autoconv.backends.factory import make_backend
+from autoconv.commands.console import (RichFleetReporter, RichReporter, dry_run_table, shown, stdout_console,
+                                       summary_table)
+from autoconv.errors import BackendUnavailable
+from autoconv.files import write_atomically
+from autoconv.search.fleet import parse_gpus, tune_on_gpus
+from autoconv.search.session import TuneSession
+from autoconv.search.tuner import ProblemOutcome, dry_run
+
+
+def add_parser(commands) -> None:
+    tune = commands.add_parser("tune", help="search the fastest verified kernel for each problem of a config (GPU)")
+    tune.add_argument("config", help="a YAML config, e.g. examples/quickstart.yaml")
+    tune.add_argument("--families", action="append", metavar="F[,F...]",
+                      help="kernel families to search (default: the config's, else all)")
+    tune.add_argument("--trials", type=int, metavar="N", help="evaluated trials per problem (overrides the config)")
+    tune.add_argument("--seconds", type=float, metavar="S", help="wall seconds per problem (overrides the config)")
+    tune.add_argument("--patience", type=int, metavar="N",
+                      help="stop a problem after N trials without improvement (overrides the config)")
+    tune.add_argument("--dry-run", action="store_true",
+                      help="no GPU: render each family's default (--per-family N: N configs) and compile with nvcc")
+    tune.add_argument("--per-family", type=int, default=1, metavar="N",
+                      help="with --dry-run: configs compiled per family and problem (default 1)")
+    tune.add_argument("--storage", metavar="URL", help="Optuna storage: a journal file path or a SQLAlchemy "
+                      "URL (default: the config's); with a URL and no cache configured, the winners go "
+                      "into the same database")
+    tune.add_argument("--cache", metavar="PATH|URL",
+                      help="winners' cache: a file or a SQLAlchemy URL (default: the config's)")
+    tune.add_argument("--retune", action="store_true", help="search even problems with a cached winner")
+    tune.add_argument("--gpus", metavar="all|I[,I...]",
+                      help="tune with one worker process per GPU of this host (`all`, or indices like 0,1); "
+                           "they share each problem's study and budget")
+    tune.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    families = [name.strip() for item in args.families or [] for name in item.split(",") if name.strip()]
+    return tune_command(args.config, families=families or None, trials=args.trials, seconds=args.seconds,
+                        patience=args.patience, dry_run=args.dry_run, storage=args.storage,
+                        cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus)
+
+
+def tune_command(config_path: str, *, families: Sequence[str] | None = None, trials: int | None = None,
+                 seconds: float | None = None, patience: int | None = None, dry_run: bool = False,
+                 storage: str | None = None, cache: str | None = None, retune: bool = False,
+                 per_family: int = 1, gpus: str | None = None) -> int:
+    """``autoconv tune``: 0 when every problem has a verified winner (or, with
+    ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError.
+    ``gpus`` (``all`` or ``0,1,...``) tunes with one worker process per GPU
+    (:mod:`autoconv.search.fleet`)."""
+    session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
+                               patience=patience, storage=storage, cache=cache, retune=retune)
+    stdout = stdout_console()
+    if dry_run:
+        return _dry_run(session, per_family, stdout)
+
+    started = time.monotonic()
+    if gpus is not None:
+        try:
+            devices = parse_gpus(gpus)
+        except BackendUnavailable as err:
+            raise BackendUnavailable(f"{err}. `autoconv tune --gpus` measures kernels on CUDA GPUs") from None
+        if len(devices) > 1:
+            return _tune_on_gpus(session, devices, started, stdout)
+        session = session.on_device(devices[0])
+    config = session.config
+    try:
+        backend = make_backend(config.device, seed=config.seed)
+    except BackendUnavailable as err:
+        raise BackendUnavailable(f"{err}. `autoconv tune` measures kernels on a CUDA GPU; "
+                                 "`autoconv tune --dry-run` renders and compiles the candidates "
+                                 "with nvcc instead") from None
+    with backend, session.open_cache() as winners:
+        identity = backend.identity
+        reporter = RichReporter()
+        reporter.note(f"device: {identity.gpu_name} (sm_{''.join(map(str, identity.compute_capability))}, "
+                      f"CUDA runtime {identity.cuda_runtime}, driver {identity.cuda_driver}); "
+                      f"cache {shown(session.cache)}; storage {shown(session.storage)}")
+        tuner = session.tuner(backend, cache=winners, reporter=reporter, workers=os.cpu_count() or 1)
+        outcomes = tuner.tune(config.problems)
+    wall_s = time.monotonic() - started
+    return _summarise(session, outcomes, wall_s, stdout, {"device": identity.gpu_name, "gpus": [config.device]})
+
+
+def _tune_on_gpus(session: TuneSession, devices: Sequence[int], started: float, stdout: Console) -> int:
+    reporter = RichFleetReporter()
+    reporter.note(f"cache {shown(session.cache)}; storage {shown(session.storage)}")
+    outcomes, workers = tune_on_gpus(session.config, devices, families=session.families, budget=session.budget,
+                                     storage=session.storage, cache=session.cache, retune=session.retune,
+                                     reporter=reporter)
+    wall_s = time.monotonic() - started
+    for worker in workers:
+        if worker.status != "done":
+            stdout.print(f"[red]GPU {worker.device}[/red] ({worker.gpu or 'not started'}): {worker.error}")
+    return _summarise(session, outcomes, wall_s, stdout, {
+        "device": sorted({w.gpu for w in workers if w.gpu}), "gpus": list(devices),
+        "workers": [{"gpu": w.device, "device": w.gpu, "status": w.status, "error": w.error,
+                     "problems_finished": len(w.finished)} for w in workers]})
+
+
+def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s: float, stdout: Console,
+               run: dict) -> int:
+    """Print the summary table and write ``tune.json``; the exit status."""
+    config = session.config
+    stdout.print(summary_table(outcomes, wall_s))
+    config.results.mkdir(parents=True, exist_ok=True)
+    summary_path = config.results / "tune.json"
+    write_atomically(summary_path, json.dumps({  # a kill leaves the old file or the new one
+        "config": config.origin, **run, "families": list(session.families),
+        "budget": dataclasses.asdict(session.budget), "wall_s": wall_s,
+        "problems": [outcome.as_dict() for outcome in outcomes]}, indent=1) + "\n")
+    stdout.print(f"summary written to {summary_path}")
+    return 0 if all(outcome.time_ms is not None for outcome in outcomes) else 1
+
+
+def _dry_run(session: TuneSession, per_family: int, stdout: Console) -> int:
+    config = session.config
+    results = dry_run(config.problems, session.families, per_family=per_family, seed=config.seed,
+                      workspace_limit=config.workspace_limit_bytes)
+    stdout.print(dry_run_table(results))
+    failed = [r for r in results if not r.ok and r.kernel_name]
+    stdout.print(f"{len(results) - len(failed)} of {len(results)} candidates compiled")
+    return 1 if failed else 0
