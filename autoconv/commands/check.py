@@ -1,13 +1,15 @@
 """``autoconv check CONFIG``: validate a tuning config and list the problems it expands to
-(no GPU, nothing written)."""
+and the settings ``autoconv tune CONFIG`` would use (no GPU, nothing written)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from autoconv.commands.console import shown
 from autoconv.errors import ConfigError
-from autoconv.problems.config import TuneConfig, load_config
+from autoconv.problems.config import load_config
+from autoconv.search.session import TuneSession
 
 
 def add_parser(commands) -> None:
@@ -27,12 +29,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"autoconv check: {count} error{'s' if count != 1 else ''} in {args.config}",
               file=sys.stderr)
         return 2
-    print(format_config(config))
+    print(format_config(TuneSession.from_config(config)))
     return 0
 
 
-def format_config(config: TuneConfig) -> str:
-    """The summary ``autoconv check`` prints: one row per problem, then the settings."""
+def format_config(session: TuneSession) -> str:
+    """The summary ``autoconv check`` prints: one row per problem, then the settings as
+    ``autoconv tune CONFIG`` would use them (the cache is where its winners go; a URL's
+    password is masked)."""
+    config = session.config
     header = ("name", "count", "shape", "output", "GFLOP")
     rows = [(item.name, str(item.count), item.problem.shape_str(),
              f"{item.problem.P}x{item.problem.Q}", f"{item.problem.gflop:.4g}")
@@ -49,12 +54,12 @@ def format_config(config: TuneConfig) -> str:
              f" ({instances} layer instance{'s' if instances != 1 else ''},"
              f" {config.total_flops / 1e9:.3f} GFLOP in all)", "",
              line(header), line(tuple("-" * w for w in widths)), *map(line, rows), ""]
-    lines += [f"families: {', '.join(config.families)}",
-              f"budget per problem: {config.budget.describe()}",
+    lines += [f"families: {', '.join(session.families)}",
+              f"budget per problem: {session.budget.describe()}",
               f"seed: {config.seed}   device: {config.device}   "
               f"workspace limit: {config.workspace_limit_mb} MiB",
-              f"cache: {config.cache}",
-              f"storage: {config.storage}",
+              f"cache: {shown(session.cache)}",
+              f"storage: {shown(session.storage)}",
               f"results: {config.results}"]
     lines += [f"note: {note}" for note in config.notes]
     return "\n".join(lines)
