@@ -268,3 +268,33 @@ def test_write_results_round_trip(results, tmp_path):
     path = write_results(results, tmp_path / "deep" / "results.json")
     assert load_results(path) == json.loads(json.dumps(results))
     assert [p.name for p in path.parent.iterdir()] == ["results.json"]  # no temporary file left
+
+
+def test_bench_notes_a_missing_study_without_the_storage_password(postgres_databases, monkeypatch, tmp_path):
+    """The note of a winner whose study is not in the storage goes into the results file
+    (``study_note``): a storage URL's password must not (it did)."""
+    pytest.importorskip("optuna")
+    from sqlalchemy.engine import make_url
+
+    from autoconv.backends.fake import FAKE_IDENTITY
+    from autoconv.bench import benchmark
+    from autoconv.cache.winners import CacheEntry, CacheKey
+    from autoconv.kernels.limits import H100
+    from autoconv.problems.config import load_config_text
+    from autoconv.problems.problem import parse_spec
+    from autoconv.search.session import TuneSession
+
+    url = postgres_databases()
+    spec = "N=1,C=8,H=9,W=11,K=12,R=3,S=3,pad=1"
+    config = load_config_text(f"problems:\n  - name: p\n    spec: \"{spec}\"\nstorage: '{url}'\n", base_dir=tmp_path)
+    monkeypatch.setattr(benchmark, "read_device", lambda device: (H100, FAKE_IDENTITY))
+    side = benchmark.AutoconvSide(TuneSession.from_config(config))
+    try:
+        entry = CacheEntry(key=CacheKey.for_problem(FAKE_IDENTITY, parse_spec(spec)), family="direct", config={},
+                           kernel_name="k", source_hash="0", time_ms=1.0, tflops=1.0, workspace_bytes=0,
+                           study_name="imported-elsewhere")
+        history = side.history(entry)
+    finally:
+        side.close()
+    assert history.trials == [] and "'imported-elsewhere' is not in postgresql" in history.note
+    assert make_url(url).password not in history.note

@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.bench.results import SCHEMA_VERSION, geomeans
 from autoconv.gpu.device import read_device
+from autoconv.search.storage import masked_url
 
 #: Where the measurement of one side of the comparison lives in a problem's entry.
 SIDES = ("autoconv", "cudnn_strict", "cudnn_tf32", "torch")
@@ -270,7 +271,7 @@ class AutoconvSide:
         try:
             study = optuna.load_study(study_name=entry.study_name, storage=make_storage(self.session.storage))
         except KeyError:  # Optuna's answer for an unknown study name
-            return StudyHistory({}, [], f"study {entry.study_name!r} is not in {self.session.storage}")
+            return StudyHistory({}, [], f"study {entry.study_name!r} is not in {masked_url(self.session.storage)}")
         return StudyHistory.of(study)
 
     def close(self) -> None:
