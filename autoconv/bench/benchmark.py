@@ -36,10 +36,26 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from autoconv.errors import AutoconvError, BackendUnavailable
+import numpy
+
+from autoconv import __version__
+from autoconv.bench.baseline import (STRICT, TF32, TOLERANCES, CudnnConv, OperandSets, cudnn_versions,
+                                     find_best_plan, import_cudnn, reference_output, time_torch,
+                                     torch_unavailable_reason)
+from autoconv.bench.peak import measure_fp32_peak
 from autoconv.bench.results import SCHEMA_VERSION, geomeans
-from autoconv.gpu.device import read_device
-from autoconv.search.storage import masked_url
+from autoconv.cache.winners import CacheKey
+from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.gpu.backend import CupyBackend
+from autoconv.gpu.compiler import compile_source
+from autoconv.gpu.device import read_device, require_cupy
+from autoconv.gpu.kernels import LoadedPlan
+from autoconv.gpu.timing import time_calls
+from autoconv.kernels.families import get_family
+from autoconv.search.storage import make_storage, masked_url
+from autoconv.search.tuner import Reporter
+from autoconv.verify.compare import FLOAT32_TOLERANCE, POISON, check_result
+from autoconv.verify.reference import random_inputs
 
 #: Where the measurement of one side of the comparison lives in a problem's entry.
 SIDES = ("autoconv", "cudnn_strict", "cudnn_tf32", "torch")
@@ -51,9 +67,7 @@ def collect_environment(command: str) -> dict[str, Any]:
     """What the numbers depend on: GPU, driver, CUDA, cuDNN, libraries, autoconv and its
     commit, the date and the command. Needs CuPy; every other entry is None when its
     library is absent."""
-    import cupy
-
-    from autoconv import __version__
+    import cupy  # optional: autoconv imports without it
 
     runtime = cupy.cuda.runtime
     device = runtime.getDevice()
@@ -77,7 +91,6 @@ def collect_environment(command: str) -> dict[str, Any]:
         "command": command,
     }
     try:
-        from autoconv.bench.baseline import cudnn_versions
         versions = cudnn_versions()
         backend = versions["cudnn"]
         env["cudnn"] = f"{backend // 10000}.{backend % 10000 // 100}.{backend % 100}"
@@ -85,7 +98,7 @@ def collect_environment(command: str) -> dict[str, Any]:
     except BackendUnavailable:
         pass
     try:
-        import torch
+        import torch  # optional
         env["torch"] = torch.__version__
     except ImportError:
         pass
@@ -139,10 +152,6 @@ def run_bench(session, *, tune: bool = True, rounds: int = 3, samples: int = 7, 
             problems are named); tuning found no winner; a winner or cuDNN computes a
             wrong result.
     """
-    from autoconv.bench.baseline import import_cudnn
-    from autoconv.gpu.device import require_cupy
-    from autoconv.bench.peak import measure_fp32_peak
-
     cupy = require_cupy()
     import_cudnn()  # fail before any tuning if the baseline cannot run
     config = session.config
@@ -199,7 +208,6 @@ class AutoconvSide:
         self.cache = session.open_cache()
 
     def key(self, problem):
-        from autoconv.cache.winners import CacheKey
         return CacheKey.for_problem(self.identity, problem)
 
     def cached(self, problem):
@@ -213,18 +221,9 @@ class AutoconvSide:
         Raises:
             AutoconvError: naming every problem for which no candidate passed.
         """
-        from autoconv.gpu import CupyBackend
-        from autoconv.search.tuner import Reporter
-
-        class LogReporter(Reporter):
-            def problem_finished(self, outcome) -> None:
-                found = (f"{outcome.family} {outcome.time_ms:.4f} ms" if outcome.time_ms is not None
-                         else "no winner")
-                log(f"  tuned {outcome.name}: {found} ({outcome.trials_run} trials, {outcome.stop_reason})")
-
         config = self.config
         with CupyBackend(config.device, seed=config.seed) as backend:
-            tuner = self.session.tuner(backend, cache=self.cache, reporter=LogReporter())
+            tuner = self.session.tuner(backend, cache=self.cache, reporter=_LogReporter(log))
             outcomes = tuner.tune(list(items))
         lost = [o for o in outcomes if o.time_ms is None]
         if lost:
@@ -238,10 +237,6 @@ class AutoconvSide:
             AutoconvError: it no longer renders, compiles or fits the device (the message
                 says how to recover: clear the entry and tune again).
         """
-        from autoconv.kernels.families import get_family
-        from autoconv.gpu.compiler import compile_source
-        from autoconv.gpu.kernels import LoadedPlan
-
         recover = "; clear the cache (`autoconv cache clear`) and tune again"
         plan = get_family(entry.family).plan(problem, entry.config, self.device,
                                              self.config.workspace_limit_bytes)
@@ -263,9 +258,7 @@ class AutoconvSide:
     def history(self, entry) -> "StudyHistory":
         """Per-family best times and the evaluated trials of the study that found ``entry``
         (empty when the study is not in the session's storage, e.g. an imported cache)."""
-        import optuna
-
-        from autoconv.search.tuner import make_storage
+        import optuna  # imported where needed: it takes a while, and every command imports this module
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         try:
@@ -278,13 +271,24 @@ class AutoconvSide:
         self.cache.close()
 
 
+class _LogReporter(Reporter):
+    """The tuner's progress as ``autoconv bench`` logs it: a line per tuned problem."""
+
+    def __init__(self, log: Callable[[str], None]):
+        self.log = log
+
+    def problem_finished(self, outcome) -> None:
+        found = f"{outcome.family} {outcome.time_ms:.4f} ms" if outcome.time_ms is not None else "no winner"
+        self.log(f"  tuned {outcome.name}: {found} ({outcome.trials_run} trials, {outcome.stop_reason})")
+
+
 class LoadedWinner:
     """A cached winner ready to run: ``enqueue(buffers)`` puts its launches on CuPy's
     current stream; ``buffers`` maps x, w, bias, y to CuPy arrays. Its workspace (if
     any) belongs to it."""
 
     def __init__(self, plan, loaded):
-        import cupy
+        import cupy  # optional: autoconv imports without it
 
         self.plan = plan
         self.loaded = loaded
@@ -298,8 +302,6 @@ class LoadedWinner:
         self.loaded.launch(buffers)
 
     def poison_workspace(self) -> None:
-        from autoconv.verify.compare import POISON
-
         if self.workspace is not None:
             self.workspace.fill(POISON)
 
@@ -345,15 +347,7 @@ class StudyHistory:
 def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int, samples: int,
                     torch: bool, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
     """One problem's entry of the results (see the module docstring, steps 2-6)."""
-    import cupy
-    import numpy
-
-    from autoconv.bench.baseline import (STRICT, TF32, TOLERANCES, CudnnConv, OperandSets,
-                                   cudnn_versions, find_best_plan, reference_output, time_torch,
-                                   torch_unavailable_reason)
-    from autoconv.verify.reference import random_inputs
-    from autoconv.gpu.timing import time_calls
-    from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
+    import cupy  # optional: autoconv imports without it
 
     problem = item.problem
     entry = side.cached(problem)

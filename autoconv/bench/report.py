@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from autoconv.bench.results import PROBLEM_FIELDS, check_results, geomeans, is_positive, tflops
 from autoconv.errors import BackendUnavailable
 from autoconv.formatting import format_params
+from autoconv.kernels.families import FAMILY_NAMES, get_family
 
 #: Environment entries, in the order the report lists them, with their labels.
 ENVIRONMENT_LABELS = (
@@ -144,8 +145,6 @@ def _csv_value(value) -> str:
 
 
 def _uses_tensor_cores(family_name) -> bool:
-    from autoconv.kernels.families import FAMILY_NAMES, get_family
-
     return family_name in FAMILY_NAMES and get_family(family_name).tensor_cores
 
 
@@ -318,7 +317,7 @@ def plot_tflops(pyplot, results):
 
 
 def plot_convergence(pyplot, results):
-    from matplotlib import ticker
+    from matplotlib import ticker  # optional: plots only
 
     problems = [p for p in results["problems"] if convergence(p.get("trials") or [])[0]]
     if not problems:
@@ -348,7 +347,7 @@ def plot_convergence(pyplot, results):
 
 
 def plot_families(pyplot, results):
-    from matplotlib import ticker
+    from matplotlib import ticker  # optional: plots only
 
     problems = results["problems"]
     families = families_in(problems)

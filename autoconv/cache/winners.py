@@ -46,7 +46,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from autoconv import __version__
 from autoconv.errors import CacheError
+from autoconv.files import write_atomically
+from autoconv.kernels.resources import search_spaces_dir, templates_dir
 from autoconv.search.storage import first_line, is_url, masked_url
 
 FORMAT = "autoconv-winners-cache"
@@ -79,8 +82,6 @@ def default_location() -> str | Path:
 def templates_hash() -> str:
     """A hash of everything that decides what a (family, config) compiles to and how it
     launches: the templates, the search spaces and the families' launch code."""
-    from autoconv.kernels.resources import search_spaces_dir, templates_dir
-
     families_dir = Path(__file__).resolve().parents[1] / "kernels" / "families"
     files = sorted([*templates_dir().glob("*.j2"), *templates_dir().glob("*.cuh"),
                     *search_spaces_dir().glob("*.yaml"), *families_dir.glob("*.py")],
@@ -108,7 +109,6 @@ class CacheKey:
     def for_problem(cls, identity, problem) -> "CacheKey":
         """The key of ``problem`` on the device ``identity`` (a BackendIdentity) with this
         installation's autoconv and templates."""
-        from autoconv import __version__
         return cls(gpu_name=identity.gpu_name, compute_capability=identity.compute_capability_str,
                    cuda_runtime=int(identity.cuda_runtime), cuda_driver=int(identity.cuda_driver),
                    autoconv_version=__version__, templates_hash=templates_hash(),
@@ -117,7 +117,6 @@ class CacheKey:
     @property
     def is_current(self) -> bool:
         """Made by this autoconv version with these templates (the GPU is not checked)."""
-        from autoconv import __version__
         return self.autoconv_version == __version__ and self.templates_hash == templates_hash()
 
 
@@ -427,9 +426,6 @@ class _SqlDatabase:
     def schema(self, statements: Sequence[Statement]) -> None:
         """Run schema statements in one transaction, serialised with other processes
         doing the same (see the class docstring)."""
-        import random
-        import time
-
         from sqlalchemy import text
         from sqlalchemy.exc import SQLAlchemyError
 
@@ -636,8 +632,6 @@ class WinnerCache:
         entries = self.entries()
         document = {"format": EXPORT_FORMAT, "schema_version": SCHEMA_VERSION, "exported_at": now_iso(),
                     "entries": [entry.as_dict() for entry in entries]}
-        from autoconv.files import write_atomically
-
         write_atomically(path, json.dumps(document, indent=1, sort_keys=True) + "\n")
         return len(entries)
 

@@ -63,6 +63,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from autoconv.cache.winners import default_location as default_cache_location, is_url
 from autoconv.errors import ConfigError, ProblemError
+from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem
 from autoconv.problems.problem import SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
 
@@ -215,8 +216,6 @@ class _ConfigReader:
         top = self.mapping(root, "", TOP_KEYS, what="the config")
         if top is INVALID:
             return None
-
-        from autoconv.kernels.families import FAMILY_NAMES  # the registry as it is now
 
         entries = []
         for key in top:  # in file order, so that a clash is reported at the later entry
@@ -679,8 +678,6 @@ class _ConfigReader:
     def check_support(self, problems: list[tuple[NamedProblem, str, Node]],
                       families: tuple[str, ...]) -> None:
         """Every problem needs a selected family that implements its dtype and layout."""
-        from autoconv.kernels.families import get_family
-
         for item, path, node in problems:
             reasons = [get_family(f).unsupported_reason(item.problem) for f in families]
             if all(reasons):
