@@ -154,7 +154,7 @@ def test_bench_end_to_end(tmp_path, capsys):
     from autoconv.cache.winners import CacheKey, WinnerCache
     from autoconv.gpu.device import read_device
     from autoconv.verify.reference import conv2d_reference, random_inputs
-    from autoconv.bench.report import load_results
+    from autoconv.bench.results import load_results
     from autoconv.verify.compare import check_result
 
     config = tmp_path / "bench.yaml"

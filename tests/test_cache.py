@@ -150,9 +150,9 @@ class _RefusingWalSwitch:
 
 
 def test_the_wal_switch_retries_a_locked_refusal_and_reports_other_errors(tmp_path):
-    from autoconv.cache.winners import _SqliteFile
+    from autoconv.cache.sql import SqliteFile
 
-    database = _SqliteFile(tmp_path / "cache.sqlite")
+    database = SqliteFile(tmp_path / "cache.sqlite")
     real = database.connection
     database.connection = _RefusingWalSwitch(real, refusals=3)
     database.ready()

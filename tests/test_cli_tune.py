@@ -141,3 +141,56 @@ def test_dry_run_compiles_with_nvcc_without_a_gpu(config, tmp_path, capsys, monk
     assert code == 0, out + err
     assert "2 of 2 candidates compiled" in out and "nothing ran" in out
     assert not (tmp_path / "state").exists()  # no cache, no storage
+
+
+def _url_storage_config(tmp_path) -> Path:
+    """A config whose studies are in a database (an SQLite URL) and that names no cache:
+    the winners go into that database (README, "Several hosts")."""
+    path = tmp_path / "url.yaml"
+    path.write_text(CONFIG.replace("cache: state/cache.sqlite\n", "")
+                    .replace("storage: state/studies.journal", "storage: sqlite:///state/studies.db"))
+    return path
+
+
+def test_show_config_reads_the_cache_tune_wrote_into_the_storage_database(tmp_path, capsys, fake_gpu,
+                                                                         monkeypatch):
+    """``show CONFIG`` used to read the config's default cache while ``tune`` wrote into the
+    storage database: it listed no winners."""
+    default = tmp_path / "default-cache.sqlite"
+    monkeypatch.setenv("AUTOCONV_CACHE", str(default))
+    config = _url_storage_config(tmp_path)
+    code, out, err = run(capsys, "tune", config)
+    assert code == 0, out + err
+    with WinnerCache(f"sqlite:///{tmp_path}/state/studies.db") as cache:
+        assert len(cache) == 2
+    code, out, err = run(capsys, "show", config)
+    assert code == 0 and "2 cached winners" in out, out + err
+    assert not default.exists()
+
+
+def test_bench_reads_the_cache_tune_wrote_into_the_storage_database(tmp_path, capsys, fake_gpu, monkeypatch):
+    """``bench CONFIG``'s side of autoconv used to open the config's default cache while
+    ``tune`` wrote into the storage database: it found no winner and tuned again (or, with
+    ``--no-tune``, failed). It opens the session's cache now; the fake GPU's identity
+    stands in for the device it would read."""
+    from autoconv.backends.fake import FAKE_IDENTITY
+    from autoconv.bench import benchmark
+    from autoconv.kernels.limits import H100
+    from autoconv.search.session import TuneSession
+
+    default = tmp_path / "default-cache.sqlite"
+    monkeypatch.setenv("AUTOCONV_CACHE", str(default))
+    config = _url_storage_config(tmp_path)
+    assert run(capsys, "tune", config)[0] == 0
+    monkeypatch.setattr(benchmark, "read_device", lambda device: (H100, FAKE_IDENTITY))
+    session = TuneSession.load(config)
+    side = benchmark.AutoconvSide(session)
+    try:
+        assert side.cache.location == f"sqlite:///{tmp_path}/state/studies.db"
+        for item in session.config.problems:
+            entry = side.cached(item.problem)
+            assert entry is not None and entry.trials > 0
+            assert side.history(entry).trials  # the study is in the session's storage too
+    finally:
+        side.close()
+    assert not default.exists()

@@ -482,6 +482,18 @@ def test_check_prints_the_problems(tmp_path, capsys):
     assert "budget per problem: 9 trials, 3 s" in out
 
 
+def test_check_shows_where_tune_puts_the_winners_with_passwords_masked(tmp_path, capsys):
+    """With a URL storage and no cache, ``tune`` writes the winners into the storage's
+    database: ``check`` said the default cache, and showed the URL's password."""
+    path = tmp_path / "c.yaml"
+    path.write_text(textwrap.dedent(PROBLEM) + "storage: postgresql+psycopg://tuner:s3cret@db.example/autoconv\n")
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "s3cret" not in out
+    assert "cache: postgresql+psycopg://tuner:***@db.example/autoconv" in out
+    assert "storage: postgresql+psycopg://tuner:***@db.example/autoconv" in out
+
+
 def test_check_reports_every_error_and_exits_2(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text(textwrap.dedent(PROBLEM).replace("stride: [2, 1]", "stride: two") + "seed: -1\n")

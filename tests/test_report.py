@@ -13,8 +13,8 @@ import pytest
 
 from autoconv.commands import main as cli
 from autoconv.errors import BackendUnavailable
-from autoconv.bench.report import (PLOTS, SCHEMA_VERSION, ReportError, convergence, geomeans,
-                             load_results, results_csv, write_report)
+from autoconv.bench.report import PLOTS, convergence, results_csv, write_report
+from autoconv.bench.results import SCHEMA_VERSION, ReportError, geomeans, load_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -194,7 +194,7 @@ def test_report_command(results, tmp_path, capsys):
 
 
 def test_bench_table(results):
-    from autoconv.bench.benchmark import format_table
+    from autoconv.commands.bench import format_table
 
     results["geomean"] = geomeans(results["problems"])
     table = format_table(results)
@@ -251,3 +251,50 @@ def test_report_says_why_tensor_core_winners_can_pass_the_fp32_peak(results):
     text = report_markdown(results)
     assert ("- implicit_gemm_wgmma multiply on TF32 tensor cores at float32 accuracy" in text
             and "can exceed the FP32 FMA peak" in text)
+
+
+def test_format_params_all_or_the_first_few():
+    from autoconv.formatting import format_params
+
+    params = {f"P{i}": i for i in range(10)}
+    assert format_params(params) == " ".join(f"P{i}={i}" for i in range(10))  # tables: every one
+    assert format_params(params, limit=8) == " ".join(f"P{i}={i}" for i in range(8)) + " ..."  # report.md
+    assert format_params({"BM": 64}, limit=8) == "BM=64" and format_params(None) == format_params({}) == ""
+
+
+def test_write_results_round_trip(results, tmp_path):
+    from autoconv.bench.results import write_results
+
+    path = write_results(results, tmp_path / "deep" / "results.json")
+    assert load_results(path) == json.loads(json.dumps(results))
+    assert [p.name for p in path.parent.iterdir()] == ["results.json"]  # no temporary file left
+
+
+def test_bench_notes_a_missing_study_without_the_storage_password(postgres_databases, monkeypatch, tmp_path):
+    """The note of a winner whose study is not in the storage goes into the results file
+    (``study_note``): a storage URL's password must not (it did)."""
+    pytest.importorskip("optuna")
+    from sqlalchemy.engine import make_url
+
+    from autoconv.backends.fake import FAKE_IDENTITY
+    from autoconv.bench import benchmark
+    from autoconv.cache.winners import CacheEntry, CacheKey
+    from autoconv.kernels.limits import H100
+    from autoconv.problems.config import load_config_text
+    from autoconv.problems.problem import parse_spec
+    from autoconv.search.session import TuneSession
+
+    url = postgres_databases()
+    spec = "N=1,C=8,H=9,W=11,K=12,R=3,S=3,pad=1"
+    config = load_config_text(f"problems:\n  - name: p\n    spec: \"{spec}\"\nstorage: '{url}'\n", base_dir=tmp_path)
+    monkeypatch.setattr(benchmark, "read_device", lambda device: (H100, FAKE_IDENTITY))
+    side = benchmark.AutoconvSide(TuneSession.from_config(config))
+    try:
+        entry = CacheEntry(key=CacheKey.for_problem(FAKE_IDENTITY, parse_spec(spec)), family="direct", config={},
+                           kernel_name="k", source_hash="0", time_ms=1.0, tflops=1.0, workspace_bytes=0,
+                           study_name="imported-elsewhere")
+        history = side.history(entry)
+    finally:
+        side.close()
+    assert history.trials == [] and "'imported-elsewhere' is not in postgresql" in history.note
+    assert make_url(url).password not in history.note

@@ -19,81 +19,46 @@ For each problem of a config:
    ``autoconv.conv2d`` can run cuDNN where cuDNN is faster.
 
 The per-family best times and the trials (for convergence plots) come from the Optuna
-study that found the winner. Results are written as JSON (:data:`autoconv.bench.report.SCHEMA_VERSION`)
-for ``autoconv report``, and a table is printed.
+study that found the winner. :func:`run_bench` returns the results
+(:mod:`autoconv.bench.results`, for ``autoconv report``); ``autoconv bench``
+(:mod:`autoconv.commands.bench`) writes them and prints the table.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import os
 import platform
-import shlex
 import statistics
 import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy
+
+from autoconv import __version__
+from autoconv.bench.baseline import (STRICT, TF32, TOLERANCES, CudnnConv, OperandSets, cudnn_versions,
+                                     find_best_plan, import_cudnn, reference_output, time_torch,
+                                     torch_unavailable_reason)
+from autoconv.bench.peak import measure_fp32_peak
+from autoconv.bench.results import SCHEMA_VERSION, geomeans
+from autoconv.cache.winners import CacheKey
 from autoconv.errors import AutoconvError, BackendUnavailable
-from autoconv.bench.report import SCHEMA_VERSION, geomeans
+from autoconv.gpu.backend import CupyBackend
+from autoconv.gpu.compiler import compile_source
+from autoconv.gpu.device import read_device, require_cupy
+from autoconv.gpu.kernels import LoadedPlan
+from autoconv.gpu.timing import time_calls
+from autoconv.kernels.families import get_family
+from autoconv.search.storage import make_storage, masked_url
+from autoconv.search.tuner import Reporter
+from autoconv.verify.compare import FLOAT32_TOLERANCE, POISON, check_result
+from autoconv.verify.reference import random_inputs
 
 #: Where the measurement of one side of the comparison lives in a problem's entry.
 SIDES = ("autoconv", "cudnn_strict", "cudnn_tf32", "torch")
-
-
-# ---- the table ---------------------------------------------------------------------------------
-
-_COLUMNS = (
-    # (header, width, align)
-    ("layer", None, "<"), ("family", 14, "<"), ("autoconv ms", 11, ">"), ("TFLOP/s", 8, ">"),
-    ("% peak", 6, ">"), ("cuDNN ms", 9, ">"), ("speedup", 7, ">"), ("TF32 ms", 9, ">"),
-    ("torch ms", 9, ">"),
-)
-
-
-def format_table(results: Mapping[str, Any]) -> str:
-    """The bench table: one row per problem and a geometric-mean row; fixed-width columns.
-
-    Speedup is cuDNN strict-FP32 ms / autoconv ms (above 1: autoconv is faster).
-    """
-    problems = results["problems"]
-    means = results.get("geomean") or geomeans(problems)
-    peak = results.get("peak_tflops")
-
-    def ms(value):
-        return f"{value:.4f}" if _positive(value) else "-"
-
-    rows = []
-    for p in problems:
-        rows.append([p["name"], p.get("family") or "-", ms(p.get("autoconv_ms")),
-                     _fmt(p.get("autoconv_tflops"), ".2f"), _fmt(p.get("pct_of_peak"), ".1f"),
-                     ms(p.get("cudnn_strict_ms")), _fmt(p.get("speedup_vs_cudnn_strict"), ".2f", "x"),
-                     ms(p.get("cudnn_tf32_ms")), ms(p.get("torch_ms"))])
-    mean_tflops = means.get("autoconv_tflops")
-    rows.append(["geomean", "", "", _fmt(mean_tflops, ".2f"),
-                 _fmt(100 * mean_tflops / peak if _positive(mean_tflops) and _positive(peak) else None, ".1f"),
-                 "", _fmt(means.get("speedup_vs_cudnn_strict"), ".2f", "x"), "", ""])
-    widths = [max(len(c[0]), *(len(r[0]) for r in rows)) if c[1] is None else max(c[1], len(c[0]))
-              for c in _COLUMNS]
-    widths = [max(w, *(len(r[i]) for r in rows)) for i, w in enumerate(widths)]
-
-    def line(cells):
-        return "  ".join(f"{cell:{align}{width}}" for cell, width, (_, _, align) in zip(cells, widths, _COLUMNS))
-
-    header = line([c[0] for c in _COLUMNS])
-    rule = line(["-" * w for w in widths])
-    return "\n".join([header, rule] + [line(r) for r in rows[:-1]] + [rule, line(rows[-1])])
-
-
-def _positive(value) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-
-
-def _fmt(value, spec: str, suffix: str = "") -> str:
-    return format(value, spec) + suffix if _positive(value) else "-"
 
 
 # ---- the environment -----------------------------------------------------------------------------
@@ -102,9 +67,7 @@ def collect_environment(command: str) -> dict[str, Any]:
     """What the numbers depend on: GPU, driver, CUDA, cuDNN, libraries, autoconv and its
     commit, the date and the command. Needs CuPy; every other entry is None when its
     library is absent."""
-    import cupy
-
-    from autoconv import __version__
+    import cupy  # optional: autoconv imports without it
 
     runtime = cupy.cuda.runtime
     device = runtime.getDevice()
@@ -128,7 +91,6 @@ def collect_environment(command: str) -> dict[str, Any]:
         "command": command,
     }
     try:
-        from autoconv.bench.baseline import cudnn_versions
         versions = cudnn_versions()
         backend = versions["cudnn"]
         env["cudnn"] = f"{backend // 10000}.{backend % 10000 // 100}.{backend % 100}"
@@ -136,7 +98,7 @@ def collect_environment(command: str) -> dict[str, Any]:
     except BackendUnavailable:
         pass
     try:
-        import torch
+        import torch  # optional
         env["torch"] = torch.__version__
     except ImportError:
         pass
@@ -175,40 +137,14 @@ def _git_state() -> tuple[str | None, bool | None]:
     return commit or None, bool(status.strip())
 
 
-# ---- the command ---------------------------------------------------------------------------------
+# ---- the measurements ------------------------------------------------------------------------
 
-def bench_command(config_path: str, *, tune: bool = True, out: str | None = None, rounds: int = 3,
-                  samples: int = 7, torch: bool = True, argv: Sequence[str] | None = None) -> int:
-    """``autoconv bench CONFIG``: measure, write the results JSON, print the table."""
-    from autoconv.problems.config import load_config
-
-    if rounds < 1 or samples < 1:
-        raise AutoconvError(f"--rounds and --samples must be >= 1 (got {rounds} and {samples})")
-    config = load_config(config_path)
-    command = "autoconv " + shlex.join(argv if argv is not None else ["bench", config_path])
-    results = run_bench(config, tune=tune, rounds=rounds, samples=samples, torch=torch,
-                        command=command, log=print)
-    path = Path(out) if out else Path(config.results) / "results.json"
-    write_results(results, path)
-    print()
-    print(format_table(results))
-    print(f"\nwrote {path}; the report: autoconv report --results {path}")
-    return 0
-
-
-def write_results(results: Mapping[str, Any], path: str | os.PathLike) -> None:
-    """Write the results JSON atomically (a reader never sees half a file)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(results, indent=2) + "\n")
-    os.replace(temporary, target)
-
-
-def run_bench(config, *, tune: bool = True, rounds: int = 3, samples: int = 7, torch: bool = True,
-              command: str = "autoconv bench", log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Measure every problem of ``config`` (a :class:`autoconv.problems.config.TuneConfig`); returns
-    the results dict (schema :data:`autoconv.bench.report.SCHEMA_VERSION`).
+def run_bench(session, *, tune: bool = True, rounds: int = 3, samples: int = 7, torch: bool = True,
+              command: str = "autoconv bench", log: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Measure every problem of ``session``'s config (a :class:`autoconv.search.session.TuneSession`:
+    its cache, storage, families and budget are the ones ``autoconv tune`` uses); returns
+    the results dict (schema :data:`autoconv.bench.results.SCHEMA_VERSION`). Progress goes to
+    ``log``, one line at a time (``autoconv bench`` prints it).
 
     Raises:
         BackendUnavailable: no CuPy, GPU or cuDNN frontend.
@@ -216,13 +152,10 @@ def run_bench(config, *, tune: bool = True, rounds: int = 3, samples: int = 7, t
             problems are named); tuning found no winner; a winner or cuDNN computes a
             wrong result.
     """
-    from autoconv.bench.baseline import import_cudnn
-    from autoconv.gpu.device import require_cupy
-    from autoconv.bench.peak import measure_fp32_peak
-
     cupy = require_cupy()
     import_cudnn()  # fail before any tuning if the baseline cannot run
-    side = AutoconvSide(config)
+    config = session.config
+    side = AutoconvSide(session)
     try:
         missing = [item for item in config.problems if side.cached(item.problem) is None]
         tuning_seconds = None
@@ -268,16 +201,13 @@ class AutoconvSide:
     cache (keyed by this GPU's identity), tuning, the Optuna studies, and a winner
     compiled and loaded in this process (the way :func:`autoconv.conv2d` runs it)."""
 
-    def __init__(self, config):
-        from autoconv.cache.winners import WinnerCache
-        from autoconv.gpu.device import read_device
-
-        self.config = config
-        self.device, self.identity = read_device(config.device)
-        self.cache = WinnerCache(config.cache)
+    def __init__(self, session):
+        self.session = session
+        self.config = session.config
+        self.device, self.identity = read_device(self.config.device)
+        self.cache = session.open_cache()
 
     def key(self, problem):
-        from autoconv.cache.winners import CacheKey
         return CacheKey.for_problem(self.identity, problem)
 
     def cached(self, problem):
@@ -285,26 +215,15 @@ class AutoconvSide:
         return self.cache.get(self.key(problem))
 
     def tune(self, items: Sequence, log: Callable[[str], None]) -> None:
-        """Tune ``items`` (NamedProblems) with the config's families, budget and storage;
+        """Tune ``items`` (NamedProblems) with the session's families, budget and storage;
         winners go into the cache.
 
         Raises:
             AutoconvError: naming every problem for which no candidate passed.
         """
-        from autoconv.gpu import CupyBackend
-        from autoconv.search.tuner import Reporter, Tuner
-
-        class LogReporter(Reporter):
-            def problem_finished(self, outcome) -> None:
-                found = (f"{outcome.family} {outcome.time_ms:.4f} ms" if outcome.time_ms is not None
-                         else "no winner")
-                log(f"  tuned {outcome.name}: {found} ({outcome.trials_run} trials, {outcome.stop_reason})")
-
         config = self.config
         with CupyBackend(config.device, seed=config.seed) as backend:
-            tuner = Tuner(backend, storage=config.storage, families=config.families, budget=config.budget,
-                          seed=config.seed, workspace_limit=config.workspace_limit_bytes, cache=self.cache,
-                          reporter=LogReporter())
+            tuner = self.session.tuner(backend, cache=self.cache, reporter=_LogReporter(log))
             outcomes = tuner.tune(list(items))
         lost = [o for o in outcomes if o.time_ms is None]
         if lost:
@@ -318,10 +237,6 @@ class AutoconvSide:
             AutoconvError: it no longer renders, compiles or fits the device (the message
                 says how to recover: clear the entry and tune again).
         """
-        from autoconv.kernels.families import get_family
-        from autoconv.gpu.compiler import compile_source
-        from autoconv.gpu.kernels import LoadedPlan
-
         recover = "; clear the cache (`autoconv cache clear`) and tune again"
         plan = get_family(entry.family).plan(problem, entry.config, self.device,
                                              self.config.workspace_limit_bytes)
@@ -342,20 +257,29 @@ class AutoconvSide:
 
     def history(self, entry) -> "StudyHistory":
         """Per-family best times and the evaluated trials of the study that found ``entry``
-        (empty when the study is not in the config's storage, e.g. an imported cache)."""
-        import optuna
-
-        from autoconv.search.tuner import make_storage
+        (empty when the study is not in the session's storage, e.g. an imported cache)."""
+        import optuna  # imported where needed: it takes a while, and every command imports this module
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         try:
-            study = optuna.load_study(study_name=entry.study_name, storage=make_storage(self.config.storage))
+            study = optuna.load_study(study_name=entry.study_name, storage=make_storage(self.session.storage))
         except KeyError:  # Optuna's answer for an unknown study name
-            return StudyHistory({}, [], f"study {entry.study_name!r} is not in {self.config.storage}")
+            return StudyHistory({}, [], f"study {entry.study_name!r} is not in {masked_url(self.session.storage)}")
         return StudyHistory.of(study)
 
     def close(self) -> None:
         self.cache.close()
+
+
+class _LogReporter(Reporter):
+    """The tuner's progress as ``autoconv bench`` logs it: a line per tuned problem."""
+
+    def __init__(self, log: Callable[[str], None]):
+        self.log = log
+
+    def problem_finished(self, outcome) -> None:
+        found = f"{outcome.family} {outcome.time_ms:.4f} ms" if outcome.time_ms is not None else "no winner"
+        self.log(f"  tuned {outcome.name}: {found} ({outcome.trials_run} trials, {outcome.stop_reason})")
 
 
 class LoadedWinner:
@@ -364,7 +288,7 @@ class LoadedWinner:
     any) belongs to it."""
 
     def __init__(self, plan, loaded):
-        import cupy
+        import cupy  # optional: autoconv imports without it
 
         self.plan = plan
         self.loaded = loaded
@@ -378,8 +302,6 @@ class LoadedWinner:
         self.loaded.launch(buffers)
 
     def poison_workspace(self) -> None:
-        from autoconv.verify.compare import POISON
-
         if self.workspace is not None:
             self.workspace.fill(POISON)
 
@@ -425,15 +347,7 @@ class StudyHistory:
 def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int, samples: int,
                     torch: bool, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
     """One problem's entry of the results (see the module docstring, steps 2-6)."""
-    import cupy
-    import numpy
-
-    from autoconv.bench.baseline import (STRICT, TF32, TOLERANCES, CudnnConv, OperandSets,
-                                   cudnn_versions, find_best_plan, reference_output, time_torch,
-                                   torch_unavailable_reason)
-    from autoconv.verify.reference import random_inputs
-    from autoconv.gpu.timing import time_calls
-    from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
+    import cupy  # optional: autoconv imports without it
 
     problem = item.problem
     entry = side.cached(problem)

@@ -12,8 +12,9 @@
   (best time vs trial, per layer) and ``families.png`` (best time per kernel family and
   cuDNN, per layer).
 
-Nothing here measures anything: every number comes from the results file, and the
-geometric means are recomputed from the per-layer numbers so that they always agree.
+Nothing here measures anything: every number comes from the results file (its layout:
+:mod:`autoconv.bench.results`), and the geometric means are recomputed from the per-layer
+numbers so that they always agree.
 """
 
 from __future__ import annotations
@@ -25,18 +26,10 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from autoconv.errors import AutoconvError, BackendUnavailable
-from autoconv.gpu.timing import geometric_mean
-
-#: Version of the results JSON layout this module reads and ``autoconv bench`` writes.
-SCHEMA_VERSION = 1
-
-#: Problem fields every results file has (``None`` where not measured, e.g. torch_ms).
-PROBLEM_FIELDS = (
-    "name", "count", "spec", "shape", "gflop", "family", "params", "autoconv_ms",
-    "autoconv_tflops", "pct_of_peak", "cudnn_strict_ms", "cudnn_strict_plan", "cudnn_tf32_ms",
-    "torch_ms", "speedup_vs_cudnn_strict", "family_best_ms", "workspace_bytes", "trials",
-)
+from autoconv.bench.results import PROBLEM_FIELDS, check_results, geomeans, is_positive, tflops
+from autoconv.errors import BackendUnavailable
+from autoconv.formatting import format_params
+from autoconv.kernels.families import FAMILY_NAMES, get_family
 
 #: Environment entries, in the order the report lists them, with their labels.
 ENVIRONMENT_LABELS = (
@@ -54,91 +47,7 @@ MATPLOTLIB_HINT = ("the plots need matplotlib: pip install 'autoconv[report]' (o
                    "results.json")
 
 
-class ReportError(AutoconvError):
-    """A results file cannot be read or is not one ``autoconv bench`` wrote."""
-
-
-# ---- reading -----------------------------------------------------------------------------------
-
-def load_results(path: str | Path) -> dict[str, Any]:
-    """Read and check a results JSON.
-
-    Raises:
-        ReportError: missing file, invalid JSON, another schema version, or a problem
-            entry without the fields a report needs (naming the entry and the fields).
-    """
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such results file; write one with `autoconv bench CONFIG "
-                          f"--out {path}`") from None
-    try:
-        results = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ReportError(f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg})") from None
-    check_results(results, str(path))
-    return results
-
-
-def check_results(results: Any, where: str = "results") -> None:
-    """Raise :class:`ReportError` unless ``results`` has the layout of :data:`SCHEMA_VERSION`."""
-    if not isinstance(results, dict):
-        raise ReportError(f"{where}: expected a JSON object at the top level")
-    schema = results.get("schema")
-    if schema != SCHEMA_VERSION:
-        raise ReportError(f"{where}: schema {schema!r}; this autoconv reads schema {SCHEMA_VERSION} "
-                          f"(re-run `autoconv bench` to write a current file)")
-    for key in ("environment", "problems"):
-        if key not in results:
-            raise ReportError(f"{where}: missing {key!r}")
-    if not isinstance(results["problems"], list) or not results["problems"]:
-        raise ReportError(f"{where}: 'problems' must be a non-empty list")
-    for i, problem in enumerate(results["problems"]):
-        missing = [f for f in PROBLEM_FIELDS if f not in problem]
-        if missing:
-            label = problem.get("name", f"#{i}") if isinstance(problem, dict) else f"#{i}"
-            raise ReportError(f"{where}: problem {label} lacks {', '.join(missing)}")
-
-
-# ---- numbers -----------------------------------------------------------------------------------
-
-def geomeans(problems: Sequence[Mapping[str, Any]]) -> dict[str, float | int | None]:
-    """Geometric means over the layers that have both numbers (unweighted: each distinct
-    layer counts once), and the count-weighted total time of both sides.
-
-    ``speedup_vs_cudnn_strict`` is the geometric mean of cuDNN strict ms / autoconv ms.
-    """
-    paired = [p for p in problems if _positive(p.get("autoconv_ms")) and _positive(p.get("cudnn_strict_ms"))]
-    speedups = [p["cudnn_strict_ms"] / p["autoconv_ms"] for p in paired]
-    totals = {"autoconv": None, "cudnn_strict": None}
-    if paired:
-        totals = {side: sum(p[f"{side}_ms"] * (p.get("count") or 1) for p in paired)
-                  for side in ("autoconv", "cudnn_strict")}
-    return {
-        "speedup_vs_cudnn_strict": _finite_or_none(geometric_mean(speedups)),
-        "autoconv_tflops": _finite_or_none(geometric_mean(
-            [p["autoconv_tflops"] for p in problems if _positive(p.get("autoconv_tflops"))])),
-        "cudnn_strict_tflops": _finite_or_none(geometric_mean(
-            [_tflops(p["gflop"], p["cudnn_strict_ms"]) for p in paired])),
-        "layers": len(paired),
-        "layers_autoconv_faster": sum(1 for s in speedups if s > 1.0),
-        "total_autoconv_ms": totals["autoconv"],
-        "total_cudnn_strict_ms": totals["cudnn_strict"],
-    }
-
-
-def _tflops(gflop: float, ms: float) -> float:
-    return gflop / ms  # GFLOP / ms = TFLOP / s
-
-
-def _positive(value) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-
-
-def _finite_or_none(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
+# ---- the layers' numbers -----------------------------------------------------------------------
 
 def families_in(problems: Iterable[Mapping[str, Any]]) -> list[str]:
     """Every family with a best time for some layer, in first-seen order."""
@@ -155,7 +64,7 @@ def convergence(trials: Iterable[Mapping[str, Any]]) -> tuple[list[int], list[fl
     current = math.inf
     for trial in sorted(trials, key=lambda t: t["number"]):
         value = trial.get("value_ms")
-        if str(trial.get("state", "")).upper() != "COMPLETE" or not _positive(value):
+        if str(trial.get("state", "")).upper() != "COMPLETE" or not is_positive(value):
             continue
         current = min(current, value)
         numbers.append(trial["number"])
@@ -163,40 +72,12 @@ def convergence(trials: Iterable[Mapping[str, Any]]) -> tuple[list[int], list[fl
     return numbers, best
 
 
-def format_params(params: Mapping[str, Any] | None, limit: int = 8) -> str:
-    """``BM=128 BN=64 ...``: the first ``limit`` parameters, in the family's order."""
-    if not params:
-        return ""
-    items = [f"{k}={v}" for k, v in params.items()]
-    return " ".join(items[:limit]) + (" ..." if len(items) > limit else "")
-
-
 def _ms(value, digits: int = 4) -> str:
-    return f"{value:.{digits}f}" if _positive(value) else "–"
+    return f"{value:.{digits}f}" if is_positive(value) else "–"
 
 
 def _num(value, fmt: str) -> str:
     return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else "–"
-
-
-# ---- the command ---------------------------------------------------------------------------------
-
-def report_command(results_path: str, out_dir: str | None = None, *, plots: bool = True,
-                   argv: Sequence[str] | None = None) -> int:
-    """``autoconv report``: read ``results_path``, write the folder (by default the one the
-    results file is in), list what was written."""
-    import shlex
-
-    results = load_results(results_path)
-    out_dir = out_dir or str(Path(results_path).parent)
-    command = "autoconv " + shlex.join(argv) if argv else None
-    written = write_report(results, out_dir, plots=plots, results_path=results_path, command=command)
-    means = geomeans(results["problems"])
-    print(f"wrote {len(written)} files to {out_dir}/: " + ", ".join(p.name for p in written))
-    if means["speedup_vs_cudnn_strict"] is not None:
-        print(f"geometric-mean speedup over cuDNN strict FP32: {means['speedup_vs_cudnn_strict']:.3f}x "
-              f"over {means['layers']} layers")
-    return 0
 
 
 # ---- writing -----------------------------------------------------------------------------------
@@ -264,8 +145,6 @@ def _csv_value(value) -> str:
 
 
 def _uses_tensor_cores(family_name) -> bool:
-    from autoconv.kernels.families import FAMILY_NAMES, get_family
-
     return family_name in FAMILY_NAMES and get_family(family_name).tensor_cores
 
 
@@ -312,7 +191,7 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
     for p in problems:
         lines.append(
             f"| {p['name']} | {p.get('count') or 1} | `{p['shape']}` | {_num(p['gflop'], '.3f')} "
-            f"| {p.get('family') or '–'} | {format_params(p.get('params'))} | {_ms(p['autoconv_ms'])} "
+            f"| {p.get('family') or '–'} | {format_params(p.get('params'), limit=8)} | {_ms(p['autoconv_ms'])} "
             f"| {_num(p['autoconv_tflops'], '.2f')} | {_num(p['pct_of_peak'], '.1f')} "
             f"| {_ms(p['cudnn_strict_ms'])} | {_num(p['speedup_vs_cudnn_strict'], '.3f')} "
             f"| {_ms(p['cudnn_tf32_ms'])} | {_ms(p['torch_ms'])} |")
@@ -392,7 +271,7 @@ def _subtitle(results) -> str:
 
 
 def plot_speedup(pyplot, results):
-    problems = [p for p in results["problems"] if _positive(p.get("speedup_vs_cudnn_strict"))]
+    problems = [p for p in results["problems"] if is_positive(p.get("speedup_vs_cudnn_strict"))]
     if not problems:
         return None
     names = [p["name"] for p in problems]
@@ -417,7 +296,7 @@ def plot_tflops(pyplot, results):
     problems = results["problems"]
     names = [p["name"] for p in problems]
     autoconv = [p.get("autoconv_tflops") or 0.0 for p in problems]
-    cudnn = [_tflops(p["gflop"], p["cudnn_strict_ms"]) if _positive(p.get("cudnn_strict_ms")) else 0.0
+    cudnn = [tflops(p["gflop"], p["cudnn_strict_ms"]) if is_positive(p.get("cudnn_strict_ms")) else 0.0
              for p in problems]
     figure, ax = pyplot.subplots(figsize=(_width(len(names)), 4.5))
     positions = list(range(len(names)))
@@ -425,7 +304,7 @@ def plot_tflops(pyplot, results):
     ax.bar([x + 0.2 for x in positions], cudnn, width=0.4, label="cuDNN strict FP32", color="tab:gray")
     peak = results.get("peak_tflops")
     top = max(autoconv + cudnn + [1.0])
-    if _positive(peak):
+    if is_positive(peak):
         ax.axhline(peak, color="tab:red", linestyle="--", linewidth=1,
                    label=f"measured FP32 FMA peak {peak:.1f} TFLOP/s")
         top = max(top, peak)
@@ -438,7 +317,7 @@ def plot_tflops(pyplot, results):
 
 
 def plot_convergence(pyplot, results):
-    from matplotlib import ticker
+    from matplotlib import ticker  # optional: plots only
 
     problems = [p for p in results["problems"] if convergence(p.get("trials") or [])[0]]
     if not problems:
@@ -451,7 +330,7 @@ def plot_convergence(pyplot, results):
         ax.step(numbers, best, where="post", color="tab:blue", label="autoconv best so far")
         improved = [(n, b) for i, (n, b) in enumerate(zip(numbers, best)) if i == 0 or b < best[i - 1]]
         ax.plot(*zip(*improved), "o", color="tab:blue", markersize=3)
-        if _positive(problem.get("cudnn_strict_ms")):
+        if is_positive(problem.get("cudnn_strict_ms")):
             ax.axhline(problem["cudnn_strict_ms"], color="tab:gray", linestyle="--", linewidth=1,
                        label="cuDNN strict FP32")
         ax.set_title(problem["name"], fontsize=9)
@@ -468,7 +347,7 @@ def plot_convergence(pyplot, results):
 
 
 def plot_families(pyplot, results):
-    from matplotlib import ticker
+    from matplotlib import ticker  # optional: plots only
 
     problems = results["problems"]
     families = families_in(problems)
@@ -482,7 +361,7 @@ def plot_families(pyplot, results):
         values = []
         for p in problems:
             value = p["cudnn_strict_ms"] if label == "cuDNN strict" else (p.get("family_best_ms") or {}).get(label)
-            values.append(value if _positive(value) else math.nan)
+            values.append(value if is_positive(value) else math.nan)
         offsets = [i - 0.4 + width * (j + 0.5) for i in range(len(names))]
         ax.bar(offsets, values, width=width, label=label,
                color="tab:gray" if label == "cuDNN strict" else None)

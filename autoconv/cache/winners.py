@@ -11,8 +11,9 @@ The cache lives in one of two places (:class:`WinnerCache` takes either):
   URL), so that every host tuning into it shares the winners and can load them.
 
 Both run the same SQL (named ``:column`` parameters, an ``INSERT ... ON CONFLICT``
-upsert) through a small connection object per kind (:class:`_SqliteFile`,
-:class:`_SqlDatabase`); only opening, transactions and error wording differ.
+upsert) through a small connection object per kind (:mod:`autoconv.cache.sql`:
+:class:`~autoconv.cache.sql.SqliteFile`, :class:`~autoconv.cache.sql.SqlDatabase`); only
+opening, transactions and error wording differ.
 
 An entry is keyed by everything that changes the answer (:class:`CacheKey`): the GPU's
 name and compute capability, the CUDA runtime and driver versions, autoconv's version,
@@ -38,24 +39,21 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import random
-import sqlite3
-import time
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping
 
+from autoconv import __version__
 from autoconv.errors import CacheError
-from autoconv.search.storage import _first_line, _shown, is_url
+from autoconv.files import write_atomically
+from autoconv.kernels.resources import search_spaces_dir, templates_dir
+from autoconv.cache.sql import SqlDatabase, SqliteFile
+from autoconv.search.storage import is_url
 
 FORMAT = "autoconv-winners-cache"
 EXPORT_FORMAT = "autoconv-winners-export"
 SCHEMA_VERSION = 1
-#: Seconds a writer waits for another process's transaction before giving up.
-BUSY_TIMEOUT_S = 60.0
-
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def default_path() -> Path:
@@ -79,8 +77,6 @@ def default_location() -> str | Path:
 def templates_hash() -> str:
     """A hash of everything that decides what a (family, config) compiles to and how it
     launches: the templates, the search spaces and the families' launch code."""
-    from autoconv.kernels.resources import search_spaces_dir, templates_dir
-
     families_dir = Path(__file__).resolve().parents[1] / "kernels" / "families"
     files = sorted([*templates_dir().glob("*.j2"), *templates_dir().glob("*.cuh"),
                     *search_spaces_dir().glob("*.yaml"), *families_dir.glob("*.py")],
@@ -108,7 +104,6 @@ class CacheKey:
     def for_problem(cls, identity, problem) -> "CacheKey":
         """The key of ``problem`` on the device ``identity`` (a BackendIdentity) with this
         installation's autoconv and templates."""
-        from autoconv import __version__
         return cls(gpu_name=identity.gpu_name, compute_capability=identity.compute_capability_str,
                    cuda_runtime=int(identity.cuda_runtime), cuda_driver=int(identity.cuda_driver),
                    autoconv_version=__version__, templates_hash=templates_hash(),
@@ -117,7 +112,6 @@ class CacheKey:
     @property
     def is_current(self) -> bool:
         """Made by this autoconv version with these templates (the GPU is not checked)."""
-        from autoconv import __version__
         return self.autoconv_version == __version__ and self.templates_hash == templates_hash()
 
 
@@ -196,295 +190,6 @@ CREATE TABLE IF NOT EXISTS {winners} (
 );
 """
 
-#: A statement and its named parameters (``:name`` placeholders, as both sqlite3 and
-#: SQLAlchemy's ``text()`` take them).
-Statement = tuple[str, Mapping[str, Any]]
-
-
-def _lock_conflict(message: str) -> bool:
-    """Whether an SQLite error message says another connection holds the lock."""
-    return "locked" in message or "busy" in message
-
-
-def _still_locked(location) -> CacheError:
-    return CacheError(f"cache {location}: still locked by another process after {BUSY_TIMEOUT_S:.0f} s; try again")
-
-
-class _SqliteFile:
-    """The cache as a whole SQLite file, through stdlib :mod:`sqlite3`: WAL mode, a busy
-    timeout, every write one ``BEGIN IMMEDIATE`` transaction. Opening checks the header
-    and runs ``PRAGMA quick_check``, so a damaged file is refused before anything else."""
-
-    meta, winners = "meta", "winners"
-    integer, real = "INTEGER", "REAL"
-    kind = "an SQLite database"
-    shared = False  # every table in the file is the cache's
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.location = str(path)
-        self.connection = self._connect()
-
-    def recovery(self) -> str:
-        return (f"delete {self.path} (with any {self.path.name}-wal and -shm beside it) or run "
-                f"`autoconv cache clear --cache {self.path}`, then tune again (or `autoconv cache "
-                f"import` an export)")
-
-    def error(self, what: str) -> CacheError:
-        return CacheError(f"cache {self.path}: {what}; {self.recovery()}")
-
-    def _connect(self) -> sqlite3.Connection:
-        if self.path.exists():
-            if self.path.is_dir():
-                raise CacheError(f"cache {self.path} is a directory; pass the path of a cache file")
-            with open(self.path, "rb") as handle:
-                head = handle.read(len(_SQLITE_MAGIC))
-            if head and head != _SQLITE_MAGIC:
-                raise self.error("not an SQLite database (it does not start with the SQLite header)")
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            connection = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        except sqlite3.Error as err:
-            raise CacheError(f"cache {self.path}: cannot open: {err}") from None
-        try:
-            connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            check = connection.execute("PRAGMA quick_check").fetchone()
-        except sqlite3.DatabaseError as err:
-            connection.close()
-            raise self.error(f"the database is unreadable ({err})") from None
-        if check is None or check[0] != "ok":
-            connection.close()
-            raise self.error(f"the database is corrupt ({check[0] if check else 'no answer'})")
-        return connection
-
-    def tables(self) -> set[str]:
-        return {row[0] for row in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-    def ready(self) -> None:
-        """Switch to WAL: a write, so only once the file is known to be a cache (or empty).
-
-        Processes that switch a new file at once each hold a shared lock and ask for the
-        exclusive one; SQLite ends that deadlock by failing all but one at once, without
-        waiting out the busy timeout. The failed ones try again (the file is in WAL mode by
-        then, and the switch is a no-op) until the busy timeout has passed."""
-        deadline = time.monotonic() + BUSY_TIMEOUT_S
-        while True:
-            try:
-                self.connection.execute("PRAGMA journal_mode = WAL")
-                return
-            except sqlite3.OperationalError as err:
-                if not _lock_conflict(str(err)):
-                    raise self.error(f"the database is unreadable ({err})") from None
-                if time.monotonic() > deadline:
-                    raise _still_locked(self.path) from None
-                time.sleep(random.uniform(0.005, 0.05))  # staggered, so the racers do not meet again
-            except sqlite3.DatabaseError as err:
-                raise self.error(f"the database is unreadable ({err})") from None
-
-    def query(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[tuple]:
-        try:
-            return self.connection.execute(sql, parameters or {}).fetchall()
-        except sqlite3.DatabaseError as err:
-            raise self.error(f"the database is unreadable ({err})") from None
-
-    def write(self, sql: str, parameters: Mapping[str, Any]) -> int:
-        """Run one statement in its own transaction; the rows it changed."""
-        return self._transaction([(sql, parameters)])
-
-    def schema(self, statements: Sequence[Statement]) -> None:
-        """Run schema statements in one transaction (``BEGIN IMMEDIATE`` serialises the
-        processes that race to create a new file's tables)."""
-        self._transaction(statements)
-
-    def _transaction(self, statements: Sequence[Statement]) -> int:
-        connection = self.connection
-        try:
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                changed = 0
-                for sql, parameters in statements:
-                    changed = connection.execute(sql, parameters).rowcount
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-        except sqlite3.OperationalError as err:
-            if _lock_conflict(str(err)):
-                raise _still_locked(self.path) from None
-            raise self.error(f"cannot write ({err})") from None
-        except sqlite3.DatabaseError as err:
-            raise self.error(f"cannot write ({err})") from None
-        return changed
-
-    def close(self) -> None:
-        self.connection.close()
-
-
-class _SqlDatabase:
-    """The cache as two tables in a database given by a SQLAlchemy URL, shared with other
-    tables (Optuna's studies) and with every host that names the same URL.
-
-    Writes are single transactions of the engine; the upsert's ``WHERE`` runs in the
-    database, so concurrent writers of one key leave the fastest entry. Creating and
-    dropping the tables is one transaction, serialised with other processes': on
-    PostgreSQL by a transaction-level advisory lock (concurrent ``CREATE TABLE IF NOT
-    EXISTS`` can fail there), on SQLite by ``BEGIN IMMEDIATE`` (the driver's own
-    transactions would commit each ``CREATE`` alone, and a reader could see the tables
-    without their format rows); elsewhere it is retried once when the loser of a race
-    sees "already exists".
-    """
-
-    meta, winners = "autoconv_meta", "autoconv_winners"
-    integer, real = "BIGINT", "DOUBLE PRECISION"
-    kind = "a database (table autoconv_meta)"
-    shared = True  # other tables are expected
-    #: pg_advisory_xact_lock key of autoconv's schema changes ("autoconv" in ASCII).
-    SCHEMA_LOCK = 0x6175746F636F6E76
-
-    def __init__(self, url: str):
-        self.location = _shown(url)
-        self.engine = self._connect(url)
-        self.dialect = self.engine.dialect.name
-
-    def recovery(self) -> str:
-        return (f"run `autoconv cache clear --cache {self.location}` (it drops the tables {self.meta} "
-                f"and {self.winners}, nothing else), then tune again (or `autoconv cache import` an export)")
-
-    def error(self, what: str) -> CacheError:
-        return CacheError(f"cache {self.location}: {what}; {self.recovery()}")
-
-    def _connect(self, url: str):
-        from sqlalchemy import create_engine
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import NoSuchModuleError
-
-        engine = None
-        try:
-            parsed = make_url(url)
-            options: dict[str, Any] = {}
-            if parsed.get_backend_name() == "sqlite":
-                database = parsed.database or ""
-                if database and database != ":memory:" and not database.startswith("file:"):
-                    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-                # The driver begins no transactions itself (isolation_level None): writes
-                # begin theirs explicitly (see _begin), reads run alone.
-                options["connect_args"] = {"timeout": BUSY_TIMEOUT_S, "isolation_level": None}
-            else:
-                options["pool_pre_ping"] = True  # a long tune outlives idle server connections
-            engine = create_engine(parsed, **options)
-            with engine.connect():
-                pass
-        except Exception as err:  # SQLAlchemy's and the drivers' errors alike: name the URL
-            if engine is not None:
-                engine.dispose()
-            if isinstance(err, NoSuchModuleError):
-                hint = ("check the database and driver names in the URL (e.g. postgresql+psycopg://user@host:5432/db, "
-                        "sqlite:////abs/path.db)")
-            elif isinstance(err, ImportError):
-                hint = ("install its database driver (PostgreSQL: `pip install 'autoconv[postgres]'` and a "
-                        "postgresql+psycopg:// URL)")
-            else:
-                hint = "check the URL (and that the database server runs and accepts this user)"
-            raise CacheError(f"cache {self.location}: cannot open it ({_first_line(err)}); {hint}, or pass "
-                             "another cache with --cache, `cache:` in the config or AUTOCONV_CACHE") from None
-        return engine
-
-    def tables(self) -> set[str]:
-        from sqlalchemy import inspect
-        from sqlalchemy.exc import SQLAlchemyError
-
-        try:
-            return set(inspect(self.engine).get_table_names())
-        except SQLAlchemyError as err:
-            raise self._failure(err, "listing its tables") from None
-
-    def ready(self) -> None:
-        """Nothing to switch: the server runs the transactions."""
-
-    def query(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[tuple]:
-        from sqlalchemy import text
-        from sqlalchemy.exc import SQLAlchemyError
-
-        try:
-            with self.engine.connect() as connection:
-                return [tuple(row) for row in connection.execute(text(sql), dict(parameters or {}))]
-        except SQLAlchemyError as err:
-            raise self._failure(err, "reading") from None
-
-    def write(self, sql: str, parameters: Mapping[str, Any]) -> int:
-        """Run one statement in its own transaction; the rows it changed."""
-        from sqlalchemy import text
-        from sqlalchemy.exc import SQLAlchemyError
-
-        try:
-            with self.engine.begin() as connection:
-                self._begin(connection, schema=False)
-                return connection.execute(text(sql), dict(parameters)).rowcount
-        except SQLAlchemyError as err:
-            raise self._failure(err, "writing") from None
-
-    def schema(self, statements: Sequence[Statement]) -> None:
-        """Run schema statements in one transaction, serialised with other processes
-        doing the same (see the class docstring)."""
-        import random
-        import time
-
-        from sqlalchemy import text
-        from sqlalchemy.exc import SQLAlchemyError
-
-        for attempt in range(2):
-            try:
-                with self.engine.begin() as connection:
-                    self._begin(connection, schema=True)
-                    for sql, parameters in statements:
-                        connection.execute(text(sql), dict(parameters))
-                return
-            except SQLAlchemyError as err:
-                racing = any(word in str(err).lower() for word in ("already exists", "duplicate", "unique"))
-                if not (racing and attempt == 0):
-                    raise self._failure(err, "creating its tables") from None
-                time.sleep(0.1 + random.random() / 2)
-
-    def _begin(self, connection, *, schema: bool) -> None:
-        """Start a write transaction the way this database needs (see the class docstring)."""
-        from sqlalchemy import text
-
-        if self.dialect == "sqlite":  # wait for other writers now, not midway (no deadlock)
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
-        elif self.dialect == "postgresql" and schema:
-            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": self.SCHEMA_LOCK})
-
-    def _failure(self, err: Exception, doing: str) -> CacheError:
-        """The error of a failed statement: the server (or the way to it) when the
-        connection is lost or refused, else the tables (damaged or foreign)."""
-        from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
-
-        reason = _first_line(err)
-        if self.dialect == "sqlite" and _lock_conflict(reason):
-            return _still_locked(self.location)
-        lost = isinstance(err, (InterfaceError, DisconnectionError)) or getattr(err, "connection_invalidated", False) \
-            or (isinstance(err, OperationalError) and self.dialect != "sqlite")
-        if lost:
-            return CacheError(f"cache {self.location}: {doing} failed ({reason}); check that the database "
-                              "server runs and accepts this user, then try again")
-        return self.error(f"{doing} failed ({reason})")
-
-    def close(self) -> None:
-        self.engine.dispose()
-
-    @classmethod
-    def drop(cls, url: str) -> bool:
-        """Drop autoconv's tables at ``url`` (never another table); whether there were any."""
-        database = cls(url)
-        try:
-            ours = database.tables() & {cls.meta, cls.winners}
-            database.schema([(f"DROP TABLE IF EXISTS {cls.winners}", {}), (f"DROP TABLE IF EXISTS {cls.meta}", {})])
-        finally:
-            database.close()
-        return bool(ours)
-
-
 class WinnerCache:
     """The winners' cache at ``location`` (created on first use): the path of an SQLite
     file, or a SQLAlchemy URL (:func:`is_url`; see the module docstring). None:
@@ -504,10 +209,10 @@ class WinnerCache:
         location = default_location() if location is None else location
         if is_url(location):
             self.path: Path | None = None
-            self._database: _SqliteFile | _SqlDatabase = _SqlDatabase(str(location))
+            self._database: SqliteFile | SqlDatabase = SqlDatabase(str(location))
         else:
             self.path = Path(location)
-            self._database = _SqliteFile(self.path)
+            self._database = SqliteFile(self.path)
         self.location = self._database.location
         try:
             self._prepare()
@@ -636,8 +341,6 @@ class WinnerCache:
         entries = self.entries()
         document = {"format": EXPORT_FORMAT, "schema_version": SCHEMA_VERSION, "exported_at": now_iso(),
                     "entries": [entry.as_dict() for entry in entries]}
-        from autoconv.files import write_atomically
-
         write_atomically(path, json.dumps(document, indent=1, sort_keys=True) + "\n")
         return len(entries)
 
@@ -693,7 +396,7 @@ class WinnerCache:
         another table). Returns whether there was a cache."""
         target = default_location() if location is None else location
         if is_url(target):
-            return _SqlDatabase.drop(str(target))
+            return SqlDatabase.drop(str(target))
         target = Path(target)
         existed = target.exists()
         for candidate in (target, target.with_name(target.name + "-wal"),

@@ -1,7 +1,8 @@
 """Verify kernel families on the CPU: render configurations, run them in the emulator,
 compare with the float64 reference.
 
-This is ``autoconv verify --emulate``, and what CI runs for every family: no GPU needed.
+This is what ``autoconv verify --emulate`` (:mod:`autoconv.commands.verify`) runs, and
+what CI runs for every family: no GPU needed.
 A configuration passes when its output has no NaN or infinity (outputs start as NaN, so
 an unwritten element fails) and its relative L2 error is at most 1e-5. A kernel that
 faults (AddressSanitizer, UBSan, a launch the GPU would refuse), does not compile under
@@ -10,22 +11,19 @@ emulation, or runs too long fails with the tools' report.
 
 from __future__ import annotations
 
-import random
-import sys
-import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence, TextIO
+from typing import Callable, Mapping, Sequence
 
 import numpy
 
 from autoconv.kernels.limits import H100, DeviceLimits
 from autoconv.emulator import (EmulatedKernelFault, EmulationTimeout, EmulatorCompileError, default_workers,
                                emulate_plan)
-from autoconv.errors import AutoconvError, SearchSpaceError
-from autoconv.kernels.families import Family, KernelPlan, all_families, get_family
-from autoconv.problems.problem import ConvProblem, parse_spec
+from autoconv.errors import SearchSpaceError
+from autoconv.kernels.families import Family, KernelPlan, get_family
+from autoconv.problems.problem import ConvProblem
 from autoconv.verify.reference import conv2d_reference, random_inputs
 from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
 
@@ -160,33 +158,13 @@ def family_seed(seed: int, family: Family) -> int:
     return (seed * 1_000_003 + zlib.crc32(family.name.encode())) % 2**32
 
 
-# ---- the command line: autoconv verify --emulate --------------------------------------------
-
-def verify_command(spec: str, family_names: Iterable[str] | None, samples: int, seed: int | None, *,
-                   jobs: int | None = None, verbose: bool = False, out: TextIO | None = None) -> int:
-    """``autoconv verify --emulate``: check ``samples`` configurations of each family.
-
-    Prints one line per configuration (family, kernel, error, status) with the reason
-    under a failure (the full report with ``verbose``), then a summary.
-
-    Returns:
-        0 when every configuration verified passed; 1 on any mismatch, fault, timeout or
-        compile error, or when nothing could be verified.
-    """
-    out = out or sys.stdout
-    problem = parse_spec(spec)
-    if problem.dtype != "float32" or problem.layout != "NCHW":
-        raise AutoconvError(f"--emulate verifies float32 NCHW problems; this one is {problem.dtype} {problem.layout}")
-    if samples < 1:
-        raise AutoconvError(f"--samples {samples}: must be at least 1")
-    families = [get_family(name) for name in family_names] if family_names else all_families()
-    if seed is None:
-        seed = random.SystemRandom().randrange(2**31)
-    print(f"verifying {problem.shape_str()} ({problem.spec()}) on the CPU emulator: up to {samples} "
-          f"config(s) per family, seed {seed} (reproduce with --seed {seed})", file=out)
-
-    started = time.perf_counter()
+def sample_families(problem: ConvProblem, families: Sequence[Family], samples: int, seed: int
+                    ) -> tuple[list[tuple[Family, list[dict[str, object]]]], list[tuple[Family, str]]]:
+    """The configurations to verify of each family (:func:`sample_configs`, seeded by
+    :func:`family_seed`), and the families left out with the reason (the problem is not
+    one they support, or they have no valid configuration for it), both in family order."""
     plans: list[tuple[Family, list[dict[str, object]]]] = []
+    skipped: list[tuple[Family, str]] = []
     for family in families:
         reason = family.unsupported_reason(problem)
         if reason is None:
@@ -196,29 +174,5 @@ def verify_command(spec: str, family_names: Iterable[str] | None, samples: int, 
             except SearchSpaceError as err:
                 reason = str(err)
         if reason is not None:
-            print(f"  {family.name:<14s} skipped: {reason}", file=out)
-    width = max((len(family.kernel_name(problem, config)) for family, configs in plans for config in configs),
-                default=0)
-
-    def report(check: EmulatedCheck) -> None:
-        error = "-" if check.error is None else f"{check.error:.2e}"
-        status = "ok" if check.ok else check.status.upper()
-        print(f"  {check.family:<14s} {check.kernel:<{width}s}  error {error:>8s}  {status}", file=out, flush=True)
-        if not check.ok:
-            for line in (check.details if verbose and check.details else check.message).splitlines():
-                print(f"      {line}", file=out)
-
-    checks: list[EmulatedCheck] = []
-    for family, configs in plans:
-        checks += verify_configs(problem, family, configs, family_seed(seed, family), jobs=jobs, on_check=report)
-
-    counts = {status: sum(check.status == status for check in checks) for status in STATUSES}
-    elapsed = time.perf_counter() - started
-    verified_families = len({check.family for check in checks})
-    print(f"summary: {len(checks)} config{'' if len(checks) == 1 else 's'} of {verified_families} "
-          f"famil{'y' if verified_families == 1 else 'ies'}: "
-          + ", ".join(f"{counts[status]} {status}" for status in STATUSES) + f" ({elapsed:.1f} s)", file=out)
-    if not checks:
-        print("nothing was verified", file=out)
-        return 1
-    return 0 if counts["ok"] == len(checks) else 1
+            skipped.append((family, reason))
+    return plans, skipped

@@ -46,8 +46,9 @@ problems with the same name are an error.
 The file is read with :func:`yaml.compose`, which builds a node tree and constructs
 nothing, so no tag in the file can run code; only plain YAML values are accepted
 (strings, integers, floats, booleans, null, lists, mappings; anchors, aliases and
-``<<`` merge keys work). Every error carries the file, the line and the key path,
-all errors are collected, and they are raised together as one :class:`ConfigError`.
+``<<`` merge keys work; :mod:`autoconv.problems.yaml_nodes`). Every error carries the
+file, the line and the key path, all errors are collected, and they are raised together
+as one :class:`ConfigError`.
 """
 
 from __future__ import annotations
@@ -56,15 +57,14 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
-
-import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from autoconv.cache.winners import default_location as default_cache_location, is_url
 from autoconv.errors import ConfigError, ProblemError
+from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem
 from autoconv.problems.problem import SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
+from autoconv.problems.yaml_nodes import INVALID, NodeReader, is_int, is_null, value_of
 
 __all__ = ["Budget", "NamedProblem", "TuneConfig", "load_config", "load_config_text"]
 
@@ -83,9 +83,6 @@ PROBLEM_KEYS = ("name", "count", "spec") + SIZE_FIELDS + (
 MODEL_KEYS = ("preset", "batch", "name")
 BUDGET_KEYS = ("trials", "seconds", "patience")
 
-_TAG = "tag:yaml.org,2002:"
-_SCALAR_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null")}
-_MERGE_TAG = _TAG + "merge"
 
 
 @dataclass(frozen=True)
@@ -174,37 +171,15 @@ def load_config_text(text: str, origin: str = "<config>",
     return config
 
 
-class _Invalid:
-    """Marks a value whose error has already been recorded."""
+class _ConfigReader(NodeReader):
+    """Walks the composed node tree along the config's schema, collecting located errors."""
 
-
-INVALID = _Invalid()
-
-
-class _ConfigReader:
-    """Walks the composed node tree along the schema, collecting located errors."""
+    top_keys = TOP_KEYS
 
     def __init__(self, origin: str, base_dir: Path):
-        self.origin = origin
+        super().__init__(origin)
         self.base_dir = base_dir
-        self.errors: list[tuple[int, int, str]] = []
         self.notes: list[str] = []
-        self._bad_tag_nodes: set[int] = set()
-        self._mappings: dict[tuple[int, tuple[str, ...]], dict[str, tuple[Node, Node]]] = {}
-
-    # ---- error reporting -----------------------------------------------------------
-    def line_of(self, node: Node | None) -> int:
-        return node.start_mark.line + 1 if node is not None and node.start_mark else 1
-
-    def error(self, node: Node | None, path: str, message: str) -> _Invalid:
-        line = self.line_of(node)
-        where = f"{self.origin}:{line}: " + (f"{path}: " if path else "")
-        self.errors.append((line, len(self.errors), where + message))
-        return INVALID
-
-    def sorted_errors(self) -> list[str]:
-        """In file order; an error reached twice through an alias is reported once."""
-        return list(dict.fromkeys(text for _, _, text in sorted(self.errors)))
 
     # ---- the document --------------------------------------------------------------
     def read(self, text: str) -> TuneConfig | None:
@@ -216,28 +191,26 @@ class _ConfigReader:
         if top is INVALID:
             return None
 
-        from autoconv.kernels.families import FAMILY_NAMES  # the registry as it is now
-
         entries = []
         for key in top:  # in file order, so that a clash is reported at the later entry
-            if key == "problems" and _value(top, key) is not None:
-                entries += self.problems(_value(top, key))
-            elif key == "models" and _value(top, key) is not None:
-                entries += self.models(_value(top, key))
-        families = self.families(_value(top, "families"), FAMILY_NAMES)
-        budget = self.budget(_value(top, "budget"))
-        seed = self.integer(_value(top, "seed"), "seed", 0, default=0, maximum=2**32 - 1)
-        device = self.integer(_value(top, "device"), "device", 0, default=0)
-        workspace = self.integer(_value(top, "workspace_limit_mb"), "workspace_limit_mb", 0,
+            if key == "problems" and value_of(top, key) is not None:
+                entries += self.problems(value_of(top, key))
+            elif key == "models" and value_of(top, key) is not None:
+                entries += self.models(value_of(top, key))
+        families = self.families(value_of(top, "families"), FAMILY_NAMES)
+        budget = self.budget(value_of(top, "budget"))
+        seed = self.integer(value_of(top, "seed"), "seed", 0, default=0, maximum=2**32 - 1)
+        device = self.integer(value_of(top, "device"), "device", 0, default=0)
+        workspace = self.integer(value_of(top, "workspace_limit_mb"), "workspace_limit_mb", 0,
                                  default=DEFAULT_WORKSPACE_LIMIT_MB)
         # Without a `cache:` key, tune writes the user's cache, which autoconv.conv2d reads.
-        cache = (default_cache_location() if _value(top, "cache") is None
-                 else self.location(_value(top, "cache"), "cache"))
-        results = self.path(_value(top, "results"), "results", DEFAULT_RESULTS)
-        storage = self.storage(_value(top, "storage"))
+        cache = (default_cache_location() if value_of(top, "cache") is None
+                 else self.location(value_of(top, "cache"), "cache"))
+        results = self.path(value_of(top, "results"), "results", DEFAULT_RESULTS)
+        storage = self.storage(value_of(top, "storage"))
 
         problems = self.merge(entries)
-        listed = [_value(top, key) for key in ("problems", "models")]
+        listed = [value_of(top, key) for key in ("problems", "models")]
         if all(node is None or (isinstance(node, SequenceNode) and not node.value)
                for node in listed):
             self.error(root, "", "nothing to tune: add a 'problems' list or a 'models' list")
@@ -249,182 +222,7 @@ class _ConfigReader:
             origin=self.origin, problems=tuple(item for item, _, _ in problems),
             families=families, budget=budget, seed=seed, cache=cache, storage=storage,
             results=results, device=device, workspace_limit_mb=workspace,
-            notes=tuple(self.notes), cache_given=_value(top, "cache") is not None)
-
-    def compose(self, text: str) -> Node | None:
-        if not isinstance(text, str):
-            self.error(None, "", f"expected YAML text, got {type(text).__name__}")
-            return None
-        try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.MarkedYAMLError as err:
-            mark = err.problem_mark or err.context_mark
-            line = mark.line + 1 if mark else 1
-            detail = " ".join(part for part in (err.context, err.problem) if part)
-            self.errors.append((line, 0, f"{self.origin}:{line}: invalid YAML: {detail}"))
-            return None
-        except yaml.YAMLError as err:  # e.g. a control character (ReaderError)
-            line = text[:getattr(err, "position", 0)].count("\n") + 1
-            self.errors.append((line, 0, f"{self.origin}:{line}: invalid YAML: {err}"))
-            return None
-        except RecursionError:
-            self.error(None, "", "invalid YAML: nested too deeply")
-            return None
-        if root is None:
-            self.error(None, "", "the file is empty; expected a mapping with keys "
-                       + ", ".join(TOP_KEYS))
-        return root
-
-    def reject_tags(self, root: Node) -> None:
-        """Report every node with a tag beyond plain YAML (``!!python/object``, ``!!set``,
-        ``!custom``...), wherever it is: such a file was not written for autoconv."""
-        stack: list[tuple[Node, str]] = [(root, "")]
-        seen: set[int] = set()
-        while stack:
-            node, path = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            if isinstance(node, ScalarNode):
-                allowed = node.tag in _SCALAR_TAGS or node.tag == _MERGE_TAG
-            elif isinstance(node, SequenceNode):
-                allowed = node.tag == _TAG + "seq"
-                stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(node.value))))
-            else:
-                allowed = node.tag == _TAG + "map"
-                for key, value in reversed(node.value):
-                    name = key.value if isinstance(key, ScalarNode) else "?"
-                    stack.extend(((value, _join(path, name)), (key, path)))
-            if not allowed:
-                self._bad_tag_nodes.add(id(node))
-                tag = node.tag.replace(_TAG, "!!")
-                self.error(node, path, f"YAML tag {tag} is not allowed: autoconv configs hold "
-                           "plain values (quote the value if it is a string)")
-
-    # ---- structure -----------------------------------------------------------------
-    def mapping(self, node: Node, path: str, keys: tuple[str, ...], what: str = "",
-                active: frozenset[int] = frozenset()) -> dict[str, tuple[Node, Node]] | _Invalid:
-        """The entries of a mapping node by key name, with ``<<`` merges applied
-        (explicit keys win over merged ones, earlier merge sources over later ones).
-
-        Reports non-mappings, non-string and unknown keys, and duplicate keys (which
-        plain YAML loading silently resolves to the last one). Results are memoized per
-        node so that aliases merged many times cost nothing extra.
-        """
-        if id(node) in self._bad_tag_nodes:
-            return INVALID
-        if not isinstance(node, MappingNode):
-            return self.error(node, path, f"expected a mapping with keys {', '.join(keys)}, "
-                              f"got {self.describe(node)}")
-        memo_key = (id(node), keys)
-        if memo_key in self._mappings:
-            return self._mappings[memo_key]
-        active = active | {id(node)}
-        entries: dict[str, tuple[Node, Node]] = {}
-        merged: dict[str, tuple[Node, Node]] = {}
-        for key_node, value_node in node.value:
-            if id(key_node) in self._bad_tag_nodes:
-                continue
-            if not isinstance(key_node, ScalarNode):
-                self.error(key_node, path, f"keys must be names, got {self.describe(key_node)}")
-                continue
-            if key_node.tag == _MERGE_TAG:
-                for name, pair in self.merge_sources(value_node, path, keys, what, active).items():
-                    merged.setdefault(name, pair)
-                continue
-            name = key_node.value
-            key_path = _join(path, name)
-            if name in entries:
-                self.error(key_node, key_path, f"duplicate key (first given on line "
-                           f"{self.line_of(entries[name][0])}); YAML would silently keep the last")
-                continue
-            if name not in keys:
-                self.error(key_node, key_path, f"unknown key{did_you_mean(name, keys)}; "
-                           f"{what + ' takes' if what else 'expected'} {', '.join(keys)}")
-                continue
-            entries[name] = (key_node, value_node)
-        for name, pair in merged.items():
-            entries.setdefault(name, pair)
-        self._mappings[memo_key] = entries
-        return entries
-
-    def merge_sources(self, node: Node, path: str, keys: tuple[str, ...], what: str,
-                      active: frozenset[int]) -> dict[str, tuple[Node, Node]]:
-        """The entries a ``<<`` key brings in: a mapping, or a list of them."""
-        sources = node.value if isinstance(node, SequenceNode) else [node]
-        result: dict[str, tuple[Node, Node]] = {}
-        for source in sources:
-            if id(source) in self._bad_tag_nodes:
-                continue
-            if not isinstance(source, MappingNode):
-                self.error(source, path, "'<<' merges a mapping or a list of mappings, got "
-                           + self.describe(source))
-                continue
-            if id(source) in active:
-                self.error(source, path, "'<<' merges a mapping into itself")
-                continue
-            entries = self.mapping(source, path, keys, what, active)
-            if entries is not INVALID:
-                for name, pair in entries.items():
-                    result.setdefault(name, pair)
-        return result
-
-    def sequence(self, node: Node, path: str, what: str) -> list[Node] | _Invalid:
-        if id(node) in self._bad_tag_nodes:
-            return INVALID
-        if not isinstance(node, SequenceNode):
-            return self.error(node, path, f"expected a list of {what}, got {self.describe(node)}")
-        return node.value
-
-    def describe(self, node: Node) -> str:
-        if isinstance(node, MappingNode):
-            return "a mapping"
-        if isinstance(node, SequenceNode):
-            return "a list"
-        value = self.scalar(node)
-        if value is None:
-            return "nothing (null)"
-        text = repr(node.value if value is INVALID else value)
-        return text if len(text) <= 60 else text[:57] + "..."
-
-    # ---- scalars -------------------------------------------------------------------
-    def scalar(self, node: Node):
-        """The Python value of a plain scalar node, or INVALID (not a scalar, odd tag,
-        or a malformed explicitly typed value such as ``!!int abc``)."""
-        if not isinstance(node, ScalarNode) or id(node) in self._bad_tag_nodes:
-            return INVALID
-        constructor = _SCALAR_CONSTRUCTORS.get(node.tag)
-        if constructor is None:
-            return INVALID
-        try:
-            return constructor(node)
-        except (ValueError, KeyError, TypeError, yaml.YAMLError):
-            return INVALID
-
-    def typed(self, node: Node, path: str, check: Callable[[object], bool], expected: str):
-        """The scalar value of ``node`` if ``check`` accepts it, else a recorded error."""
-        if id(node) in self._bad_tag_nodes:
-            return INVALID
-        value = self.scalar(node)
-        if value is INVALID or not check(value):
-            return self.error(node, path, f"expected {expected}, got {self.describe(node)}")
-        return value
-
-    def integer(self, node: Node | None, path: str, minimum: int, default=None,
-                maximum: int | None = None):
-        if node is None:
-            return default
-        value = self.typed(node, path, _is_int, "an integer")
-        if value is INVALID:
-            return value
-        if value < minimum:
-            return self.error(node, path, f"must be >= {minimum}, got {self.describe(node)}")
-        if maximum is not None and value > maximum:
-            return self.error(node, path, f"must be <= {maximum}, got {self.describe(node)}")
-        return value
-
-    def string(self, node: Node, path: str):
-        return self.typed(node, path, lambda v: isinstance(v, str) and v != "", "a non-empty string")
+            notes=tuple(self.notes), cache_given=value_of(top, "cache") is not None)
 
     def pair(self, node: Node, path: str):
         """An int or [h, w]."""
@@ -434,7 +232,7 @@ class _ConfigReader:
                                   f"{len(node.value)} items")
             items = [self.integer(item, f"{path}[{i}]", 1) for i, item in enumerate(node.value)]
             return INVALID if INVALID in items else tuple(items)
-        value = self.typed(node, path, _is_int, "an integer or [h, w]")
+        value = self.typed(node, path, is_int, "an integer or [h, w]")
         if value is INVALID:
             return value
         return value if value >= 1 else self.error(node, path, f"must be >= 1, got {self.describe(node)}")
@@ -448,11 +246,11 @@ class _ConfigReader:
                                   f"{len(node.value)} items")
             items = [self.integer(item, f"{path}[{i}]", 0) for i, item in enumerate(node.value)]
             return INVALID if INVALID in items else tuple(items)
-        value = self.typed(node, path, lambda v: _is_int(v) or (
+        value = self.typed(node, path, lambda v: is_int(v) or (
             isinstance(v, str) and v.lower() in ("same", "valid")), expected)
         if value is INVALID:
             return value
-        if _is_int(value) and value < 0:
+        if is_int(value) and value < 0:
             return self.error(node, path, f"must be >= 0, got {self.describe(node)}")
         return value.lower() if isinstance(value, str) else value
 
@@ -503,7 +301,7 @@ class _ConfigReader:
         else:
             name = self.name(fields["name"][1], f"{path}.name")
             ok &= name is not INVALID
-        count = self.integer(_value(fields, "count"), f"{path}.count", 1, default=1)
+        count = self.integer(value_of(fields, "count"), f"{path}.count", 1, default=1)
         ok &= count is not INVALID
 
         if "spec" in fields:
@@ -581,7 +379,7 @@ class _ConfigReader:
                 preset = self.error(preset_node, f"{path}.preset",
                                     f"unknown preset {preset!r}{did_you_mean(preset, MODEL_PRESETS)}; "
                                     f"presets: {', '.join(MODEL_PRESETS)}")
-            batch = self.integer(_value(fields, "batch"), f"{path}.batch", 1, default=1)
+            batch = self.integer(value_of(fields, "batch"), f"{path}.batch", 1, default=1)
             prefix = self.name(fields["name"][1], f"{path}.name") if "name" in fields else preset
             if INVALID in (preset, batch, prefix):
                 continue
@@ -629,13 +427,13 @@ class _ConfigReader:
         fields = self.mapping(node, "budget", BUDGET_KEYS, what="budget")
         if fields is INVALID:
             return fields
-        given = {k: v for k, (_, v) in fields.items() if not _is_null(v)}
+        given = {k: v for k, (_, v) in fields.items() if not is_null(v)}
         trials = self.integer(given.get("trials"), "budget.trials", 1)
         patience = self.integer(given.get("patience"), "budget.patience", 1)
         seconds = None
         if "seconds" in given:
             seconds = self.typed(given["seconds"], "budget.seconds",
-                                 lambda v: _is_int(v) or (isinstance(v, float) and v == v
+                                 lambda v: is_int(v) or (isinstance(v, float) and v == v
                                                           and v != float("inf")),
                                  "a number of seconds")
             if seconds is not INVALID and seconds <= 0:
@@ -679,29 +477,11 @@ class _ConfigReader:
     def check_support(self, problems: list[tuple[NamedProblem, str, Node]],
                       families: tuple[str, ...]) -> None:
         """Every problem needs a selected family that implements its dtype and layout."""
-        from autoconv.kernels.families import get_family
-
         for item, path, node in problems:
             reasons = [get_family(f).unsupported_reason(item.problem) for f in families]
             if all(reasons):
                 self.error(node, path, f"no selected family can run {item.name!r}: "
                            + "; ".join(reasons))
-
-
-def _value(fields: dict[str, tuple[Node, Node]], key: str) -> Node | None:
-    """The value node of ``key``; None when the key is absent or its value is null."""
-    pair = fields.get(key)
-    if pair is None or _is_null(pair[1]):
-        return None
-    return pair[1]
-
-
-def _is_null(node: Node) -> bool:
-    return isinstance(node, ScalarNode) and node.tag == _TAG + "null"
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _under(base_dir: Path, text: str) -> Path:
@@ -717,46 +497,3 @@ def _url_under(base_dir: Path, url: str) -> str:
     if url.startswith(prefix) and rest and not rest.startswith("/") and rest != ":memory:":
         return prefix + str(_under(base_dir, rest))
     return url
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-_CONSTRUCTOR = yaml.SafeLoader("")  # constructs single scalar nodes; never fed a document
-_SCALAR_CONSTRUCTORS: dict[str, Callable[[ScalarNode], object]] = {
-    _TAG + "str": lambda node: node.value,
-    _TAG + "int": _CONSTRUCTOR.construct_yaml_int,
-    _TAG + "float": _CONSTRUCTOR.construct_yaml_float,
-    _TAG + "bool": _CONSTRUCTOR.construct_yaml_bool,
-    _TAG + "null": lambda node: None,
-}
-
-
-def format_config(config: TuneConfig) -> str:
-    """The summary ``autoconv check`` prints: one row per problem, then the settings."""
-    header = ("name", "count", "shape", "output", "GFLOP")
-    rows = [(item.name, str(item.count), item.problem.shape_str(),
-             f"{item.problem.P}x{item.problem.Q}", f"{item.problem.gflop:.4g}")
-            for item in config.problems]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    right = {1, 4}  # numbers align right
-
-    def line(row):
-        return "  ".join(cell.rjust(w) if i in right else cell.ljust(w)
-                         for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
-
-    instances = sum(item.count for item in config.problems)
-    lines = [f"{config.origin}: {len(config.problems)} problem{'s' if len(config.problems) != 1 else ''}"
-             f" ({instances} layer instance{'s' if instances != 1 else ''},"
-             f" {config.total_flops / 1e9:.3f} GFLOP in all)", "",
-             line(header), line(tuple("-" * w for w in widths)), *map(line, rows), ""]
-    lines += [f"families: {', '.join(config.families)}",
-              f"budget per problem: {config.budget.describe()}",
-              f"seed: {config.seed}   device: {config.device}   "
-              f"workspace limit: {config.workspace_limit_mb} MiB",
-              f"cache: {config.cache}",
-              f"storage: {config.storage}",
-              f"results: {config.results}"]
-    lines += [f"note: {note}" for note in config.notes]
-    return "\n".join(lines)

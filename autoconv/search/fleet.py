@@ -151,21 +151,20 @@ def worker_main(job: WorkerJob, events, parent_pid: int) -> None:
 
     exit_with_parent(parent_pid)
     try:
-        from autoconv.cache.winners import WinnerCache
         from autoconv.problems.config import load_config
         from autoconv.backends.factory import make_backend
-        from autoconv.search.tuner import Tuner
+        from autoconv.search.session import TuneSession
 
         config = load_config(job.config_path)
+        session = TuneSession(config, families=job.families, budget=job.budget, storage=job.storage,
+                              cache=job.cache, retune=job.retune)  # resolved by the parent
         problems = config.problems[job.start:] + config.problems[:job.start]
         with make_backend(job.device, seed=config.seed, compile_workers=job.compile_workers) as backend, \
-                WinnerCache(job.cache) as winners:
+                session.open_cache() as winners:
             identity = backend.identity
             events.put(("started", job.device, f"{identity.gpu_name} (sm_{''.join(map(str, identity.compute_capability))})"))
-            tuner = Tuner(backend, storage=job.storage, families=job.families, budget=job.budget,
-                          seed=config.seed, workspace_limit=config.workspace_limit_bytes, cache=winners,
-                          retune=job.retune, reporter=QueueReporter(events, job.device),
-                          workers=job.compile_workers)
+            tuner = session.tuner(backend, cache=winners, reporter=QueueReporter(events, job.device),
+                                  workers=job.compile_workers)
             outcomes = tuner.tune(problems)
         events.put(("done", job.device, outcomes))
     except AutoconvError as err:

@@ -67,7 +67,7 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
     try:
         return JournalStorage(JournalFileBackend(str(path), lock_obj=_journal_lock(path)))
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:  # Optuna replaying junk
-        raise StorageError(_journal_damage(path, f"Optuna cannot replay it ({_first_line(err)})")) from None
+        raise StorageError(_journal_damage(path, f"Optuna cannot replay it ({first_line(err)})")) from None
 
 
 #: Environment variable: seconds between two heartbeats of a trial being evaluated.
@@ -84,7 +84,7 @@ def is_url(text: str | os.PathLike) -> bool:
     return "://" in str(text)
 
 
-def _shown(url: str) -> str:
+def masked_url(url: str) -> str:
     """``url`` with its password masked, for messages."""
     try:
         from sqlalchemy.engine import make_url
@@ -153,7 +153,7 @@ def _rdb_storage(url: str):
             if racing and attempt + 1 < SCHEMA_ATTEMPTS:
                 time.sleep(0.2 + random.random())
                 continue
-            raise StorageError(f"study storage {_shown(url)}: cannot open it ({_first_line(err)}); check the "
+            raise StorageError(f"study storage {masked_url(url)}: cannot open it ({first_line(err)}); check the "
                                "URL (and that the database server runs and accepts this user), or pass another "
                                "storage with --storage or `storage:` in the config") from None
 
@@ -229,7 +229,7 @@ def _journal_damage(path: Path, what: str) -> str:
             "`storage:` in the config")
 
 
-def _first_line(err: BaseException) -> str:
+def first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 

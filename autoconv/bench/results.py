@@ -1,0 +1,129 @@
+"""The results file of ``autoconv bench``: its layout, reading, checking and writing it,
+and the numbers derived from it.
+
+``autoconv bench`` (:mod:`autoconv.bench.benchmark`) writes it, ``autoconv report``
+(:mod:`autoconv.bench.report`) reads it. A results file is a JSON object with
+``schema`` (:data:`SCHEMA_VERSION`), ``environment`` (what the numbers depend on),
+``peak_tflops``, ``method``, ``tuning_seconds``, ``problems`` (one entry per layer with
+at least :data:`PROBLEM_FIELDS`; ``None`` where a side was not measured) and ``geomean``
+(:func:`geomeans`, recomputed from the layers whenever it is read for a report, so that
+it always agrees with them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from autoconv.errors import AutoconvError
+from autoconv.files import write_atomically
+from autoconv.gpu.timing import geometric_mean
+
+#: Version of the results JSON layout ``autoconv bench`` writes and ``autoconv report`` reads.
+SCHEMA_VERSION = 1
+
+#: Problem fields every results file has (``None`` where not measured, e.g. torch_ms).
+PROBLEM_FIELDS = (
+    "name", "count", "spec", "shape", "gflop", "family", "params", "autoconv_ms",
+    "autoconv_tflops", "pct_of_peak", "cudnn_strict_ms", "cudnn_strict_plan", "cudnn_tf32_ms",
+    "torch_ms", "speedup_vs_cudnn_strict", "family_best_ms", "workspace_bytes", "trials",
+)
+
+
+class ReportError(AutoconvError):
+    """A results file cannot be read or is not one ``autoconv bench`` wrote."""
+
+
+# ---- reading and writing ---------------------------------------------------------------------
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Read and check a results JSON.
+
+    Raises:
+        ReportError: missing file, invalid JSON, another schema version, or a problem
+            entry without the fields a report needs (naming the entry and the fields).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such results file; write one with `autoconv bench CONFIG "
+                          f"--out {path}`") from None
+    try:
+        results = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ReportError(f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg})") from None
+    check_results(results, str(path))
+    return results
+
+
+def check_results(results: Any, where: str = "results") -> None:
+    """Raise :class:`ReportError` unless ``results`` has the layout of :data:`SCHEMA_VERSION`."""
+    if not isinstance(results, dict):
+        raise ReportError(f"{where}: expected a JSON object at the top level")
+    schema = results.get("schema")
+    if schema != SCHEMA_VERSION:
+        raise ReportError(f"{where}: schema {schema!r}; this autoconv reads schema {SCHEMA_VERSION} "
+                          f"(re-run `autoconv bench` to write a current file)")
+    for key in ("environment", "problems"):
+        if key not in results:
+            raise ReportError(f"{where}: missing {key!r}")
+    if not isinstance(results["problems"], list) or not results["problems"]:
+        raise ReportError(f"{where}: 'problems' must be a non-empty list")
+    for i, problem in enumerate(results["problems"]):
+        missing = [f for f in PROBLEM_FIELDS if f not in problem]
+        if missing:
+            label = problem.get("name", f"#{i}") if isinstance(problem, dict) else f"#{i}"
+            raise ReportError(f"{where}: problem {label} lacks {', '.join(missing)}")
+
+
+def write_results(results: Mapping[str, Any], path: str | os.PathLike) -> Path:
+    """Write the results JSON atomically (a reader never sees half a file), creating its
+    folder; returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return write_atomically(target, json.dumps(results, indent=2) + "\n")
+
+
+# ---- numbers -----------------------------------------------------------------------------------
+
+def is_positive(value) -> bool:
+    """A finite number above zero (a time or a rate that was measured)."""
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def tflops(gflop: float, ms: float) -> float:
+    """TFLOP/s of ``gflop`` GFLOP in ``ms`` milliseconds."""
+    return gflop / ms  # GFLOP / ms = TFLOP / s
+
+
+def geomeans(problems: Sequence[Mapping[str, Any]]) -> dict[str, float | int | None]:
+    """Geometric means over the layers that have both numbers (unweighted: each distinct
+    layer counts once), and the count-weighted total time of both sides.
+
+    ``speedup_vs_cudnn_strict`` is the geometric mean of cuDNN strict ms / autoconv ms.
+    """
+    paired = [p for p in problems if is_positive(p.get("autoconv_ms")) and is_positive(p.get("cudnn_strict_ms"))]
+    speedups = [p["cudnn_strict_ms"] / p["autoconv_ms"] for p in paired]
+    totals = {"autoconv": None, "cudnn_strict": None}
+    if paired:
+        totals = {side: sum(p[f"{side}_ms"] * (p.get("count") or 1) for p in paired)
+                  for side in ("autoconv", "cudnn_strict")}
+    return {
+        "speedup_vs_cudnn_strict": _finite_or_none(geometric_mean(speedups)),
+        "autoconv_tflops": _finite_or_none(geometric_mean(
+            [p["autoconv_tflops"] for p in problems if is_positive(p.get("autoconv_tflops"))])),
+        "cudnn_strict_tflops": _finite_or_none(geometric_mean(
+            [tflops(p["gflop"], p["cudnn_strict_ms"]) for p in paired])),
+        "layers": len(paired),
+        "layers_autoconv_faster": sum(1 for s in speedups if s > 1.0),
+        "total_autoconv_ms": totals["autoconv"],
+        "total_cudnn_strict_ms": totals["cudnn_strict"],
+    }
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None

@@ -1,0 +1,225 @@
+"""The command line's Rich display: progress bars, tables and how a storage or cache
+location is shown (a URL's password masked).
+
+Progress goes to stderr (bars when it is a terminal, one line per finished problem
+always); tables go to stdout, so ``autoconv tune ... > summary.txt`` keeps the table.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                           TimeElapsedColumn)
+from rich.table import Table
+
+from autoconv.backends.base import TrialResult
+from autoconv.cache.winners import CacheEntry
+from autoconv.errors import ProblemError
+from autoconv.formatting import format_params
+from autoconv.kernels.families import KernelPlan
+from autoconv.problems.config import Budget
+from autoconv.problems.models import NamedProblem
+from autoconv.problems.problem import parse_spec
+from autoconv.search.fleet import FleetReporter, WorkerState
+from autoconv.search.storage import masked_url
+from autoconv.search.tuner import DryRunResult, ProblemOutcome, Reporter
+
+
+def stdout_console() -> Console:
+    """The console for tables: the terminal's width, or 200 columns in a log file."""
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
+
+
+def shown(location: str | os.PathLike) -> str:
+    """A storage or cache location for people: a URL with its password masked, a path as is."""
+    return masked_url(str(location))
+
+
+def _best_text(best: TrialResult | None) -> str:
+    if best is None:
+        return "best: -"
+    return f"best {best.time_ms:.4f} ms ({best.tflops:.1f} TFLOP/s)"
+
+
+def _bars(console: Console) -> Progress:
+    """Progress bars with a description, the count, the best time so far and the time."""
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=console, transient=False,
+                    redirect_stdout=False, redirect_stderr=False)
+
+
+class RichReporter(Reporter):
+    """Progress bars: one for the problems, one for the current problem's trials."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.progress = _bars(self.console)
+        self._problems_task = None
+        self._trials_task = None
+        self._best_family: str | None = None
+
+    def run_started(self, problems: Sequence[NamedProblem], budget: Budget) -> None:
+        self.console.print(f"tuning {len(problems)} problem(s); budget per problem: {budget.describe()}")
+        self.progress.start()
+        self._problems_task = self.progress.add_task("problems", total=len(problems), best="")
+
+    def problem_started(self, item: NamedProblem, study: str, evaluated: int, budget: Budget) -> None:
+        if self._trials_task is not None:
+            self.progress.remove_task(self._trials_task)
+        self._best_family = None
+        self._trials_task = self.progress.add_task(
+            f"{item.name}", total=budget.trials, completed=evaluated, best="best: -")
+        if evaluated:
+            self.progress.console.print(f"  {item.name}: resuming its study ({evaluated} trials done)")
+
+    def trial_finished(self, item: NamedProblem, trial_number: int, plan: KernelPlan,
+                       result: TrialResult, best: TrialResult | None, evaluated: int) -> None:
+        if result.ok and best is result:
+            self._best_family = plan.family
+        text = _best_text(best) + (f" {self._best_family}" if self._best_family else "")
+        self.progress.update(self._trials_task, completed=evaluated, best=text)
+
+    def problem_finished(self, outcome: ProblemOutcome) -> None:
+        if self._trials_task is not None:
+            self.progress.remove_task(self._trials_task)
+            self._trials_task = None
+        if self._problems_task is not None:
+            self.progress.advance(self._problems_task)
+        self.progress.console.print(problem_line(outcome))
+
+    def run_finished(self, outcomes: Sequence[ProblemOutcome]) -> None:
+        self.progress.stop()
+
+    def note(self, text: str) -> None:
+        self.progress.console.print(f"  {text}")
+
+
+class RichFleetReporter(FleetReporter):
+    """``autoconv tune --gpus``: the problems' bar, one bar per GPU worker (its current
+    problem, the study's evaluated trials, the best it has seen), and a line per problem
+    once every live worker has finished it (see :class:`autoconv.search.fleet.FleetReporter`)."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.progress = _bars(self.console)
+        self._problems_task = None
+        self._worker_tasks: dict[int, object] = {}
+        self._budget: Budget | None = None
+
+    def run_started(self, problems: Sequence[NamedProblem], budget: Budget, devices: Sequence[int]) -> None:
+        self._budget = budget
+        self.console.print(f"tuning {len(problems)} problem(s) on {len(devices)} GPUs "
+                           f"({', '.join(map(str, devices))}); budget per problem, shared by the GPUs: "
+                           f"{budget.describe()}")
+        self.progress.start()
+        self._problems_task = self.progress.add_task("problems", total=len(problems), best="")
+        for device in devices:
+            self._worker_tasks[device] = self.progress.add_task(f"GPU {device}: starting", total=budget.trials,
+                                                                best="")
+
+    def worker_update(self, worker: WorkerState) -> None:
+        task = self._worker_tasks[worker.device]
+        if worker.status != "running":
+            self.progress.update(task, description=f"GPU {worker.device}: {worker.status}", best="")
+            return
+        label = f"GPU {worker.device}: {worker.problem}" if worker.problem else f"GPU {worker.device}: between problems"
+        self.progress.update(task, description=label, completed=worker.evaluated, best=worker.best)
+
+    def problem_finished(self, outcome: ProblemOutcome) -> None:
+        self.progress.advance(self._problems_task)
+        self.progress.console.print(problem_line(outcome))
+
+    def note(self, text: str) -> None:
+        self.progress.console.print(f"  {text}")
+
+    def run_finished(self) -> None:
+        self.progress.stop()
+
+
+def problem_line(outcome: ProblemOutcome) -> str:
+    """One line per finished problem (also in logs without a terminal)."""
+    if outcome.time_ms is None:
+        return f"[red]x[/red] {outcome.name}: no winner ({outcome.stop_reason}; {outcome.message})"
+    if outcome.source == "cache":
+        return (f"[green]=[/green] {outcome.name}: cached {outcome.family} {outcome.time_ms:.4f} ms "
+                f"({outcome.tflops:.1f} TFLOP/s)")
+    failed = f", {outcome.failed} failed ({_failures(outcome)})" if outcome.failed else ""
+    workers = f" on {outcome.workers} GPUs" if outcome.workers > 1 else ""
+    return (f"[green]✓[/green] {outcome.name}: {outcome.family} {outcome.time_ms:.4f} ms "
+            f"({outcome.tflops:.1f} TFLOP/s) after {outcome.trials_run} trials{workers}{failed}; "
+            f"stopped: {outcome.stop_reason}")
+
+
+def _failures(outcome: ProblemOutcome) -> str:
+    return ", ".join(f"{count} {status}" for status, count in sorted(outcome.failures.items()))
+
+
+def summary_table(outcomes: Sequence[ProblemOutcome], wall_s: float | None = None) -> Table:
+    """Per problem: family, params, ms, TFLOP/s, trials run / failed, compile vs GPU seconds."""
+    table = Table(title="autoconv tune: winners", show_lines=False)
+    for column, justify in (("problem", "left"), ("shape", "left"), ("family", "left"), ("params", "left"),
+                            ("ms", "right"), ("TFLOP/s", "right"), ("trials", "right"), ("failed", "right"),
+                            ("compile s", "right"), ("GPU s", "right"), ("from", "left")):
+        table.add_column(column, justify=justify, overflow="fold")
+    for o in outcomes:
+        table.add_row(
+            o.name, o.problem.shape_str(), o.family or "-", format_params(o.config),
+            f"{o.time_ms:.4f}" if o.time_ms is not None else "-",
+            f"{o.tflops:.2f}" if o.tflops is not None else "-",
+            f"{o.trials_run}/{o.trials_total}" if o.source != "cache" else f"-/{o.trials_total}",
+            str(o.failed) if o.source != "cache" else "-",
+            f"{o.compile_s:.1f}", f"{o.gpu_s:.1f}", o.source)
+    tuned = [o for o in outcomes if o.time_ms is not None]
+    total_ms = sum(o.time_ms * o.count for o in tuned)
+    caption = [f"{len(tuned)}/{len(outcomes)} problems with a verified winner",
+               f"sum over layer instances {total_ms:.3f} ms"]
+    if wall_s is not None:
+        caption.append(f"tuning took {wall_s:.1f} s "
+                       f"(compile {sum(o.compile_s for o in outcomes):.1f} s in parallel, "
+                       f"GPU {sum(o.gpu_s for o in outcomes):.1f} s)")
+    table.caption = "; ".join(caption)
+    return table
+
+
+def cache_table(entries: Sequence[CacheEntry], title: str) -> Table:
+    """``autoconv show``: one row per cached winner."""
+    table = Table(title=title)
+    for column, justify in (("GPU", "left"), ("shape", "left"), ("family", "left"), ("params", "left"),
+                            ("ms", "right"), ("TFLOP/s", "right"), ("workspace", "right"),
+                            ("measured", "left"), ("state", "left")):
+        table.add_column(column, justify=justify, overflow="fold")
+    for entry in entries:
+        try:
+            shape = parse_spec(entry.key.problem_key).shape_str()
+        except ProblemError:
+            shape = entry.key.problem_key
+        state = "current" if entry.key.is_current else "stale (other autoconv or templates)"
+        table.add_row(f"{entry.key.gpu_name} (sm {entry.key.compute_capability})", shape, entry.family,
+                      format_params(entry.config), f"{entry.time_ms:.4f}", f"{entry.tflops:.2f}",
+                      format_bytes(entry.workspace_bytes), entry.measured_at.replace("+00:00", "Z"), state)
+    return table
+
+
+def format_bytes(count: int) -> str:
+    if count == 0:
+        return "0"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count} B"
+
+
+def dry_run_table(results: Sequence[DryRunResult]) -> Table:
+    """``autoconv tune --dry-run``: one row per candidate rendered and compiled."""
+    table = Table(title="autoconv tune --dry-run: rendered and compiled with nvcc (nothing ran)")
+    for column in ("problem", "family", "params", "compiled", "registers", "spill B", "nvcc s", "note"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        table.add_row(r.name, r.family, format_params(r.config), "yes" if r.ok else "[red]no[/red]",
+                      str(r.registers) if r.registers is not None else "-", str(r.spill_bytes),
+                      f"{r.seconds:.1f}", r.message)
+    return table

@@ -1,0 +1,45 @@
+"""``autoconv report``: a report folder (report.md, CSV, JSON, plots) from the results JSON
+of ``autoconv bench`` (:mod:`autoconv.bench.report` writes it)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from autoconv.bench.report import write_report
+from autoconv.bench.results import geomeans, load_results
+
+
+def add_parser(commands) -> None:
+    report = commands.add_parser(
+        "report", help="write report.md, CSV, JSON and plots from a results JSON of `autoconv bench`")
+    report.add_argument("--results", default="results.json", metavar="FILE",
+                        help="results JSON written by `autoconv bench` (default results.json)")
+    report.add_argument("--out", metavar="DIR",
+                        help="folder to write the report into (default: the results file's folder)")
+    report.add_argument("--no-plots", action="store_true",
+                        help="tables only (no matplotlib needed)")
+    report.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return report_command(args.results, args.out, plots=not args.no_plots, argv=sys.argv[1:])
+
+
+def report_command(results_path: str, out_dir: str | None = None, *, plots: bool = True,
+                   argv: Sequence[str] | None = None) -> int:
+    """Read ``results_path``, write the folder (by default the one the results file is in),
+    list what was written."""
+    results = load_results(results_path)
+    out_dir = out_dir or str(Path(results_path).parent)
+    command = "autoconv " + shlex.join(argv) if argv else None
+    written = write_report(results, out_dir, plots=plots, results_path=results_path, command=command)
+    means = geomeans(results["problems"])
+    print(f"wrote {len(written)} files to {out_dir}/: " + ", ".join(p.name for p in written))
+    if means["speedup_vs_cudnn_strict"] is not None:
+        print(f"geometric-mean speedup over cuDNN strict FP32: {means['speedup_vs_cudnn_strict']:.3f}x "
+              f"over {means['layers']} layers")
+    return 0

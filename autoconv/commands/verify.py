@@ -1,0 +1,97 @@
+"""``autoconv verify --emulate --problem SPEC``: check sampled configurations of each
+kernel family on the CPU emulator against the float64 reference
+(:mod:`autoconv.emulator.check` does the work)."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from typing import Iterable, TextIO
+
+from autoconv.commands.options import add_problem_arg
+from autoconv.emulator.check import STATUSES, EmulatedCheck, family_seed, sample_families, verify_configs
+from autoconv.errors import AutoconvError
+from autoconv.kernels.families import all_families, get_family
+from autoconv.problems.problem import parse_spec
+
+
+def add_parser(commands) -> None:
+    verify = commands.add_parser(
+        "verify", help="check kernels against a float64 reference (--emulate: on the CPU, no GPU needed)")
+    verify.add_argument("--emulate", action="store_true",
+                        help="run the generated CUDA on the CPU emulator (g++ with AddressSanitizer)")
+    add_problem_arg(verify)
+    verify.add_argument("--family", action="append", metavar="F",
+                        help="a family to check (repeatable; default: every family)")
+    verify.add_argument("--samples", type=int, default=3, metavar="N",
+                        help="configs per family: the default plus N-1 random valid ones (default 3)")
+    verify.add_argument("--seed", type=int, metavar="S",
+                        help="seed of the config sample and the inputs (default: random, printed)")
+    verify.add_argument("--jobs", type=int, metavar="J",
+                        help="configs compiled and run at a time (default: the CPU count)")
+    verify.add_argument("--verbose", action="store_true",
+                        help="print the full compiler or sanitizer report of a failure")
+    verify.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.emulate:
+        raise AutoconvError("GPU verification: use `autoconv tune`; `--emulate` runs on the CPU")
+    return verify_command(args.problem, args.family, args.samples, args.seed, jobs=args.jobs,
+                          verbose=args.verbose)
+
+
+def verify_command(spec: str, family_names: Iterable[str] | None, samples: int, seed: int | None, *,
+                   jobs: int | None = None, verbose: bool = False, out: TextIO | None = None) -> int:
+    """Check ``samples`` configurations of each family on the emulator.
+
+    Prints one line per configuration (family, kernel, error, status) with the reason
+    under a failure (the full report with ``verbose``), then a summary.
+
+    Returns:
+        0 when every configuration verified passed; 1 on any mismatch, fault, timeout or
+        compile error, or when nothing could be verified.
+    """
+    out = out or sys.stdout
+    problem = parse_spec(spec)
+    if problem.dtype != "float32" or problem.layout != "NCHW":
+        raise AutoconvError(f"--emulate verifies float32 NCHW problems; this one is {problem.dtype} {problem.layout}")
+    if samples < 1:
+        raise AutoconvError(f"--samples {samples}: must be at least 1")
+    families = [get_family(name) for name in family_names] if family_names else all_families()
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**31)
+    print(f"verifying {problem.shape_str()} ({problem.spec()}) on the CPU emulator: up to {samples} "
+          f"config(s) per family, seed {seed} (reproduce with --seed {seed})", file=out)
+
+    started = time.perf_counter()
+    plans, skipped = sample_families(problem, families, samples, seed)
+    for family, reason in skipped:
+        print(f"  {family.name:<14s} skipped: {reason}", file=out)
+    width = max((len(family.kernel_name(problem, config)) for family, configs in plans for config in configs),
+                default=0)
+
+    def report(check: EmulatedCheck) -> None:
+        error = "-" if check.error is None else f"{check.error:.2e}"
+        status = "ok" if check.ok else check.status.upper()
+        print(f"  {check.family:<14s} {check.kernel:<{width}s}  error {error:>8s}  {status}", file=out, flush=True)
+        if not check.ok:
+            for line in (check.details if verbose and check.details else check.message).splitlines():
+                print(f"      {line}", file=out)
+
+    checks: list[EmulatedCheck] = []
+    for family, configs in plans:
+        checks += verify_configs(problem, family, configs, family_seed(seed, family), jobs=jobs, on_check=report)
+
+    counts = {status: sum(check.status == status for check in checks) for status in STATUSES}
+    elapsed = time.perf_counter() - started
+    verified_families = len({check.family for check in checks})
+    print(f"summary: {len(checks)} config{'' if len(checks) == 1 else 's'} of {verified_families} "
+          f"famil{'y' if verified_families == 1 else 'ies'}: "
+          + ", ".join(f"{counts[status]} {status}" for status in STATUSES) + f" ({elapsed:.1f} s)", file=out)
+    if not checks:
+        print("nothing was verified", file=out)
+        return 1
+    return 0 if counts["ok"] == len(checks) else 1

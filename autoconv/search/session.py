@@ -1,0 +1,95 @@
+"""One tuning run's settings, resolved once: a config plus the command line's overrides.
+
+Every command that tunes or reads what tuning wrote (``tune``, ``tune --gpus``'s workers,
+``bench``, ``show CONFIG``) starts from a :class:`TuneSession`, so that they agree on
+
+- the **storage** of the Optuna studies: ``--storage``, else the config's;
+- the **winners' cache**: ``--cache``; else, when the studies are in a database (a URL
+  storage) and the config names no cache, that same database (so that hosts sharing the
+  studies share the winners); else the config's cache (:func:`cache_location`);
+- the **families** and the **budget** per problem: the config's, with the command line's
+  ``--families``, ``--trials``, ``--seconds`` and ``--patience`` on top;
+
+and builds the :class:`~autoconv.search.tuner.Tuner` from them (:meth:`TuneSession.tuner`),
+so that the tuner's settings are written in one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+from autoconv.backends.base import Backend
+from autoconv.cache.winners import WinnerCache
+from autoconv.problems.config import Budget, TuneConfig, load_config
+from autoconv.search.storage import is_url
+from autoconv.search.tuner import Reporter, Tuner
+
+
+def cache_location(cache: str | os.PathLike | None, storage: str, config: TuneConfig) -> str:
+    """Where winners go: ``cache`` (``--cache``); else, when the studies are in a database
+    (a URL ``storage``) and the config names no cache, that same database; else the
+    config's cache (its ``cache:``, or the default: ``$AUTOCONV_CACHE`` or the user's file)."""
+    if cache is not None:
+        return str(cache)
+    if is_url(storage) and not config.cache_given:
+        return str(storage)
+    return str(config.cache)
+
+
+@dataclass(frozen=True)
+class TuneSession:
+    """A config and the settings a run uses, each resolved (see the module docstring).
+
+    Build one with :meth:`from_config` or :meth:`load`; the fields are the resolved
+    values, so a session made in one process (the ``--gpus`` parent) can be rebuilt
+    field by field in another (a worker) without resolving again.
+    """
+
+    config: TuneConfig
+    families: tuple[str, ...]
+    budget: Budget
+    storage: str  # a journal-file path or a SQLAlchemy URL
+    cache: str    # a file path or a SQLAlchemy URL
+    retune: bool = False
+
+    @classmethod
+    def from_config(cls, config: TuneConfig, *, families: Sequence[str] | None = None,
+                    trials: int | None = None, seconds: float | None = None, patience: int | None = None,
+                    storage: str | None = None, cache: str | os.PathLike | None = None,
+                    retune: bool = False) -> "TuneSession":
+        """``config`` with the command line's overrides (None or empty: the config's)."""
+        overrides = {name: value for name, value in (("trials", trials), ("seconds", seconds),
+                                                     ("patience", patience)) if value is not None}
+        storage = str(storage or config.storage)
+        return cls(config=config, families=tuple(families) if families else tuple(config.families),
+                   budget=dataclasses.replace(config.budget, **overrides), storage=storage,
+                   cache=cache_location(cache, storage, config), retune=retune)
+
+    @classmethod
+    def load(cls, config_path: str | os.PathLike, **overrides) -> "TuneSession":
+        """:meth:`from_config` of the config file at ``config_path``.
+
+        Raises:
+            ConfigError: the file is missing or invalid (every error listed).
+        """
+        return cls.from_config(load_config(config_path), **overrides)
+
+    def on_device(self, device: int) -> "TuneSession":
+        """This session tuning on CUDA device ``device`` instead of the config's."""
+        return dataclasses.replace(self, config=dataclasses.replace(self.config, device=device))
+
+    def open_cache(self) -> WinnerCache:
+        """The winners' cache of this session (close it, or use it in a ``with``)."""
+        return WinnerCache(self.cache)
+
+    def tuner(self, backend: Backend, *, cache: WinnerCache | None, reporter: Reporter | None = None,
+              workers: int = 1) -> Tuner:
+        """A :class:`~autoconv.search.tuner.Tuner` on ``backend`` with this session's storage,
+        families, budget, seed, workspace limit and ``retune``; winners go into ``cache``
+        (:meth:`open_cache`); ``workers`` processes enumerate the valid configurations."""
+        return Tuner(backend, storage=self.storage, families=self.families, budget=self.budget,
+                     seed=self.config.seed, workspace_limit=self.config.workspace_limit_bytes, cache=cache,
+                     retune=self.retune, reporter=reporter, workers=workers)

@@ -1,0 +1,86 @@
+"""``TuneSession``: a config and the command line's overrides, resolved once for every
+command (tune, its GPU workers, bench, show)."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from autoconv.backends.fake import FakeBackend
+from autoconv.problems.config import Budget, load_config_text
+from autoconv.search.session import TuneSession, cache_location
+
+PROBLEMS = "problems:\n  - name: p\n    spec: \"N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1\"\n"
+
+
+def _config(extra: str = ""):
+    return load_config_text(PROBLEMS + "families: [direct]\nbudget: {trials: 5, seconds: 60}\n" + extra,
+                            base_dir="/base")
+
+
+@pytest.fixture(autouse=True)
+def default_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "default.sqlite"))
+    return str(tmp_path / "default.sqlite")
+
+
+def test_the_config_alone(default_cache):
+    session = TuneSession.from_config(_config())
+    assert session.families == ("direct",) and session.budget == Budget(trials=5, seconds=60)
+    assert session.storage == "/base/.autoconv/studies.journal" and session.cache == default_cache
+    assert not session.retune
+
+
+def test_command_line_overrides():
+    session = TuneSession.from_config(_config(), families=["direct", "im2col_gemm"], trials=9, patience=3,
+                                      storage="/elsewhere/s.journal", cache="/elsewhere/c.sqlite", retune=True)
+    assert session.families == ("direct", "im2col_gemm")
+    assert session.budget == Budget(trials=9, seconds=60, patience=3)
+    assert (session.storage, session.cache, session.retune) == ("/elsewhere/s.journal", "/elsewhere/c.sqlite", True)
+    assert TuneSession.from_config(_config(), families=[]).families == ("direct",)  # empty: the config's
+
+
+@pytest.mark.parametrize("extra, storage, cache, expected", [
+    # a URL storage and no cache named: the winners go into the studies' database
+    ("storage: postgresql+psycopg://u:pw@h/db\n", None, None, "postgresql+psycopg://u:pw@h/db"),
+    ("", "sqlite:////s/studies.db", None, "sqlite:////s/studies.db"),
+    # a cache named in the config or on the command line wins
+    ("storage: postgresql+psycopg://u:pw@h/db\ncache: c.sqlite\n", None, None, "/base/c.sqlite"),
+    ("", "sqlite:////s/studies.db", "/given.sqlite", "/given.sqlite"),
+    # a journal file: the config's cache
+    ("cache: state/c.sqlite\n", None, None, "/base/state/c.sqlite"),
+])
+def test_where_the_winners_go(extra, storage, cache, expected, default_cache):
+    config = _config(extra)
+    session = TuneSession.from_config(config, storage=storage, cache=cache)
+    assert session.cache == expected == cache_location(cache, session.storage, config)
+
+
+def test_a_url_storage_without_a_cache_ignores_the_default_cache(default_cache):
+    assert TuneSession.from_config(_config(), storage="sqlite:////s/studies.db").cache != default_cache
+
+
+def test_on_device_and_pickling():
+    session = TuneSession.from_config(_config("device: 1\n"), trials=3)
+    moved = session.on_device(2)
+    assert moved.config.device == 2 and session.config.device == 1 and moved.budget == session.budget
+    assert pickle.loads(pickle.dumps(moved)) == moved  # it can travel to a worker process
+
+
+def test_load_reads_the_file(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(PROBLEMS + "storage: s.journal\n")
+    session = TuneSession.load(path, seconds=5.0)
+    assert session.storage == str(tmp_path / "s.journal") and session.budget.seconds == 5.0
+
+
+def test_the_tuner_gets_the_sessions_settings(tmp_path):
+    session = TuneSession.from_config(_config("seed: 7\nworkspace_limit_mb: 3\n"), trials=2, retune=True,
+                                      storage=str(tmp_path / "s.journal"))
+    with session.open_cache() as winners:
+        tuner = session.tuner(FakeBackend(), cache=winners, workers=2)
+        assert (tuner.families, tuner.budget, tuner.seed, tuner.workspace_limit, tuner.retune, tuner.workers,
+                tuner.cache) == (("direct",), session.budget, 7, 3 << 20, True, 2, winners)
+    assert Path(session.cache).exists()
