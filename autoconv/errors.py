@@ -22,6 +22,15 @@ class ProblemError(AutoconvError, ValueError):
         super().__init__(f"{field}={value!r}: {message}")
 
 
+class UsageError(AutoconvError, ValueError):
+    """A command-line argument or API argument is wrong. Names it and the offending value."""
+
+    def __init__(self, field: str, value, message: str):
+        self.field = field
+        self.value = value
+        super().__init__(f"{field}: {message}" if value is None else f"{field}={value!r}: {message}")
+
+
 class ConfigError(AutoconvError):
     """One or more errors in a YAML file, each with file, line and key."""
 

@@ -134,3 +134,51 @@ def test_conv_problems_of_a_model_on_the_meta_device(tmp_path):
     assert [(p.name, p.problem.key(), p.count) for p in config.problems] == \
         [(p.name, p.problem.key(), p.count) for p in problems]
     assert path.read_text().startswith("# from a test\n")
+
+
+def mixed_model() -> nn.Module:
+    """A factory for ``autoconv tune --model test_torch_cpu:mixed_model``."""
+    return Mixed()
+
+
+def test_tune_model_writes_the_config_it_tunes(tmp_path, monkeypatch, capsys):
+    from autoconv.commands.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
+    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
+    assert main(["tune", "--model", "test_torch_cpu:mixed_model", "--input", "2x3x20x18", "--trials", "2"]) == 0
+    config = load_config(tmp_path / "mixed_model_2x3x20x18.yaml")
+    assert [(p.name, p.count) for p in config.problems] == [("stem", 1), ("reflect", 2), ("head.0", 1)]
+    err = capsys.readouterr().err
+    assert "4 convolutions, 3 distinct problems" in err and "left to PyTorch: depthwise" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["tune", "--model", "test_torch_cpu:mixed_model"], "--model MODULE:FACTORY and --input NxCxHxW go together"),
+    (["tune", "--model", "test_torch_cpu:mixed_model", "--input", "2x3x0x4"], "--input='2x3x0x4'"),
+    (["tune", "--model", "no_such_module:net", "--input", "1x3x8x8"], "cannot import no_such_module"),
+    (["tune", "--model", "test_torch_cpu:Mixed", "--input", "1x5x8x8"], "running test_torch_cpu:Mixed"),
+    (["tune", "x.yaml", "--model", "test_torch_cpu:Mixed", "--input", "1x3x8x8"], "either a config file or --model"),
+    (["tune"], "give a config file, or --model"),
+])
+def test_tune_model_refuses_bad_arguments_in_one_line(argv, message, tmp_path, monkeypatch, capsys):
+    from autoconv.commands.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_the_resnet50_preset_is_what_torchvision_runs():
+    torchvision = pytest.importorskip("torchvision")
+    from autoconv.problems.models import resnet50
+
+    with torch.device("meta"):
+        model = torchvision.models.resnet50()
+    found, skipped = ac.conv_problems(model, torch.empty(32, 3, 224, 224, device="meta"))
+    preset = resnet50(32)
+    assert not skipped
+    assert [(p.name, p.problem.key(), p.count) for p in found] == \
+        [(p.name, p.problem.key(), p.count) for p in preset]

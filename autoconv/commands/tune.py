@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import time
+from pathlib import Path
 from typing import Sequence
 
 from rich.console import Console
@@ -21,7 +22,7 @@ from rich.console import Console
 from autoconv.backends.factory import make_backend
 from autoconv.commands.console import (RichFleetReporter, RichReporter, dry_run_table, shown, stdout_console,
                                        summary_table)
-from autoconv.errors import BackendUnavailable
+from autoconv.errors import BackendUnavailable, UsageError
 from autoconv.files import write_atomically
 from autoconv.search.fleet import parse_gpus, tune_on_gpus
 from autoconv.search.session import TuneSession
@@ -30,7 +31,14 @@ from autoconv.search.tuner import ProblemOutcome, dry_run
 
 def add_parser(commands) -> None:
     tune = commands.add_parser("tune", help="search the fastest verified kernel for each problem of a config (GPU)")
-    tune.add_argument("config", help="a YAML config, e.g. examples/quickstart.yaml")
+    tune.add_argument("config", nargs="?", help="a YAML config, e.g. examples/quickstart.yaml (or --model)")
+    tune.add_argument("--model", metavar="MODULE:FACTORY",
+                      help="instead of a config: tune the convolutions of a PyTorch model, e.g. "
+                           "torchvision.models:resnet50 (built without arguments on the meta device and run "
+                           "once on --input; needs PyTorch); the config it tunes is written first")
+    tune.add_argument("--input", metavar="NxCxHxW", help="with --model: the example input's shape, e.g. 32x3x224x224")
+    tune.add_argument("--write-config", metavar="PATH",
+                      help="with --model: where to write the config (default: FACTORY_INPUT.yaml here)")
     tune.add_argument("--families", action="append", metavar="F[,F...]",
                       help="kernel families to search (default: the config's, else all)")
     tune.add_argument("--trials", type=int, metavar="N", help="evaluated trials per problem (overrides the config)")
@@ -55,9 +63,43 @@ def add_parser(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     families = [name.strip() for item in args.families or [] for name in item.split(",") if name.strip()]
-    return tune_command(args.config, families=families or None, trials=args.trials, seconds=args.seconds,
+    config = args.config
+    if args.model is not None or args.input is not None or args.write_config is not None:
+        config = write_model_config(args.config, args.model, args.input, args.write_config)
+    elif config is None:
+        raise UsageError("config", None, "give a config file, or --model MODULE:FACTORY --input NxCxHxW")
+    return tune_command(config, families=families or None, trials=args.trials, seconds=args.seconds,
                         patience=args.patience, dry_run=args.dry_run, storage=args.storage,
                         cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus)
+
+
+def write_model_config(config: str | None, model: str | None, input_shape: str | None,
+                       path: str | None) -> str:
+    """Write the config of ``model``'s convolutions on an input of ``input_shape`` (see
+    :func:`autoconv.torch.problems.model_problems`) and return its path."""
+    if config is not None:
+        raise UsageError("config", config, "give either a config file or --model, not both")
+    if model is None or input_shape is None:
+        raise UsageError("--model" if model is None else "--input", None,
+                         "--model MODULE:FACTORY and --input NxCxHxW go together")
+    try:
+        from autoconv.torch.problems import model_problems, parse_input_shape, write_config
+    except ImportError as err:
+        raise UsageError("--model", model, f"needs PyTorch ({err}); pip install 'autoconv[torch]'") from None
+    shape = parse_input_shape(input_shape)
+    problems, skipped = model_problems(model, shape)
+    if not problems:
+        raise UsageError("--model", model, "running it found no convolution autoconv can tune"
+                         + "".join(f"; {name}: {why}" for name, why in skipped.items()))
+    target = Path(path) if path else Path(f"{model.rpartition(':')[2]}_{input_shape}.yaml")
+    write_config(problems, target, comment=f"The convolutions of {model} on a {input_shape} input, written by\n"
+                 f"  autoconv tune --model {model} --input {input_shape}")
+    stderr = Console(stderr=True)
+    stderr.print(f"{model} on {input_shape}: {sum(p.count for p in problems)} convolutions, {len(problems)} "
+                 f"distinct problems; config written to {target}")
+    for name, why in skipped.items():
+        stderr.print(f"  left to PyTorch: {name}: {why}")
+    return str(target)
 
 
 def tune_command(config_path: str, *, families: Sequence[str] | None = None, trials: int | None = None,

@@ -12,6 +12,8 @@ layers autoconv cannot run are listed with the reason. The model may live on any
 
 from __future__ import annotations
 
+import importlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import torch
 import yaml
 from torch import nn
 
+from autoconv.errors import ProblemError, UsageError
 from autoconv.files import write_atomically
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
@@ -89,3 +92,51 @@ def write_config(problems: list[NamedProblem], path: str | Path, *, budget: dict
     path = Path(path)
     write_atomically(path, config_text(problems, budget=budget, comment=comment))
     return path
+
+
+def parse_input_shape(text: str) -> tuple[int, ...]:
+    """``"32x3x224x224"`` -> ``(32, 3, 224, 224)``: the example input's shape."""
+    if not re.fullmatch(r"[1-9][0-9]*(x[1-9][0-9]*)+", text.strip()):
+        raise UsageError("--input", text, "expected the example input's shape as positive integers joined "
+                           "by x, e.g. 32x3x224x224")
+    return tuple(int(part) for part in text.strip().split("x"))
+
+
+def load_model(spec: str) -> nn.Module:
+    """The model ``spec`` names, ``module:factory`` (e.g. ``torchvision.models:resnet50``),
+    built by calling the factory without arguments on the ``meta`` device (shapes only:
+    no memory is allocated and no weights are initialised or downloaded)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise UsageError("--model", spec, "expected module:factory, e.g. torchvision.models:resnet50")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as err:
+        raise UsageError("--model", spec, f"cannot import {module_name} ({err})") from None
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise UsageError("--model", spec, f"{module_name} has no attribute {attribute}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise UsageError("--model", spec, f"{attribute} is not callable")
+    try:
+        with torch.device("meta"):
+            model = target()
+    except Exception as err:  # the user's factory: any failure is reported, not raised on
+        raise UsageError("--model", spec, f"calling {attribute}() failed: {type(err).__name__}: {err}") from None
+    if not isinstance(model, nn.Module):
+        raise UsageError("--model", spec, f"{attribute}() returned a {type(model).__name__}, not a torch.nn.Module")
+    return model.eval()
+
+
+def model_problems(spec: str, input_shape: tuple[int, ...]) -> tuple[list[NamedProblem], dict[str, str]]:
+    """:func:`conv_problems` of the model ``spec`` names on a random input of ``input_shape``,
+    both on the ``meta`` device."""
+    model = load_model(spec)
+    try:
+        return conv_problems(model, torch.empty(input_shape, device="meta"))
+    except (ProblemError, UsageError):
+        raise
+    except Exception as err:  # the user's model: a wrong input shape usually
+        raise UsageError("--input", "x".join(map(str, input_shape)),
+                           f"running {spec} on an input of this shape failed: {type(err).__name__}: {err}") from None
