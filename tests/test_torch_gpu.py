@@ -263,3 +263,21 @@ def test_compiled_kernels_are_kept_on_disk_and_a_damaged_file_is_compiled_again(
     autoconv.runtime.clear_loaded()
     assert relative_error(ac.conv2d(x, w, padding=1), want) < TOLERANCE
     assert files[0].read_bytes() != b"not a cubin"  # compiled again and stored
+
+
+def test_make_graphed_callables_trains_like_eager():
+    torch.manual_seed(0)
+    eager, _ = ac.convert(SmallNet().cuda())
+    graphed_model, _ = ac.convert(SmallNet().cuda())
+    graphed_model.load_state_dict(eager.state_dict())
+    x = torch.randn(2, 3, 16, 16, device="cuda", requires_grad=True)
+    graphed = torch.cuda.make_graphed_callables(graphed_model, (x,))
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.05) for m in (eager, graphed_model)]
+    for _ in range(3):
+        data = torch.randn(2, 3, 16, 16, device="cuda")
+        for forward, optimizer in zip((eager, graphed), optimizers):
+            optimizer.zero_grad()
+            forward(data.clone().requires_grad_()).square().mean().backward()
+            optimizer.step()
+    for mine, theirs in zip(graphed_model.parameters(), eager.parameters()):
+        assert relative_error(mine.detach(), theirs.detach().double()) < 1e-5
