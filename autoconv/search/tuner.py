@@ -80,8 +80,8 @@ REVERIFY_CANDIDATES = 3
 #: Offset of the re-verification inputs' seed from the search's.
 REVERIFY_SEED_OFFSET = 7919
 #: Trial statuses of candidates that were compiled or run (others: invalid proposals,
-#: repeats, and trials abandoned when a run ended).
-EVALUATED = frozenset(status.value for status in Status if status is not Status.INVALID)
+#: repeats, and trials abandoned when a run ended): :attr:`Status.evaluated`.
+EVALUATED = frozenset(status.value for status in Status if status.evaluated)
 #: Asks without a new candidate after which the space counts as exhausted (a safety
 #: net: a repair enqueues a valid unevaluated point, so one ask normally suffices).
 MAX_ASKS_PER_CANDIDATE = 200
@@ -623,7 +623,7 @@ class Tuner:
             from optuna.trial import TrialState
 
             for trial, plan, _ in in_flight:  # interrupted: leave no trial running
-                trial.set_user_attr("status", "abandoned")
+                trial.set_user_attr("status", Status.ABANDONED.value)
                 trial.set_user_attr("reason", "the tuning run ended before this candidate was evaluated")
                 study.tell(trial, state=TrialState.FAIL)
                 self._evaluating.discard(trial._trial_id)
@@ -696,12 +696,12 @@ class Tuner:
                 reason = "no tuning process claimed it (the one that asked for it was killed)"
             trial = Trial(study, frozen._trial_id)
             try:
-                trial.set_user_attr("status", "abandoned")
+                trial.set_user_attr("status", Status.ABANDONED.value)
                 trial.set_user_attr("reason", reason)
                 study.tell(frozen.number, state=TrialState.FAIL, skip_if_finished=True)
             except UpdateFinishedTrialError:  # another process starting now failed it first
                 continue
-            retry_trial(study, frozen, "abandoned")
+            retry_trial(study, frozen, Status.ABANDONED.value)
             failed += 1
         return failed
 
@@ -754,7 +754,7 @@ class Tuner:
                 if repeat is None:
                     return trial, get_family(family).plan(problem, config, self.backend.device, workspace_limit)
                 seen.add(key)  # (claimed since ``history`` was read: the repair must not pick it)
-                trial.set_user_attr("status", "repeat")
+                trial.set_user_attr("status", Status.REPEAT.value)
                 trial.set_user_attr("reason", repeat)
                 study.tell(trial, state=TrialState.FAIL)
                 outcome.repeats += 1
