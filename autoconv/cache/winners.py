@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from autoconv.errors import CacheError
-from autoconv.search.storage import _first_line, _shown, is_url
+from autoconv.search.storage import first_line, is_url, shown
 
 FORMAT = "autoconv-winners-cache"
 EXPORT_FORMAT = "autoconv-winners-export"
@@ -343,7 +343,7 @@ class _SqlDatabase:
     SCHEMA_LOCK = 0x6175746F636F6E76
 
     def __init__(self, url: str):
-        self.location = _shown(url)
+        self.location = shown(url)
         self.engine = self._connect(url)
         self.dialect = self.engine.dialect.name
 
@@ -386,7 +386,7 @@ class _SqlDatabase:
                         "postgresql+psycopg:// URL)")
             else:
                 hint = "check the URL (and that the database server runs and accepts this user)"
-            raise CacheError(f"cache {self.location}: cannot open it ({_first_line(err)}); {hint}, or pass "
+            raise CacheError(f"cache {self.location}: cannot open it ({first_line(err)}); {hint}, or pass "
                              "another cache with --cache, `cache:` in the config or AUTOCONV_CACHE") from None
         return engine
 
@@ -460,7 +460,7 @@ class _SqlDatabase:
         connection is lost or refused, else the tables (damaged or foreign)."""
         from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
-        reason = _first_line(err)
+        reason = first_line(err)
         if self.dialect == "sqlite" and _lock_conflict(reason):
             return _still_locked(self.location)
         lost = isinstance(err, (InterfaceError, DisconnectionError)) or getattr(err, "connection_invalidated", False) \

@@ -286,7 +286,7 @@ def cache_location(cache: str | None, storage: str, config) -> str:
 
 
 def _shown(location: str) -> str:
-    from autoconv.search.storage import _shown as masked
+    from autoconv.search.storage import shown as masked
     return masked(str(location))
 
 

@@ -28,10 +28,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
+import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
 from autoconv.errors import StorageError
+
+# Optuna and SQLAlchemy are imported where they are used: the winners' cache imports this
+# module (for :func:`is_url`, :func:`shown`, :func:`first_line`), and ``autoconv.conv2d``
+# reads that cache, so importing them here would make every user of autoconv.conv2d pay
+# for Optuna's import.
 
 try:
     import fcntl
@@ -67,7 +75,7 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
     try:
         return JournalStorage(JournalFileBackend(str(path), lock_obj=_journal_lock(path)))
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:  # Optuna replaying junk
-        raise StorageError(_journal_damage(path, f"Optuna cannot replay it ({_first_line(err)})")) from None
+        raise StorageError(_journal_damage(path, f"Optuna cannot replay it ({first_line(err)})")) from None
 
 
 #: Environment variable: seconds between two heartbeats of a trial being evaluated.
@@ -84,7 +92,7 @@ def is_url(text: str | os.PathLike) -> bool:
     return "://" in str(text)
 
 
-def _shown(url: str) -> str:
+def shown(url: str) -> str:
     """``url`` with its password masked, for messages."""
     try:
         from sqlalchemy.engine import make_url
@@ -131,10 +139,6 @@ def _rdb_storage(url: str):
     """Optuna's RDB storage at ``url`` with heartbeats (see the module docstring).
     Workers starting together on an empty database race to create Optuna's tables; the
     losers' errors ("already exists") are retried after a short pause."""
-    import random
-    import time
-    import warnings
-
     import optuna
 
     # Heartbeats serve ask-and-tell here (the tuner records them), not Study.optimize;
@@ -153,7 +157,7 @@ def _rdb_storage(url: str):
             if racing and attempt + 1 < SCHEMA_ATTEMPTS:
                 time.sleep(0.2 + random.random())
                 continue
-            raise StorageError(f"study storage {_shown(url)}: cannot open it ({_first_line(err)}); check the "
+            raise StorageError(f"study storage {shown(url)}: cannot open it ({first_line(err)}); check the "
                                "URL (and that the database server runs and accepts this user), or pass another "
                                "storage with --storage or `storage:` in the config") from None
 
@@ -229,7 +233,8 @@ def _journal_damage(path: Path, what: str) -> str:
             "`storage:` in the config")
 
 
-def _first_line(err: BaseException) -> str:
+def first_line(err: BaseException) -> str:
+    """``err`` for a message: its type and the first line of what it says."""
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
