@@ -22,7 +22,8 @@ from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError
 from autoconv.search.fleet import merge_outcomes, parse_gpus
 from autoconv.problems.problem import parse_spec
-from autoconv.search.tuner import EVALUATED, ProblemOutcome, _config_of, config_key
+from autoconv.search.points import config_key
+from autoconv.search.tuner import EVALUATED, ProblemOutcome, _config_of
 
 REPO = Path(__file__).resolve().parent.parent
 

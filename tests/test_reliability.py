@@ -58,7 +58,8 @@ from autoconv.gpu.memory import RUNTIME_RESERVE_BYTES, check_fits, estimate
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.storage import JournalFlock, check_journal, make_storage
-from autoconv.search.tuner import EVALUATED, Reporter, Tuner, config_key, study_name
+from autoconv.search.points import config_key
+from autoconv.search.tuner import EVALUATED, Reporter, Tuner, study_name
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -327,7 +327,7 @@ def _summarise(config, outcomes, wall_s: float, stdout: Console, families, budge
 
 
 def _dry_run(config, families, per_family: int, stdout: Console) -> int:
-    from autoconv.search.tuner import dry_run
+    from autoconv.search.dry_run import dry_run
 
     results = dry_run(config.problems, families, per_family=per_family, seed=config.seed,
                       workspace_limit=config.workspace_limit_bytes)

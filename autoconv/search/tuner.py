@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import threading
 import time
@@ -63,14 +62,14 @@ from typing import Any, Mapping, Sequence
 
 from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache, templates_hash
 from autoconv.problems.config import Budget
-from autoconv.kernels.limits import DeviceLimits
 from autoconv.errors import AutoconvError, DeviceMemoryError
 from autoconv.backends.base import Backend, Status, TrialResult
 from autoconv.kernels.families import KernelPlan, get_family
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
-from autoconv.processes import exit_with_parent, owner_is_dead, process_owner
+from autoconv.processes import owner_is_dead, process_owner
 from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
+from autoconv.search.points import ValidPoints, config_key, enumerate_all, enumerate_points
 from autoconv.search.storage import make_storage, retry_trial
 
 #: Candidates asked ahead and compiling while the GPU evaluates (per problem).
@@ -97,103 +96,6 @@ UNCLAIMED_TRIAL_AGE_S = 600.0
 def study_name(problem: ConvProblem, gpu_name: str, families: Sequence[str]) -> str:
     """``autoconv/<problem key>/<GPU name>/<families>/<template hash>``."""
     return f"autoconv/{problem.key()}/{gpu_name}/{'+'.join(families)}/{templates_hash()}"
-
-
-# ---- the valid points of a problem ----------------------------------------------------
-
-def config_key(family: str, config: Mapping[str, object]) -> str:
-    return family + json.dumps(dict(sorted(config.items())), sort_keys=True)
-
-
-def enumerate_points(problem: ConvProblem, families: Sequence[str], device: DeviceLimits,
-                     workspace_limit: int) -> dict[str, list[dict]]:
-    """Each family's valid configs for ``problem`` (families that cannot run it: none)."""
-    points = {}
-    for name in families:
-        family = get_family(name)
-        points[name] = [] if family.unsupported_reason(problem) else \
-            family.space.points(problem, device, workspace_limit)
-    return points
-
-
-def _enumerate_job(args) -> list[dict]:
-    problem, family, device, workspace_limit = args
-    return enumerate_points(problem, (family,), device, workspace_limit)[family]
-
-
-def enumerate_all(problems: Sequence[ConvProblem], families: Sequence[str], device: DeviceLimits,
-                  workspace_limit: int | Sequence[int], workers: int = 1) -> list[dict[str, list[dict]]]:
-    """:func:`enumerate_points` for several problems, one (problem, family) per job in
-    ``workers`` processes (a large space takes seconds to enumerate). ``workspace_limit``
-    is one limit for all problems, or one per problem."""
-    limits = [workspace_limit] * len(problems) if isinstance(workspace_limit, int) else list(workspace_limit)
-    if len(limits) != len(problems):
-        raise ValueError(f"{len(limits)} workspace limits for {len(problems)} problems")
-    jobs = [(problem, family, device, limit) for problem, limit in zip(problems, limits) for family in families]
-    if workers <= 1 or len(jobs) <= 1:
-        results = [_enumerate_job(job) for job in jobs]
-    else:
-        import concurrent.futures
-        import multiprocessing
-
-        with concurrent.futures.ProcessPoolExecutor(
-                max_workers=min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
-                initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
-            results = list(pool.map(_enumerate_job, jobs))
-    per_problem = iter(results)
-    return [{family: next(per_problem) for family in families} for _ in problems]
-
-
-class ValidPoints:
-    """The valid configs of every family for one problem, and the nearest of them to any
-    (possibly invalid) proposal."""
-
-    def __init__(self, points: Mapping[str, list[dict]]):
-        self.points = {family: list(configs) for family, configs in points.items() if configs}
-        self.families = tuple(self.points)
-        self._keys = {family: {config_key(family, c) for c in configs}
-                      for family, configs in self.points.items()}
-
-    def __len__(self) -> int:
-        return sum(len(configs) for configs in self.points.values())
-
-    def is_valid(self, family: str, config: Mapping[str, object]) -> bool:
-        return config_key(family, config) in self._keys.get(family, ())
-
-    def default(self, family: str) -> dict:
-        """The family's default config, or the valid one nearest to it (as
-        :meth:`SearchSpace.default_config`, without enumerating the space again)."""
-        return self.nearest(family, get_family(family).space.default)
-
-    def nearest(self, family: str, config: Mapping[str, object]) -> dict:
-        """``config`` if valid, else the valid config of ``family`` nearest to it."""
-        if self.is_valid(family, config):
-            return dict(config)
-        return self.nearest_unseen(family, config, set())[1]
-
-    def nearest_unseen(self, family: str, config: Mapping[str, object], seen: set[str]) -> tuple[str, dict] | None:
-        """The valid, unseen config of ``family`` closest to ``config`` (fewest parameters
-        changed, then fewest steps along each parameter's choice list); if the family has
-        none left, the first unseen config of another family; None when all are seen."""
-        space = get_family(family).space
-
-        def distance(candidate: Mapping[str, object]) -> tuple[int, int]:
-            changed = steps = 0
-            for name, choices in space.params.items():
-                if candidate[name] != config.get(name):
-                    changed += 1
-                    steps += abs(choices.index(candidate[name]) - choices.index(config[name])) \
-                        if config.get(name) in choices else len(choices)
-            return changed, steps
-
-        unseen = [c for c in self.points.get(family, ()) if config_key(family, c) not in seen]
-        if unseen:
-            return family, min(unseen, key=distance)
-        for other, configs in self.points.items():
-            for candidate in configs:
-                if config_key(other, candidate) not in seen:
-                    return other, candidate
-        return None
 
 
 # ---- outcomes and reporting -----------------------------------------------------------
@@ -848,102 +750,3 @@ class Tuner:
         if rejected:
             outcome.message = "; ".join(filter(None, [outcome.message, "re-verification failed for "
                                                       + " | ".join(rejected)]))
-
-
-
-
-# ---- dry run: render and compile with nvcc, no GPU ---------------------------------------
-
-@dataclass
-class DryRunResult:
-    """One candidate of ``autoconv tune --dry-run``: rendered and compiled by nvcc."""
-
-    name: str
-    problem: ConvProblem
-    family: str
-    config: dict
-    kernel_name: str = ""
-    ok: bool = False
-    seconds: float = 0.0
-    registers: int | None = None
-    spill_bytes: int = 0
-    message: str = ""
-
-
-def sample_valid(family_name: str, problem: ConvProblem, device: DeviceLimits, workspace_limit: int,
-                 count: int, seed: int, attempts: int = 20_000) -> list[dict]:
-    """Up to ``count`` distinct valid configs of a family: its default first, then
-    random valid ones (rejection sampling with a seeded generator; no enumeration)."""
-    import random
-
-    space = get_family(family_name).space
-    rng = random.Random(seed)
-    chosen: list[dict] = []
-    keys: set[str] = set()
-    try:
-        default = space.default_config(problem, device, workspace_limit)
-    except AutoconvError:
-        return []
-    for candidate in [default] + [None] * attempts:
-        if len(chosen) >= count:
-            break
-        if candidate is None:
-            candidate = {name: rng.choice(choices) for name, choices in space.params.items()}
-        key = config_key(family_name, candidate)
-        if key not in keys and space.is_valid(candidate, problem, device, workspace_limit):
-            keys.add(key)
-            chosen.append(candidate)
-    return chosen
-
-
-def dry_run(problems: Sequence[NamedProblem], families: Sequence[str], *, per_family: int = 1,
-            seed: int = 0, device: DeviceLimits | None = None,
-            workspace_limit: int = DEFAULT_WORKSPACE_LIMIT, workers: int | None = None) -> list[DryRunResult]:
-    """Render each problem's candidates (per family: the default, plus random valid
-    configs up to ``per_family``) and compile them with nvcc, in ``workers`` threads.
-    Nothing runs; no GPU is needed.
-
-    Raises:
-        BackendUnavailable: nvcc is not installed.
-    """
-    import concurrent.futures
-
-    from autoconv.kernels.limits import H100
-    from autoconv.errors import BackendUnavailable
-    from autoconv.kernels.nvcc import NvccError, compile_cubin, nvcc_available
-
-    if not nvcc_available():
-        raise BackendUnavailable("--dry-run compiles with nvcc, which is not on PATH (nor under "
-                                 "$CUDA_HOME/bin); install the CUDA toolkit")
-    device = device or H100
-    jobs: list[tuple[DryRunResult, KernelPlan | None]] = []
-    for item in problems:
-        for family in families:
-            reason = get_family(family).unsupported_reason(item.problem)
-            configs = [] if reason else sample_valid(family, item.problem, device, workspace_limit,
-                                                      per_family, seed)
-            if not configs:
-                jobs.append((DryRunResult(item.name, item.problem, family, {},
-                                          message=reason or "no valid configuration"), None))
-            for config in configs:
-                plan = get_family(family).plan(item.problem, config, device, workspace_limit)
-                jobs.append((DryRunResult(item.name, item.problem, family, config, plan.name), plan))
-
-    def compile_one(job):
-        result, plan = job
-        if plan is None:
-            return result
-        try:
-            report = compile_cubin(plan.source, device.arch, label=plan.name)
-        except NvccError as err:
-            result.message = err.output.strip().splitlines()[0] if err.output.strip() else str(err)
-            return result
-        result.ok = True
-        result.seconds = report.seconds
-        result.registers = max((k.registers for k in report.kernels.values()), default=None)
-        result.spill_bytes = max((k.spill_store_bytes for k in report.kernels.values()), default=0)
-        result.message = "spills" if report.spills else "compiled"
-        return result
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2) as pool:
-        return list(pool.map(compile_one, jobs))
