@@ -20,10 +20,11 @@ import pytest
 
 from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError
-from autoconv.search.fleet import merge_outcomes, parse_gpus
+from autoconv.search.fleet import parse_gpus
+from autoconv.search.outcome import ProblemOutcome, merge_outcomes
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import config_key
-from autoconv.search.tuner import EVALUATED, ProblemOutcome, _config_of
+from autoconv.search.tuner import EVALUATED, _config_of
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,6 +65,26 @@ def test_merged_outcome_is_the_fastest_winner_with_the_work_of_all():
     assert (merged.family, merged.time_ms, merged.trials_run, merged.trials_total) == ("im2col_gemm", 1.5, 20, 20)
     assert merged.failures == {"compile_failed": 3, "wrong_result": 1}
     assert (merged.compile_s, merged.gpu_s, merged.wall_s, merged.workers) == (6.0, 2.0, 5.0, 2)
+
+
+def test_passes_one_after_another_merge_into_the_last_winner_with_the_work_of_both():
+    """A problem tuned again in one process (a dead worker's trials): the second pass
+    re-verified the study's best, so its winner stands even when it was timed slower."""
+    problem = parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1")
+    first = ProblemOutcome(name="p", problem=problem, source="tuned", family="direct", time_ms=1.5, tflops=1.0,
+                           trials_run=7, trials_total=7, invalid=2, repeats=1, failures={"compile_failed": 1},
+                           compile_s=3.0, gpu_s=1.0, wall_s=5.0, stop_reason="7 trials")
+    second = dataclasses.replace(first, family="im2col_gemm", time_ms=2.0, trials_run=1, trials_total=8,
+                                 invalid=0, repeats=3, failures={"wrong_result": 1}, wall_s=0.5,
+                                 stop_reason="8 trials")
+    merged = merge_outcomes([first, second], parallel=False)
+    assert (merged.family, merged.time_ms, merged.trials_total, merged.stop_reason) == ("im2col_gemm", 2.0, 8, "8 trials")
+    assert (merged.trials_run, merged.invalid, merged.repeats) == (8, 2, 4)
+    assert merged.failures == {"compile_failed": 1, "wrong_result": 1}
+    assert (merged.compile_s, merged.gpu_s, merged.wall_s, merged.workers) == (6.0, 2.0, 5.5, 1)
+    # A second pass without a winner keeps the first's.
+    lost = dataclasses.replace(second, time_ms=None, family=None, source="none")
+    assert merge_outcomes([first, lost], parallel=False).family == "direct"
 
 
 # ---- storages ----------------------------------------------------------------------------

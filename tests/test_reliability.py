@@ -59,7 +59,8 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.storage import JournalFlock, check_journal, make_storage
 from autoconv.search.points import config_key
-from autoconv.search.tuner import EVALUATED, Reporter, Tuner, study_name
+from autoconv.search.outcome import Reporter
+from autoconv.search.tuner import EVALUATED, Tuner, study_name
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -292,7 +292,8 @@ class AutoconvSide:
             AutoconvError: naming every problem for which no candidate passed.
         """
         from autoconv.gpu import CupyBackend
-        from autoconv.search.tuner import Reporter, Tuner
+        from autoconv.search.outcome import Reporter
+        from autoconv.search.tuner import Tuner
 
         class LogReporter(Reporter):
             def problem_finished(self, outcome) -> None:

@@ -20,7 +20,7 @@ from autoconv.problems.config import Budget
 from autoconv.backends.base import TrialResult
 from autoconv.kernels.families import KernelPlan
 from autoconv.problems.models import NamedProblem
-from autoconv.search.tuner import ProblemOutcome, Reporter
+from autoconv.search.outcome import ProblemOutcome, Reporter
 
 
 def stdout_console() -> Console:

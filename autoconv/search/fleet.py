@@ -28,7 +28,6 @@ its workers (they watch their parent).
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing
 import os
 import queue as queue_module
@@ -41,7 +40,7 @@ from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.backends.base import TrialResult
 from autoconv.kernels.families import KernelPlan
 from autoconv.problems.models import NamedProblem
-from autoconv.search.tuner import ProblemOutcome, Reporter
+from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
 
 #: Seconds between two looks at the workers while no event arrives.
 POLL_S = 0.5
@@ -319,24 +318,3 @@ def _apply(event: tuple, workers: dict[int, WorkerState], finished_by: dict, rep
         worker.error = payload[0]
         reporter.note(f"GPU {device}: failed: {worker.error}")
     reporter.worker_update(worker)
-
-
-def merge_outcomes(outcomes: Sequence[ProblemOutcome]) -> ProblemOutcome:
-    """One problem's outcome over the workers that tuned it: the fastest verified winner
-    (what the cache keeps), with the work of all of them added up (trials, failures,
-    compile and GPU seconds) and the longest wall time."""
-    with_winner = [o for o in outcomes if o.time_ms is not None]
-    chosen = min(with_winner, key=lambda o: o.time_ms) if with_winner else outcomes[0]
-    failures: dict[str, int] = {}
-    for outcome in outcomes:
-        for status, count in outcome.failures.items():
-            failures[status] = failures.get(status, 0) + count
-    tuned = [o for o in outcomes if o.source == "tuned" or o.trials_run]
-    return dataclasses.replace(
-        chosen, source="tuned" if tuned else chosen.source,
-        trials_run=sum(o.trials_run for o in outcomes),
-        trials_total=max(o.trials_total for o in outcomes),
-        invalid=sum(o.invalid for o in outcomes), repeats=sum(o.repeats for o in outcomes), failures=failures,
-        compile_s=sum(o.compile_s for o in outcomes), gpu_s=sum(o.gpu_s for o in outcomes),
-        wall_s=max(o.wall_s for o in outcomes), workers=len(tuned) or 1)
-

@@ -50,15 +50,14 @@ For each problem (:class:`Tuner.tune`):
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import threading
 import time
 import warnings
 from collections import deque
-from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache, templates_hash
 from autoconv.problems.config import Budget
@@ -69,6 +68,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
 from autoconv.processes import owner_is_dead, process_owner
 from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
+from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_all, enumerate_points
 from autoconv.search.storage import make_storage, retry_trial
 
@@ -96,75 +96,6 @@ UNCLAIMED_TRIAL_AGE_S = 600.0
 def study_name(problem: ConvProblem, gpu_name: str, families: Sequence[str]) -> str:
     """``autoconv/<problem key>/<GPU name>/<families>/<template hash>``."""
     return f"autoconv/{problem.key()}/{gpu_name}/{'+'.join(families)}/{templates_hash()}"
-
-
-# ---- outcomes and reporting -----------------------------------------------------------
-
-@dataclass
-class ProblemOutcome:
-    """What tuning one problem gave. ``source``: ``tuned``, ``cache`` or ``none`` (no
-    candidate passed)."""
-
-    name: str
-    problem: ConvProblem
-    count: int = 1
-    source: str = "none"
-    family: str | None = None
-    config: dict | None = None
-    kernel_name: str | None = None
-    time_ms: float | None = None
-    tflops: float | None = None
-    workspace_bytes: int = 0
-    study_name: str = ""
-    stop_reason: str = ""
-    message: str = ""
-    trials_run: int = 0        # candidates evaluated in this run
-    trials_total: int = 0      # candidates evaluated in the study (all runs)
-    invalid: int = 0           # proposals repaired because they broke a constraint
-    repeats: int = 0           # proposals of configs evaluated before
-    failures: dict[str, int] = field(default_factory=dict)  # this run's failed candidates by status
-    compile_s: float = 0.0
-    gpu_s: float = 0.0
-    wall_s: float = 0.0
-    valid_points: int = 0
-    workers: int = 1           # processes whose trials are counted here (``tune --gpus``)
-
-    @property
-    def failed(self) -> int:
-        return sum(self.failures.values())
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["problem"] = self.problem.key()
-        data["shape"] = self.problem.shape_str()
-        data["gflop"] = self.problem.gflop
-        return data
-
-
-class Reporter:
-    """Receives the tuner's progress; this base class ignores it (see
-    :mod:`autoconv.commands.tune` for the terminal's)."""
-
-    def run_started(self, problems: Sequence[NamedProblem], budget: Budget) -> None: ...
-    def problem_started(self, item: NamedProblem, study: str, evaluated: int, budget: Budget) -> None: ...
-    def trial_finished(self, item: NamedProblem, trial_number: int, plan: KernelPlan,
-                       result: TrialResult, best: TrialResult | None, evaluated: int) -> None: ...
-    def problem_finished(self, outcome: ProblemOutcome) -> None: ...
-    def run_finished(self, outcomes: Sequence[ProblemOutcome]) -> None: ...
-    def note(self, text: str) -> None: ...
-
-
-def _combined(first: ProblemOutcome, second: ProblemOutcome) -> ProblemOutcome:
-    """One problem tuned twice in a run (:meth:`Tuner._settle`): the second pass's
-    winner (it re-verified the study's best), the work of both."""
-    failures = dict(first.failures)
-    for status, count in second.failures.items():
-        failures[status] = failures.get(status, 0) + count
-    base = second if second.time_ms is not None else first
-    return dataclasses.replace(
-        base, trials_run=first.trials_run + second.trials_run, invalid=first.invalid + second.invalid,
-        repeats=first.repeats + second.repeats, failures=failures, compile_s=first.compile_s + second.compile_s,
-        gpu_s=first.gpu_s + second.gpu_s, wall_s=first.wall_s + second.wall_s)
 
 
 # ---- the study's history ----------------------------------------------------------------
@@ -393,7 +324,7 @@ class Tuner:
                 if self._fail_abandoned(study, force=True):
                     self.reporter.note(f"{item.name}: evaluating the candidates of a worker that died")
                     again = self.tune_problem(item, points)
-                    outcomes[index] = _combined(outcomes[index], again)
+                    outcomes[index] = merge_outcomes([outcomes[index], again], parallel=False)
                     self.reporter.problem_finished(outcomes[index])
                 elif study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
                     others_running = True
