@@ -24,7 +24,7 @@ from autoconv.search.fleet import parse_gpus
 from autoconv.search.outcome import ProblemOutcome, merge_outcomes
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import config_key
-from autoconv.search.tuner import EVALUATED, _config_of
+from autoconv.search.study import EVALUATED, config_of
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -130,7 +130,7 @@ def check_shared_studies(storage_url: str, trials: int, workers: int, all_busy: 
     best = {}
     for problem, all_trials in studies(storage_url).items():
         evaluated = [t for t in all_trials if t.user_attrs.get("status") in EVALUATED]
-        keys = [config_key(t.params["family"], _config_of(t.params, t.params["family"])) for t in evaluated]
+        keys = [config_key(t.params["family"], config_of(t.params, t.params["family"])) for t in evaluated]
         duplicates = [key for key, count in collections.Counter(keys).items() if count > 1]
         assert not duplicates, f"{problem}: evaluated twice: {duplicates}"
         assert trials <= len(evaluated) <= trials + workers - 1, (problem, len(evaluated))

@@ -60,7 +60,8 @@ from autoconv.problems.problem import parse_spec
 from autoconv.search.storage import JournalFlock, check_journal, make_storage
 from autoconv.search.points import config_key
 from autoconv.search.outcome import Reporter
-from autoconv.search.tuner import EVALUATED, Tuner, study_name
+from autoconv.search.study import EVALUATED, study_name
+from autoconv.search.tuner import Tuner
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -551,10 +552,10 @@ def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch)
 def _change_templates(monkeypatch, digest: str) -> None:
     """As if the templates, search spaces or launch code had changed."""
     import autoconv.cache.winners
-    import autoconv.search.tuner
+    import autoconv.search.study
 
     monkeypatch.setattr(autoconv.cache.winners, "templates_hash", lambda: digest)
-    monkeypatch.setattr(autoconv.search.tuner, "templates_hash", lambda: digest)
+    monkeypatch.setattr(autoconv.search.study, "templates_hash", lambda: digest)
 
 
 def test_changed_templates_or_another_gpu_are_tuned_again(tmp_path, monkeypatch):

@@ -56,10 +56,9 @@ import threading
 import time
 import warnings
 from collections import deque
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache, templates_hash
+from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
 from autoconv.problems.config import Budget
 from autoconv.errors import AutoconvError, DeviceMemoryError
 from autoconv.backends.base import Backend, Status, TrialResult
@@ -71,6 +70,9 @@ from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
 from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_all, enumerate_points
 from autoconv.search.storage import make_storage, retry_trial
+from autoconv.search.study import (SearchHistory, claim, claimed_by_another, decision_attrs, enqueue, mark_problem,
+                                   ok_trials, owner_of, record_evaluation, record_winner, refuse, state_of,
+                                   study_name, suggest)
 
 #: Candidates asked ahead and compiling while the GPU evaluates (per problem).
 DEFAULT_PIPELINE_DEPTH = 8
@@ -78,9 +80,6 @@ DEFAULT_PIPELINE_DEPTH = 8
 REVERIFY_CANDIDATES = 3
 #: Offset of the re-verification inputs' seed from the search's.
 REVERIFY_SEED_OFFSET = 7919
-#: Trial statuses of candidates that were compiled or run (others: invalid proposals,
-#: repeats, and trials abandoned when a run ended): :attr:`Status.evaluated`.
-EVALUATED = frozenset(status.value for status in Status if status.evaluated)
 #: Asks without a new candidate after which the space counts as exhausted (a safety
 #: net: a repair enqueues a valid unevaluated point, so one ask normally suffices).
 MAX_ASKS_PER_CANDIDATE = 200
@@ -89,83 +88,6 @@ SETTLE_POLL_S = 1.0
 #: Age after which a RUNNING trial that no process claimed (no ``owner``) is abandoned.
 #: Claiming is the write right after asking, so a live process is never this slow.
 UNCLAIMED_TRIAL_AGE_S = 600.0
-
-
-# ---- study names and storage ----------------------------------------------------------
-
-def study_name(problem: ConvProblem, gpu_name: str, families: Sequence[str]) -> str:
-    """``autoconv/<problem key>/<GPU name>/<families>/<template hash>``."""
-    return f"autoconv/{problem.key()}/{gpu_name}/{'+'.join(families)}/{templates_hash()}"
-
-
-# ---- the study's history ----------------------------------------------------------------
-
-@dataclass
-class _History:
-    """The evaluated trials of a study (all runs, all processes), in trial order."""
-
-    results: dict[str, tuple[int, Status, float | None]]  # config key -> (trial, status, ms)
-    evaluated: int
-    best_ms: float | None
-    since_best: int
-    waiting: set[str]
-    running: set[str]
-
-    @classmethod
-    def of(cls, study) -> "_History":
-        from optuna.trial import TrialState
-
-        results, evaluated, best, since = {}, 0, None, 0
-        waiting, running = set(), set()
-        for trial in study.get_trials(deepcopy=False):
-            attrs = trial.user_attrs
-            family = trial.params.get("family")
-            if family is None:
-                continue
-            key = config_key(family, _config_of(trial.params, family))
-            if trial.state == TrialState.WAITING:
-                waiting.add(key)
-                continue
-            if trial.state == TrialState.RUNNING:
-                running.add(key)
-                continue
-            if attrs.get("status") not in EVALUATED:
-                continue
-            status = Status(attrs["status"])
-            value = trial.value if trial.state == TrialState.COMPLETE else None
-            results.setdefault(key, (trial.number, status, value))
-            evaluated += 1
-            if value is not None and (best is None or value < best):
-                best, since = value, 0
-            else:
-                since += 1
-        return cls(results, evaluated, best, since, waiting, running)
-
-
-def _claimed_by_another(study, number: int, key: str) -> str | None:
-    """Why another trial than ``number`` holds the config ``key`` (it was evaluated, or
-    it is being evaluated), or None."""
-    from optuna.trial import TrialState
-
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE,
-                                                          TrialState.PRUNED)):
-        family = trial.params.get("family")
-        if trial.number == number or family is None or config_key(family, _config_of(trial.params, family)) != key:
-            continue
-        if trial.state == TrialState.RUNNING:
-            return f"being evaluated now (trial {trial.number})"
-        if trial.user_attrs.get("status") in EVALUATED:
-            return f"evaluated before (trial {trial.number})"
-    return None
-
-
-def _config_of(params: Mapping[str, object], family: str) -> dict[str, object]:
-    prefix = family + "."
-    return {name[len(prefix):]: value for name, value in params.items() if name.startswith(prefix)}
-
-
-def _params_of(family: str, config: Mapping[str, object]) -> dict[str, object]:
-    return {"family": family, **{f"{family}.{name}": value for name, value in config.items()}}
 
 
 # ---- heartbeats -----------------------------------------------------------------------
@@ -407,10 +329,10 @@ class Tuner:
                 multivariate=True, group=True, constant_liar=True)
         study = optuna.create_study(study_name=name, storage=self.storage, sampler=sampler,
                                     direction="minimize", load_if_exists=True)
-        study.set_user_attr("problem", problem.key())
+        mark_problem(study, problem)
         self._fail_abandoned(study, force=True)
         self._enqueue_defaults(study, problem, points)
-        history = _History.of(study)
+        history = SearchHistory.of(study)
         self.reporter.problem_started(item, name, history.evaluated, self.budget)
 
         in_flight: deque = deque()
@@ -420,7 +342,7 @@ class Tuner:
                 stop = None
                 self._fail_abandoned(study)
                 while len(in_flight) < self.pipeline_depth:
-                    history = _History.of(study)
+                    history = SearchHistory.of(study)
                     stop = self._stop_reason(history, len(in_flight), started)
                     if stop:
                         break
@@ -451,23 +373,19 @@ class Tuner:
                 else:
                     outcome.failures[result.status.value] = outcome.failures.get(result.status.value, 0) + 1
                 self.reporter.trial_finished(item, trial.number, plan, result, best,
-                                             _History.of(study).evaluated)
+                                             SearchHistory.of(study).evaluated)
         finally:
-            from optuna.trial import TrialState
-
             for trial, plan, _ in in_flight:  # interrupted: leave no trial running
-                trial.set_user_attr("status", Status.ABANDONED.value)
-                trial.set_user_attr("reason", "the tuning run ended before this candidate was evaluated")
-                study.tell(trial, state=TrialState.FAIL)
+                refuse(study, trial, Status.ABANDONED, "the tuning run ended before this candidate was evaluated")
                 self._evaluating.discard(trial._trial_id)
                 self.heartbeat.discard(trial._trial_id)
 
-        outcome.trials_total = _History.of(study).evaluated
+        outcome.trials_total = SearchHistory.of(study).evaluated
         self._finish(study, problem, outcome)
         outcome.wall_s = time.monotonic() - started
         return outcome
 
-    def _stop_reason(self, history: _History, in_flight: int, started: float) -> str | None:
+    def _stop_reason(self, history: SearchHistory, in_flight: int, started: float) -> str | None:
         budget = self.budget
         # Trials being evaluated, here or by other processes, are spent budget (``running``
         # holds this process's in-flight trials too, once their params are stored).
@@ -513,7 +431,7 @@ class Tuner:
                      - {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
                                                                                        TrialState.PRUNED))})
         for frozen in still_running:
-            owner = str(frozen.user_attrs.get("owner", ""))
+            owner = owner_of(frozen)
             if owner == self.owner:
                 if frozen._trial_id in self._evaluating:
                     continue
@@ -529,9 +447,9 @@ class Tuner:
                 reason = "no tuning process claimed it (the one that asked for it was killed)"
             trial = Trial(study, frozen._trial_id)
             try:
-                trial.set_user_attr("status", Status.ABANDONED.value)
-                trial.set_user_attr("reason", reason)
-                study.tell(frozen.number, state=TrialState.FAIL, skip_if_finished=True)
+                for name, value in decision_attrs(Status.ABANDONED, reason).items():
+                    trial.set_user_attr(name, value)
+                study.tell(frozen.number, state=state_of(Status.ABANDONED), skip_if_finished=True)
             except UpdateFinishedTrialError:  # another process starting now failed it first
                 continue
             retry_trial(study, frozen, Status.ABANDONED.value)
@@ -541,7 +459,7 @@ class Tuner:
     def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints) -> None:
         """Each family's default config, then its seeds (each the valid point nearest to it),
         unless evaluated or queued already."""
-        history = _History.of(study)
+        history = SearchHistory.of(study)
         known = set(history.results) | history.waiting | history.running
         for family in points.families:
             starts = [(points.default(family), "family default")]
@@ -550,31 +468,24 @@ class Tuner:
                 key = config_key(family, config)
                 if key not in known:
                     known.add(key)
-                    study.enqueue_trial(_params_of(family, config), user_attrs={"origin": origin})
+                    enqueue(study, family, config, origin)
 
-    def _next_candidate(self, study, problem: ConvProblem, points: ValidPoints, history: _History,
+    def _next_candidate(self, study, problem: ConvProblem, points: ValidPoints, history: SearchHistory,
                         in_flight, outcome: ProblemOutcome, workspace_limit: int):
         """Ask until a valid, unevaluated config comes up; (trial, plan), or None when
         every valid config has been evaluated (or is being, here or by another process
         on the same study)."""
-        from optuna.trial import TrialState
-
         pending = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
         seen = set(history.results) | pending | history.running
         for _ in range(MAX_ASKS_PER_CANDIDATE):
             trial = study.ask()
-            trial.set_user_attr("owner", self.owner)
+            claim(trial, self.owner)
             # Every requested family stays a choice (a fixed distribution per study),
             # also one without valid points for this problem: proposing it is invalid.
-            family = trial.suggest_categorical("family", list(self.families))
-            space = get_family(family).space
-            config = {name: trial.suggest_categorical(f"{family}.{name}", list(choices))
-                      for name, choices in space.params.items()}
+            family, config = suggest(trial, self.families)
             key = config_key(family, config)
             if not points.is_valid(family, config):
-                trial.set_user_attr("status", Status.INVALID.value)
-                trial.set_user_attr("reason", self._invalid_reason(family, config, problem, workspace_limit))
-                study.tell(trial, state=TrialState.PRUNED)
+                refuse(study, trial, Status.INVALID, self._invalid_reason(family, config, problem, workspace_limit))
                 outcome.invalid += 1
             else:
                 if key in seen:
@@ -583,19 +494,16 @@ class Tuner:
                 else:
                     # Checked again now that this trial's params are in the storage: of two
                     # processes proposing the same config at once, the later sees the other.
-                    repeat = _claimed_by_another(study, trial.number, key)
+                    repeat = claimed_by_another(study, trial.number, key)
                 if repeat is None:
                     return trial, get_family(family).plan(problem, config, self.backend.device, workspace_limit)
                 seen.add(key)  # (claimed since ``history`` was read: the repair must not pick it)
-                trial.set_user_attr("status", Status.REPEAT.value)
-                trial.set_user_attr("reason", repeat)
-                study.tell(trial, state=TrialState.FAIL)
+                refuse(study, trial, Status.REPEAT, repeat)
                 outcome.repeats += 1
-            repair = points.nearest_unseen(family, config, seen | _History.of(study).waiting)
+            repair = points.nearest_unseen(family, config, seen | SearchHistory.of(study).waiting)
             if repair is None:
                 return None
-            study.enqueue_trial(_params_of(*repair),
-                                user_attrs={"origin": f"nearest unevaluated valid point to trial {trial.number}"})
+            enqueue(study, *repair, f"nearest unevaluated valid point to trial {trial.number}")
         raise AutoconvError(f"no new candidate after {MAX_ASKS_PER_CANDIDATE} proposals for "
                             f"{problem.shape_str()} (is another process draining the same study?)")
 
@@ -608,31 +516,11 @@ class Tuner:
         return "; ".join(broken) or f"no valid {family} configuration for this problem"
 
     def _tell(self, study, trial, plan: KernelPlan, result: TrialResult) -> None:
-        """Record ``result`` on ``trial``: ``status``, ``reason``, ``time_ms``,
-        ``compile_s``, ``run_s`` and ``details`` (the rest) as user attributes. (Each
-        attribute is one journal write with an fsync; hence the one ``details`` dict.)"""
-        from optuna.trial import TrialState
-
-        details = {"kernel_name": plan.name, "workspace_bytes": plan.workspace_bytes,
-                   "source_hash": plan.source_hash}
-        for name in ("tflops", "min_ms", "max_ms", "error", "registers", "spill_bytes", "shared_bytes"):
-            value = getattr(result, name)
-            if value is not None:
-                details[name] = value
-        attrs = {"status": result.status.value, "reason": result.reason[:2000],
-                 "compile_s": round(result.compile_s, 4), "run_s": round(result.run_s, 4),
-                 "details": details}
-        if result.time_ms is not None:
-            attrs["time_ms"] = result.time_ms
+        """Record ``result`` on ``trial`` (:func:`autoconv.search.study.record_evaluation`)."""
         from optuna.exceptions import UpdateFinishedTrialError
 
         try:
-            for name, value in attrs.items():
-                trial.set_user_attr(name, value)
-            if result.ok:
-                study.tell(trial, result.time_ms)
-            else:
-                study.tell(trial, state=TrialState.PRUNED)
+            record_evaluation(study, trial, plan, result)
         except UpdateFinishedTrialError:
             # Another process ended this trial: it took this process for dead (no heartbeat
             # within the grace period) and failed it, so its configuration was queued again.
@@ -641,18 +529,13 @@ class Tuner:
 
     def _finish(self, study, problem: ConvProblem, outcome: ProblemOutcome) -> None:
         """Re-verify the study's fastest ok trials until one passes; cache it."""
-        from optuna.trial import TrialState
-
-        ok_trials = sorted((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                            if t.user_attrs.get("status") == Status.OK.value),
-                           key=lambda t: t.value)
-        if not ok_trials:
+        fastest = ok_trials(study)
+        if not fastest:
             outcome.message = "no candidate passed verification"
             return
         rejected = []
-        for trial in ok_trials[:REVERIFY_CANDIDATES]:
-            family = trial.params["family"]
-            config = _config_of(trial.params, family)
+        for trial in fastest[:REVERIFY_CANDIDATES]:
+            family, config = trial.family, trial.config
             plan = get_family(family).plan(problem, config, self.backend.device, self.workspace_limit)
             check = self.backend.evaluate(plan, seed=self.seed + REVERIFY_SEED_OFFSET)
             outcome.compile_s += check.compile_s
@@ -666,8 +549,7 @@ class Tuner:
             outcome.workspace_bytes = plan.workspace_bytes
             outcome.message = (f"trial {trial.number}, re-verified on fresh inputs (error {check.error:.2g}); "
                                f"{trial.value:.4f} ms in the search")
-            study.set_user_attr("winner", {"trial": trial.number, "kernel_name": plan.name,
-                                           "time_ms": check.time_ms, "tflops": check.tflops})
+            record_winner(study, trial.number, plan.name, check.time_ms, check.tflops)
             if self.cache is not None:
                 # A faster entry stays, unless it is one this autoconv cannot use.
                 existing = self.cache.get(self._cache_key(problem))
