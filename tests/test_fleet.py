@@ -256,6 +256,7 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
 
     from autoconv.problems.config import Budget
     from autoconv.backends.fake import FakeBackend
+    from autoconv.search.optuna_adapter import trial_id
     from autoconv.search.storage import HEARTBEAT_GRACE_INTERVALS, make_storage
     from autoconv.search.tuner import Tuner
 
@@ -266,17 +267,17 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     lost = study.ask()
     lost.suggest_categorical("family", ["direct", "im2col_gemm"])
     lost.set_user_attr("owner", "elsewhere[0123abcd]:4242")
-    storage.record_heartbeat(lost._trial_id)
+    storage.record_heartbeat(trial_id(storage, study, lost.number))
     alive = study.ask()
     alive.suggest_categorical("family", ["direct", "im2col_gemm"])
     alive.set_user_attr("owner", "elsewhere[0123abcd]:4343")
 
     tuner = Tuner(FakeBackend(), storage=storage, families=["direct"], budget=Budget(trials=1))
-    tuner._fail_abandoned(study, force=True)
+    tuner.liveness.fail_abandoned(study, force=True)
     assert study.trials[lost.number].state == TrialState.RUNNING  # within its grace period
     time.sleep(HEARTBEAT_GRACE_INTERVALS * 1 + 1.5)
-    storage.record_heartbeat(alive._trial_id)
-    tuner._fail_abandoned(study, force=True)
+    storage.record_heartbeat(trial_id(storage, study, alive.number))
+    tuner.liveness.fail_abandoned(study, force=True)
     trials = study.trials
     assert trials[lost.number].state == TrialState.FAIL
     assert trials[alive.number].state == TrialState.RUNNING  # its heartbeat is fresh

@@ -58,8 +58,8 @@ from autoconv.gpu.memory import RUNTIME_RESERVE_BYTES, check_fits, estimate
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.storage import JournalFlock, check_journal, make_storage
-from autoconv.search.points import config_key
 from autoconv.search.outcome import Reporter
+from autoconv.search.points import config_key
 from autoconv.search.study import EVALUATED, study_name
 from autoconv.search.tuner import Tuner
 
@@ -530,7 +530,7 @@ SMALL = NamedProblem("small", parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1"))
 
 
 def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch):
-    import autoconv.search.tuner
+    import autoconv.search.liveness
 
     tuner = Tuner(FakeBackend(), storage=str(tmp_path / "j.journal"), families=("direct",), budget=Budget(trials=2))
     study = optuna.create_study(study_name=study_name(SMALL.problem, FAKE_IDENTITY.gpu_name, ("direct",)),
@@ -542,7 +542,7 @@ def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch)
         return trial.state, trial.user_attrs.get("status")
     tuner.tune_problem(SMALL)
     assert state() == (TrialState.RUNNING, None)  # young: maybe a live process about to claim it
-    monkeypatch.setattr(autoconv.search.tuner, "UNCLAIMED_TRIAL_AGE_S", 0.0)
+    monkeypatch.setattr(autoconv.search.liveness, "UNCLAIMED_TRIAL_AGE_S", 0.0)
     tuner.tune_problem(SMALL)
     assert state() == (TrialState.FAIL, "abandoned")
 

@@ -5,7 +5,7 @@ or an SQLite file) or, by default, a journal file: one JSON record per line, app
 every process that tunes on this host (Optuna's ``JournalFileBackend``).
 
 An RDB storage records a **heartbeat** for every trial being evaluated (the tuner
-records it, :class:`autoconv.search.tuner.Heartbeat`, every :func:`heartbeat_interval_s`
+records it, :class:`autoconv.search.liveness.Heartbeat`, every :func:`heartbeat_interval_s`
 seconds); a trial whose heartbeat is older than the grace period belongs to a worker
 that died (SIGKILL, lost host or GPU): Optuna's ``fail_stale_trials`` fails it and
 :func:`retry_stale_trial` enqueues its configuration again, so another worker evaluates

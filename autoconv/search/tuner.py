@@ -1,5 +1,12 @@
 """The search: one Optuna study per problem, candidates evaluated by a backend.
 
+This module is the ask/tell loop, its budget, and the winner's re-verification and
+caching; around it: :mod:`~autoconv.search.points` (the valid configurations and the
+repair of a proposal), :mod:`~autoconv.search.study` (study names, and what a trial
+holds), :mod:`~autoconv.search.liveness` (heartbeats, abandoned trials),
+:mod:`~autoconv.search.outcome` (what tuning a problem gives),
+:mod:`~autoconv.search.storage` (the Optuna storage).
+
 For each problem (:class:`Tuner.tune`):
 
 1. **Cache first.** A winner cached for this problem, device and template version is
@@ -11,12 +18,13 @@ For each problem (:class:`Tuner.tune`):
    before, or being evaluated by another process, is never evaluated again. Several
    processes (``autoconv tune --gpus``, or the same command on several hosts sharing a
    database) tune one study together. Trials of a killed process are failed as
-   ``abandoned`` and their configurations enqueued again (:meth:`Tuner._fail_abandoned`:
-   by process id on this host, by heartbeat through an RDB storage); a damaged
-   journal is an error naming the file, except a last record cut short, which is
-   dropped (:func:`make_storage`). Before anything else, a problem whose buffers cannot
-   fit in the device's memory is refused (:mod:`autoconv.gpu.memory`), and the workspace
-   its candidates may use is capped by what its buffers leave.
+   ``abandoned`` and their configurations enqueued again
+   (:mod:`~autoconv.search.liveness`: by process id on this host, by heartbeat through
+   an RDB storage); a damaged journal is an error naming the file, except a last record
+   cut short, which is dropped (:func:`~autoconv.search.storage.make_storage`). Before
+   anything else, a problem whose buffers cannot fit in the device's memory is refused
+   (:mod:`autoconv.gpu.memory`), and the workspace its candidates may use is capped by
+   what its buffers leave.
 3. **Sampling only valid points.** The kernel family is a categorical parameter, each
    family's parameters are namespaced (``implicit_gemm.BM``) and suggested
    define-by-run, so their distributions are fixed within a study. TPE (seeded,
@@ -52,27 +60,31 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
 import warnings
 from collections import deque
 from typing import Mapping, Sequence
 
-from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
-from autoconv.problems.config import Budget
-from autoconv.errors import AutoconvError, DeviceMemoryError
+import optuna
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.trial import TrialState
+
 from autoconv.backends.base import Backend, Status, TrialResult
+from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
+from autoconv.errors import AutoconvError, DeviceMemoryError
+from autoconv.gpu.memory import check_fits
 from autoconv.kernels.families import KernelPlan, get_family
+from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
+from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
-from autoconv.processes import owner_is_dead, process_owner
-from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
+from autoconv.processes import process_owner
+from autoconv.search.liveness import Liveness
 from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_all, enumerate_points
-from autoconv.search.storage import make_storage, retry_trial
-from autoconv.search.study import (SearchHistory, claim, claimed_by_another, decision_attrs, enqueue, mark_problem,
-                                   ok_trials, owner_of, record_evaluation, record_winner, refuse, state_of,
-                                   study_name, suggest)
+from autoconv.search.storage import make_storage
+from autoconv.search.study import (SearchHistory, claim, claimed_by_another, enqueue, mark_problem, ok_trials,
+                                   record_evaluation, record_winner, refuse, study_name, suggest)
 
 #: Candidates asked ahead and compiling while the GPU evaluates (per problem).
 DEFAULT_PIPELINE_DEPTH = 8
@@ -85,58 +97,7 @@ REVERIFY_SEED_OFFSET = 7919
 MAX_ASKS_PER_CANDIDATE = 200
 #: Seconds between two looks at other workers' running trials once this one is done.
 SETTLE_POLL_S = 1.0
-#: Age after which a RUNNING trial that no process claimed (no ``owner``) is abandoned.
-#: Claiming is the write right after asking, so a live process is never this slow.
-UNCLAIMED_TRIAL_AGE_S = 600.0
 
-
-# ---- heartbeats -----------------------------------------------------------------------
-
-class Heartbeat:
-    """Records a heartbeat for each trial being evaluated by this process, every
-    ``interval_s`` seconds, in a daemon thread, so that other workers sharing an RDB
-    storage can tell this process is alive (and, when the heartbeats stop, fail and
-    retry its trials). Does nothing for storages without heartbeats (journal files)."""
-
-    def __init__(self, storage):
-        from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
-
-        from autoconv.search.storage import heartbeat_interval_s
-
-        self.storage = storage
-        self.enabled = isinstance(storage, BaseHeartbeat) and is_heartbeat_enabled(storage)
-        self.interval_s = float(storage.get_heartbeat_interval()) if self.enabled else float(heartbeat_interval_s())
-        self._trial_ids: set[int] = set()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def add(self, trial_id: int) -> None:
-        if not self.enabled:
-            return
-        self.storage.record_heartbeat(trial_id)  # at once: a trial without any heartbeat is never stale
-        with self._lock:
-            self._trial_ids.add(trial_id)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._beat, name="autoconv-heartbeat", daemon=True)
-                self._thread.start()
-
-    def discard(self, trial_id: int) -> None:
-        with self._lock:
-            self._trial_ids.discard(trial_id)
-
-    def _beat(self) -> None:
-        while True:
-            time.sleep(self.interval_s)
-            with self._lock:
-                trial_ids = sorted(self._trial_ids)
-            for trial_id in trial_ids:
-                try:
-                    self.storage.record_heartbeat(trial_id)
-                except Exception:  # the database is unreachable for a moment: the next beat retries
-                    pass
-
-
-# ---- the tuner ------------------------------------------------------------------------
 
 class Tuner:
     """Tunes problems on ``backend`` (see the module docstring).
@@ -178,9 +139,7 @@ class Tuner:
         self.pipeline_depth = max(1, pipeline_depth)
         self.workers = workers
         self.owner = process_owner()
-        self.heartbeat = Heartbeat(self.storage)
-        self._evaluating: set[int] = set()  # ids of the trials this tuner is evaluating now
-        self._last_stale_check = 0.0
+        self.liveness = Liveness(self.storage, self.owner)
 
     # ---- all problems --------------------------------------------------------------
     def tune(self, problems: Sequence[NamedProblem]) -> list[ProblemOutcome]:
@@ -235,15 +194,12 @@ class Tuner:
         studies of this run, wait; a dead worker's trial (killed after this process left
         its study) is failed, queued again and evaluated here (the problem is tuned once
         more, which evaluates what the budget still holds). Alone, this is one look."""
-        import optuna
-        from optuna.trial import TrialState
-
         while True:
             others_running = False
             for index, item, points in tuned:
                 name = study_name(item.problem, self.backend.identity.gpu_name, self.families)
                 study = optuna.load_study(study_name=name, storage=self.storage)
-                if self._fail_abandoned(study, force=True):
+                if self.liveness.fail_abandoned(study, force=True):
                     self.reporter.note(f"{item.name}: evaluating the candidates of a worker that died")
                     again = self.tune_problem(item, points)
                     outcomes[index] = merge_outcomes([outcomes[index], again], parallel=False)
@@ -262,8 +218,6 @@ class Tuner:
         Raises:
             DeviceMemoryError: the problem's buffers alone do not fit (nothing allocated).
         """
-        from autoconv.gpu.memory import check_fits
-
         available = self.backend.available_memory_bytes()
         need = check_fits(item.problem, available, self.backend.device.name, self.backend.device.l2_bytes,
                           label=item.name)
@@ -305,8 +259,6 @@ class Tuner:
     # ---- one problem ---------------------------------------------------------------
     def tune_problem(self, item: NamedProblem, points: ValidPoints | None = None) -> ProblemOutcome:
         """Search ``item``'s problem (see the module docstring); never consults the cache."""
-        import optuna
-
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         problem = item.problem
         workspace_limit = self.problem_workspace_limit(item)
@@ -330,7 +282,7 @@ class Tuner:
         study = optuna.create_study(study_name=name, storage=self.storage, sampler=sampler,
                                     direction="minimize", load_if_exists=True)
         mark_problem(study, problem)
-        self._fail_abandoned(study, force=True)
+        self.liveness.fail_abandoned(study, force=True)
         self._enqueue_defaults(study, problem, points)
         history = SearchHistory.of(study)
         self.reporter.problem_started(item, name, history.evaluated, self.budget)
@@ -340,7 +292,7 @@ class Tuner:
         try:
             while True:
                 stop = None
-                self._fail_abandoned(study)
+                self.liveness.fail_abandoned(study)
                 while len(in_flight) < self.pipeline_depth:
                     history = SearchHistory.of(study)
                     stop = self._stop_reason(history, len(in_flight), started)
@@ -352,8 +304,7 @@ class Tuner:
                         stop = "every valid configuration evaluated"
                         break
                     trial, plan = candidate
-                    self._evaluating.add(trial._trial_id)
-                    self.heartbeat.add(trial._trial_id)
+                    self.liveness.evaluating(study, trial.number)
                     in_flight.append((trial, plan, self.backend.submit(plan)))
                 if not in_flight:
                     outcome.stop_reason = stop or "done"
@@ -362,8 +313,7 @@ class Tuner:
                 result = self.backend.result(ticket)
                 in_flight.popleft()  # only now: an interrupted wait leaves it to the cleanup below
                 self._tell(study, trial, plan, result)
-                self._evaluating.discard(trial._trial_id)
-                self.heartbeat.discard(trial._trial_id)
+                self.liveness.done(study, trial.number)
                 outcome.trials_run += 1
                 outcome.compile_s += result.compile_s
                 outcome.gpu_s += result.run_s
@@ -377,8 +327,7 @@ class Tuner:
         finally:
             for trial, plan, _ in in_flight:  # interrupted: leave no trial running
                 refuse(study, trial, Status.ABANDONED, "the tuning run ended before this candidate was evaluated")
-                self._evaluating.discard(trial._trial_id)
-                self.heartbeat.discard(trial._trial_id)
+                self.liveness.done(study, trial.number)
 
         outcome.trials_total = SearchHistory.of(study).evaluated
         self._finish(study, problem, outcome)
@@ -396,65 +345,6 @@ class Tuner:
         if budget.patience is not None and history.best_ms is not None and history.since_best >= budget.patience:
             return f"no improvement in {budget.patience} trials"
         return None
-
-    def _fail_abandoned(self, study, force: bool = False) -> int:
-        """Fail the RUNNING trials of processes that are gone and enqueue their
-        configurations again (:func:`autoconv.search.storage.retry_trial`), so that the
-        candidates of a killed worker are evaluated by the others:
-
-        - a trial whose owner ran on this host (same process namespace) and is dead, or
-          is this process but not evaluating it (left by an earlier run here);
-        - through an RDB storage, a trial whose heartbeat stopped (any host): Optuna's
-          ``fail_stale_trials``, whose callback enqueues the retry;
-        - a trial without an owner (its process was killed between asking for it and
-          claiming it, which is the next write), once :data:`UNCLAIMED_TRIAL_AGE_S` old.
-
-        Trials of live processes are left alone. Runs at most once per heartbeat interval
-        unless ``force``. Returns how many trials it failed (and so queued again)."""
-        import datetime
-
-        import optuna
-        from optuna.exceptions import UpdateFinishedTrialError
-        from optuna.trial import Trial, TrialState
-
-        now_s = time.monotonic()
-        if not force and now_s - self._last_stale_check < self.heartbeat.interval_s:
-            return 0
-        self._last_stale_check = now_s
-        running = {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(study)  # no-op without heartbeats (journal storage)
-        now = datetime.datetime.now()
-        still_running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-        failed = len(running - {t._trial_id for t in still_running}
-                     - {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
-                                                                                       TrialState.PRUNED))})
-        for frozen in still_running:
-            owner = owner_of(frozen)
-            if owner == self.owner:
-                if frozen._trial_id in self._evaluating:
-                    continue
-                reason = "an earlier run in this process ended before it was evaluated"
-            elif owner:
-                if not owner_is_dead(owner):
-                    continue
-                reason = f"its tuning process ({owner}) ended before it was evaluated"
-            else:
-                started = frozen.datetime_start
-                if started is None or (now - started).total_seconds() < UNCLAIMED_TRIAL_AGE_S:
-                    continue
-                reason = "no tuning process claimed it (the one that asked for it was killed)"
-            trial = Trial(study, frozen._trial_id)
-            try:
-                for name, value in decision_attrs(Status.ABANDONED, reason).items():
-                    trial.set_user_attr(name, value)
-                study.tell(frozen.number, state=state_of(Status.ABANDONED), skip_if_finished=True)
-            except UpdateFinishedTrialError:  # another process starting now failed it first
-                continue
-            retry_trial(study, frozen, Status.ABANDONED.value)
-            failed += 1
-        return failed
 
     def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints) -> None:
         """Each family's default config, then its seeds (each the valid point nearest to it),
@@ -517,8 +407,6 @@ class Tuner:
 
     def _tell(self, study, trial, plan: KernelPlan, result: TrialResult) -> None:
         """Record ``result`` on ``trial`` (:func:`autoconv.search.study.record_evaluation`)."""
-        from optuna.exceptions import UpdateFinishedTrialError
-
         try:
             record_evaluation(study, trial, plan, result)
         except UpdateFinishedTrialError:
