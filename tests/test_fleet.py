@@ -87,6 +87,63 @@ def test_passes_one_after_another_merge_into_the_last_winner_with_the_work_of_bo
     assert merge_outcomes([first, lost], parallel=False).family == "direct"
 
 
+# ---- the workers' messages -----------------------------------------------------------------
+
+def test_worker_messages_update_the_parents_view_of_the_worker():
+    import pickle
+    import queue
+
+    from autoconv.backends.base import Status, TrialResult
+    from autoconv.kernels.families import get_family
+    from autoconv.kernels.limits import H100
+    from autoconv.problems.models import NamedProblem
+    from autoconv.search.fleet import (FleetReporter, QueueReporter, WorkerDone, WorkerFailed, WorkerStarted,
+                                       WorkerState, _apply)
+
+    class Recorder(FleetReporter):
+        def __init__(self):
+            self.notes, self.updates = [], 0
+
+        def note(self, text):
+            self.notes.append(text)
+
+        def worker_update(self, worker):
+            self.updates += 1
+
+    item = NamedProblem("p", parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1"))
+    plan = get_family("direct").plan(item.problem, get_family("direct").space.default_config(item.problem, H100), H100)
+    best = TrialResult(status=Status.OK, time_ms=0.25, tflops=3.5)
+    events = queue.Queue()
+    sender = QueueReporter(events, device=1)
+    events.put(WorkerStarted(1, "Fake GPU (sm_90)"))
+    sender.problem_started(item, "study", 4, None)
+    sender.trial_finished(item, 5, plan, TrialResult(status=Status.TIMEOUT), None, 5)
+    sender.trial_finished(item, 6, plan, best, best, 6)
+    outcome = ProblemOutcome(name="p", problem=item.problem, source="tuned", time_ms=0.25)
+    sender.problem_finished(outcome)
+    sender.note("hello")
+    events.put(WorkerDone(1, [outcome]))
+
+    worker, finished_by, reporter = WorkerState(device=1, process=None), {}, Recorder()
+    seen = []
+    while not events.empty():
+        message = events.get()
+        assert pickle.loads(pickle.dumps(message)) == message  # they cross a process boundary
+        _apply(message, {1: worker}, finished_by, reporter)
+        seen.append((worker.gpu, worker.problem, worker.evaluated, worker.best))
+    assert seen[:4] == [("Fake GPU (sm_90)", "", 0, "best: -"), ("Fake GPU (sm_90)", "p", 4, "best: -"),
+                        ("Fake GPU (sm_90)", "p", 5, "best: -"),
+                        ("Fake GPU (sm_90)", "p", 6, "best 0.2500 ms (3.5 TFLOP/s)")]
+    assert finished_by == {"p": {1: outcome}} and worker.finished == {"p"} and worker.problem == ""
+    assert reporter.notes == ["GPU 1: hello"] and reporter.updates == 7
+    assert worker.status == "done" and worker.outcomes == [outcome]
+
+    _apply(WorkerFailed(1, "boom"), {1: worker}, finished_by, reporter)
+    assert worker.error == "boom" and reporter.notes[-1] == "GPU 1: failed: boom"
+    with pytest.raises(TypeError, match="not a worker message"):
+        _apply(("note", 1, "an old tuple"), {1: worker}, finished_by, reporter)
+
+
 # ---- storages ----------------------------------------------------------------------------
 
 @pytest.fixture
