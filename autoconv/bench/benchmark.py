@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from autoconv.errors import AutoconvError, BackendUnavailable
-from autoconv.bench.report import SCHEMA_VERSION, geomeans
+from autoconv.bench.report import SCHEMA_VERSION, geomeans, positive
 from autoconv.search.study import read_trials
 
 #: Where the measurement of one side of the comparison lives in a problem's entry.
@@ -65,7 +65,7 @@ def format_table(results: Mapping[str, Any]) -> str:
     peak = results.get("peak_tflops")
 
     def ms(value):
-        return f"{value:.4f}" if _positive(value) else "-"
+        return f"{value:.4f}" if positive(value) else "-"
 
     rows = []
     for p in problems:
@@ -75,7 +75,7 @@ def format_table(results: Mapping[str, Any]) -> str:
                      ms(p.get("cudnn_tf32_ms")), ms(p.get("torch_ms"))])
     mean_tflops = means.get("autoconv_tflops")
     rows.append(["geomean", "", "", _fmt(mean_tflops, ".2f"),
-                 _fmt(100 * mean_tflops / peak if _positive(mean_tflops) and _positive(peak) else None, ".1f"),
+                 _fmt(100 * mean_tflops / peak if positive(mean_tflops) and positive(peak) else None, ".1f"),
                  "", _fmt(means.get("speedup_vs_cudnn_strict"), ".2f", "x"), "", ""])
     widths = [max(len(c[0]), *(len(r[0]) for r in rows)) if c[1] is None else max(c[1], len(c[0]))
               for c in _COLUMNS]
@@ -89,12 +89,8 @@ def format_table(results: Mapping[str, Any]) -> str:
     return "\n".join([header, rule] + [line(r) for r in rows[:-1]] + [rule, line(rows[-1])])
 
 
-def _positive(value) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-
-
 def _fmt(value, spec: str, suffix: str = "") -> str:
-    return format(value, spec) + suffix if _positive(value) else "-"
+    return format(value, spec) + suffix if positive(value) else "-"
 
 
 # ---- the environment -----------------------------------------------------------------------------

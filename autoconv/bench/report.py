@@ -109,7 +109,7 @@ def geomeans(problems: Sequence[Mapping[str, Any]]) -> dict[str, float | int | N
 
     ``speedup_vs_cudnn_strict`` is the geometric mean of cuDNN strict ms / autoconv ms.
     """
-    paired = [p for p in problems if _positive(p.get("autoconv_ms")) and _positive(p.get("cudnn_strict_ms"))]
+    paired = [p for p in problems if positive(p.get("autoconv_ms")) and positive(p.get("cudnn_strict_ms"))]
     speedups = [p["cudnn_strict_ms"] / p["autoconv_ms"] for p in paired]
     totals = {"autoconv": None, "cudnn_strict": None}
     if paired:
@@ -118,7 +118,7 @@ def geomeans(problems: Sequence[Mapping[str, Any]]) -> dict[str, float | int | N
     return {
         "speedup_vs_cudnn_strict": _finite_or_none(geometric_mean(speedups)),
         "autoconv_tflops": _finite_or_none(geometric_mean(
-            [p["autoconv_tflops"] for p in problems if _positive(p.get("autoconv_tflops"))])),
+            [p["autoconv_tflops"] for p in problems if positive(p.get("autoconv_tflops"))])),
         "cudnn_strict_tflops": _finite_or_none(geometric_mean(
             [_tflops(p["gflop"], p["cudnn_strict_ms"]) for p in paired])),
         "layers": len(paired),
@@ -132,7 +132,8 @@ def _tflops(gflop: float, ms: float) -> float:
     return gflop / ms  # GFLOP / ms = TFLOP / s
 
 
-def _positive(value) -> bool:
+def positive(value) -> bool:
+    """Whether ``value`` is a number above 0 (a time or rate that was measured)."""
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
@@ -155,7 +156,7 @@ def convergence(trials: Iterable[Mapping[str, Any]]) -> tuple[list[int], list[fl
     current = math.inf
     for trial in sorted(trials, key=lambda t: t["number"]):
         value = trial.get("value_ms")
-        if str(trial.get("state", "")).upper() != "COMPLETE" or not _positive(value):
+        if str(trial.get("state", "")).upper() != "COMPLETE" or not positive(value):
             continue
         current = min(current, value)
         numbers.append(trial["number"])
@@ -172,7 +173,7 @@ def format_params(params: Mapping[str, Any] | None, limit: int = 8) -> str:
 
 
 def _ms(value, digits: int = 4) -> str:
-    return f"{value:.{digits}f}" if _positive(value) else "–"
+    return f"{value:.{digits}f}" if positive(value) else "–"
 
 
 def _num(value, fmt: str) -> str:
@@ -392,7 +393,7 @@ def _subtitle(results) -> str:
 
 
 def plot_speedup(pyplot, results):
-    problems = [p for p in results["problems"] if _positive(p.get("speedup_vs_cudnn_strict"))]
+    problems = [p for p in results["problems"] if positive(p.get("speedup_vs_cudnn_strict"))]
     if not problems:
         return None
     names = [p["name"] for p in problems]
@@ -417,7 +418,7 @@ def plot_tflops(pyplot, results):
     problems = results["problems"]
     names = [p["name"] for p in problems]
     autoconv = [p.get("autoconv_tflops") or 0.0 for p in problems]
-    cudnn = [_tflops(p["gflop"], p["cudnn_strict_ms"]) if _positive(p.get("cudnn_strict_ms")) else 0.0
+    cudnn = [_tflops(p["gflop"], p["cudnn_strict_ms"]) if positive(p.get("cudnn_strict_ms")) else 0.0
              for p in problems]
     figure, ax = pyplot.subplots(figsize=(_width(len(names)), 4.5))
     positions = list(range(len(names)))
@@ -425,7 +426,7 @@ def plot_tflops(pyplot, results):
     ax.bar([x + 0.2 for x in positions], cudnn, width=0.4, label="cuDNN strict FP32", color="tab:gray")
     peak = results.get("peak_tflops")
     top = max(autoconv + cudnn + [1.0])
-    if _positive(peak):
+    if positive(peak):
         ax.axhline(peak, color="tab:red", linestyle="--", linewidth=1,
                    label=f"measured FP32 FMA peak {peak:.1f} TFLOP/s")
         top = max(top, peak)
@@ -451,7 +452,7 @@ def plot_convergence(pyplot, results):
         ax.step(numbers, best, where="post", color="tab:blue", label="autoconv best so far")
         improved = [(n, b) for i, (n, b) in enumerate(zip(numbers, best)) if i == 0 or b < best[i - 1]]
         ax.plot(*zip(*improved), "o", color="tab:blue", markersize=3)
-        if _positive(problem.get("cudnn_strict_ms")):
+        if positive(problem.get("cudnn_strict_ms")):
             ax.axhline(problem["cudnn_strict_ms"], color="tab:gray", linestyle="--", linewidth=1,
                        label="cuDNN strict FP32")
         ax.set_title(problem["name"], fontsize=9)
@@ -482,7 +483,7 @@ def plot_families(pyplot, results):
         values = []
         for p in problems:
             value = p["cudnn_strict_ms"] if label == "cuDNN strict" else (p.get("family_best_ms") or {}).get(label)
-            values.append(value if _positive(value) else math.nan)
+            values.append(value if positive(value) else math.nan)
         offsets = [i - 0.4 + width * (j + 0.5) for i in range(len(names))]
         ax.bar(offsets, values, width=width, label=label,
                color="tab:gray" if label == "cuDNN strict" else None)
