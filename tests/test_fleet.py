@@ -345,6 +345,37 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     assert "heartbeats" in retries[0].user_attrs["origin"]
 
 
+def test_the_trials_this_process_evaluates_keep_beating(tmp_path, monkeypatch):
+    """:class:`autoconv.search.liveness.Liveness` beats for the trials it evaluates (in a
+    thread, by trial number: no private trial ids), so they outlive the grace period a
+    silent trial does not; once done, a trial is no longer this process's to keep."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from autoconv.search import optuna_adapter
+    from autoconv.search.liveness import Liveness
+    from autoconv.search.storage import HEARTBEAT_GRACE_INTERVALS, make_storage
+
+    monkeypatch.setenv("AUTOCONV_HEARTBEAT_S", "1")
+    storage = make_storage(f"sqlite:///{tmp_path / 'studies.db'}")
+    study = optuna.create_study(study_name="s", storage=storage)
+    liveness = Liveness(storage, "host[0123abcd]:1")
+    assert liveness.heartbeat.enabled and liveness.heartbeat.interval_s == 1.0
+    beating, silent = study.ask(), study.ask()
+    for trial, owner in ((beating, liveness.owner), (silent, "elsewhere[0123abcd]:4242")):
+        trial.suggest_categorical("family", ["direct"])
+        trial.set_user_attr("owner", owner)
+    liveness.evaluating(study, beating.number)
+    optuna_adapter.record_heartbeat(storage, optuna_adapter.trial_id(storage, study, silent.number))
+    time.sleep(HEARTBEAT_GRACE_INTERVALS * 1 + 1.5)
+    assert liveness.fail_abandoned(study, force=True) == 1
+    states = {t.number: t.state for t in study.trials}
+    assert states[beating.number] == TrialState.RUNNING and states[silent.number] == TrialState.FAIL
+    liveness.done(study, beating.number)  # (not told: as if this process had lost it)
+    assert liveness.fail_abandoned(study, force=True) == 1  # an earlier run's, now
+    assert study.trials[beating.number].user_attrs["status"] == "abandoned"
+
+
 def test_a_database_storage_holds_the_winners_too(tmp_path, postgres_url):
     """With ``--storage URL`` and no cache named anywhere, the winners go into the same
     database: every host sharing the studies then shares the winners."""
