@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pytest
 
+from autoconv.backends.base import Status
 from autoconv.commands.main import main
 from autoconv.kernels.limits import H100
 from autoconv.errors import SearchSpaceError
@@ -72,7 +73,7 @@ CONFIGS_PER_PROBLEM = 4
 
 def _describe(problem: ConvProblem, check: EmulatedCheck) -> str:
     return (f"{check.family} failed on --problem {problem.spec()}\n  config {dict(check.config)}\n"
-            f"  kernel {check.kernel}: {check.status}\n  " + check.message.replace("\n", "\n  ")
+            f"  kernel {check.kernel}: {check.label}\n  " + check.message.replace("\n", "\n  ")
             + (f"\n{check.details}" if check.details else ""))
 
 
@@ -154,7 +155,7 @@ def test_off_by_one_in_the_gather_is_caught(seed):
     # every filter row r reads input row r + 1 instead
     plan = _broken_plan(" + r * DILATION_H;", " + (r + 1) * DILATION_H;")
     check = verify_plan(plan, np.random.default_rng(seed))
-    assert check.status == "mismatch", check.message
+    assert check.status is Status.WRONG_RESULT, check.message
     assert check.error > 1e-2
 
 
@@ -163,14 +164,14 @@ def test_missing_barrier_in_the_main_loop_is_caught(seed):
     plan = _broken_plan("            store_tile(stage ^ 1);\n        __syncthreads();\n",
                         "            store_tile(stage ^ 1);\n")
     check = verify_plan(plan, np.random.default_rng(seed))
-    assert check.status == "mismatch", check.message
+    assert check.status is Status.WRONG_RESULT, check.message
     assert "NaN" in check.message
 
 
 def test_out_of_bounds_store_is_a_fault(seed):
     plan = _broken_plan("if (m >= GEMM_M)\n            continue;", "if (m > GEMM_M)\n            continue;")
     check = verify_plan(plan, np.random.default_rng(seed))
-    assert check.status == "fault", check.message
+    assert check.status is Status.RUNTIME_FAILED, check.message
     assert "heap-buffer-overflow" in check.details
 
 
@@ -373,7 +374,7 @@ def test_im2col_gemm_reads_x_in_place_for_pointwise_layers(spec, a_vec, seed):
         assert plan.workspace_bytes == 0 and [launch.kernel for launch in plan.launches] == [plan.name + "_gemm"]
         assert plan.launches[0].args[0] == "x"
         check = verify_plan(plan, rng)
-        assert check.status == "ok", check
+        assert check.status is Status.OK, check
 
 
 @pytest.mark.parametrize("spec", ["N=1,C=4,H=6,W=6,K=8,R=3,S=3,pad=1", "N=1,C=4,H=6,W=6,K=8,R=1,S=1,stride=2",

@@ -20,9 +20,11 @@ import pytest
 
 from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError
-from autoconv.search.fleet import merge_outcomes, parse_gpus
+from autoconv.search.fleet import parse_gpus
+from autoconv.search.outcome import ProblemOutcome, merge_outcomes
 from autoconv.problems.problem import parse_spec
-from autoconv.search.tuner import EVALUATED, ProblemOutcome, _config_of, config_key
+from autoconv.search.points import config_key
+from autoconv.search.study import EVALUATED, config_of
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -63,6 +65,83 @@ def test_merged_outcome_is_the_fastest_winner_with_the_work_of_all():
     assert (merged.family, merged.time_ms, merged.trials_run, merged.trials_total) == ("im2col_gemm", 1.5, 20, 20)
     assert merged.failures == {"compile_failed": 3, "wrong_result": 1}
     assert (merged.compile_s, merged.gpu_s, merged.wall_s, merged.workers) == (6.0, 2.0, 5.0, 2)
+
+
+def test_passes_one_after_another_merge_into_the_last_winner_with_the_work_of_both():
+    """A problem tuned again in one process (a dead worker's trials): the second pass
+    re-verified the study's best, so its winner stands even when it was timed slower."""
+    problem = parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1")
+    first = ProblemOutcome(name="p", problem=problem, source="tuned", family="direct", time_ms=1.5, tflops=1.0,
+                           trials_run=7, trials_total=7, invalid=2, repeats=1, failures={"compile_failed": 1},
+                           compile_s=3.0, gpu_s=1.0, wall_s=5.0, stop_reason="7 trials")
+    second = dataclasses.replace(first, family="im2col_gemm", time_ms=2.0, trials_run=1, trials_total=8,
+                                 invalid=0, repeats=3, failures={"wrong_result": 1}, wall_s=0.5,
+                                 stop_reason="8 trials")
+    merged = merge_outcomes([first, second], parallel=False)
+    assert (merged.family, merged.time_ms, merged.trials_total, merged.stop_reason) == ("im2col_gemm", 2.0, 8, "8 trials")
+    assert (merged.trials_run, merged.invalid, merged.repeats) == (8, 2, 4)
+    assert merged.failures == {"compile_failed": 1, "wrong_result": 1}
+    assert (merged.compile_s, merged.gpu_s, merged.wall_s, merged.workers) == (6.0, 2.0, 5.5, 1)
+    # A second pass without a winner keeps the first's.
+    lost = dataclasses.replace(second, time_ms=None, family=None, source="none")
+    assert merge_outcomes([first, lost], parallel=False).family == "direct"
+
+
+# ---- the workers' messages -----------------------------------------------------------------
+
+def test_worker_messages_update_the_parents_view_of_the_worker():
+    import pickle
+    import queue
+
+    from autoconv.backends.base import Status, TrialResult
+    from autoconv.kernels.families import get_family
+    from autoconv.kernels.limits import H100
+    from autoconv.problems.models import NamedProblem
+    from autoconv.search.fleet import (FleetReporter, QueueReporter, WorkerDone, WorkerFailed, WorkerStarted,
+                                       WorkerState, _apply)
+
+    class Recorder(FleetReporter):
+        def __init__(self):
+            self.notes, self.updates = [], 0
+
+        def note(self, text):
+            self.notes.append(text)
+
+        def worker_update(self, worker):
+            self.updates += 1
+
+    item = NamedProblem("p", parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1"))
+    plan = get_family("direct").plan(item.problem, get_family("direct").space.default_config(item.problem, H100), H100)
+    best = TrialResult(status=Status.OK, time_ms=0.25, tflops=3.5)
+    events = queue.Queue()
+    sender = QueueReporter(events, device=1)
+    events.put(WorkerStarted(1, "Fake GPU (sm_90)"))
+    sender.problem_started(item, "study", 4, None)
+    sender.trial_finished(item, 5, plan, TrialResult(status=Status.TIMEOUT), None, 5)
+    sender.trial_finished(item, 6, plan, best, best, 6)
+    outcome = ProblemOutcome(name="p", problem=item.problem, source="tuned", time_ms=0.25)
+    sender.problem_finished(outcome)
+    sender.note("hello")
+    events.put(WorkerDone(1, [outcome]))
+
+    worker, finished_by, reporter = WorkerState(device=1, process=None), {}, Recorder()
+    seen = []
+    while not events.empty():
+        message = events.get()
+        assert pickle.loads(pickle.dumps(message)) == message  # they cross a process boundary
+        _apply(message, {1: worker}, finished_by, reporter)
+        seen.append((worker.gpu, worker.problem, worker.evaluated, worker.best))
+    assert seen[:4] == [("Fake GPU (sm_90)", "", 0, "best: -"), ("Fake GPU (sm_90)", "p", 4, "best: -"),
+                        ("Fake GPU (sm_90)", "p", 5, "best: -"),
+                        ("Fake GPU (sm_90)", "p", 6, "best 0.2500 ms (3.5 TFLOP/s)")]
+    assert finished_by == {"p": {1: outcome}} and worker.finished == {"p"} and worker.problem == ""
+    assert reporter.notes == ["GPU 1: hello"] and reporter.updates == 7
+    assert worker.status == "done" and worker.outcomes == [outcome]
+
+    _apply(WorkerFailed(1, "boom"), {1: worker}, finished_by, reporter)
+    assert worker.error == "boom" and reporter.notes[-1] == "GPU 1: failed: boom"
+    with pytest.raises(TypeError, match="not a worker message"):
+        _apply(("note", 1, "an old tuple"), {1: worker}, finished_by, reporter)
 
 
 # ---- storages ----------------------------------------------------------------------------
@@ -108,7 +187,7 @@ def check_shared_studies(storage_url: str, trials: int, workers: int, all_busy: 
     best = {}
     for problem, all_trials in studies(storage_url).items():
         evaluated = [t for t in all_trials if t.user_attrs.get("status") in EVALUATED]
-        keys = [config_key(t.params["family"], _config_of(t.params, t.params["family"])) for t in evaluated]
+        keys = [config_key(t.params["family"], config_of(t.params, t.params["family"])) for t in evaluated]
         duplicates = [key for key, count in collections.Counter(keys).items() if count > 1]
         assert not duplicates, f"{problem}: evaluated twice: {duplicates}"
         assert trials <= len(evaluated) <= trials + workers - 1, (problem, len(evaluated))
@@ -234,6 +313,7 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
 
     from autoconv.problems.config import Budget
     from autoconv.backends.fake import FakeBackend
+    from autoconv.search.optuna_adapter import trial_id
     from autoconv.search.storage import HEARTBEAT_GRACE_INTERVALS, make_storage
     from autoconv.search.tuner import Tuner
 
@@ -244,17 +324,17 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     lost = study.ask()
     lost.suggest_categorical("family", ["direct", "im2col_gemm"])
     lost.set_user_attr("owner", "elsewhere[0123abcd]:4242")
-    storage.record_heartbeat(lost._trial_id)
+    storage.record_heartbeat(trial_id(storage, study, lost.number))
     alive = study.ask()
     alive.suggest_categorical("family", ["direct", "im2col_gemm"])
     alive.set_user_attr("owner", "elsewhere[0123abcd]:4343")
 
     tuner = Tuner(FakeBackend(), storage=storage, families=["direct"], budget=Budget(trials=1))
-    tuner._fail_abandoned(study, force=True)
+    tuner.liveness.fail_abandoned(study, force=True)
     assert study.trials[lost.number].state == TrialState.RUNNING  # within its grace period
     time.sleep(HEARTBEAT_GRACE_INTERVALS * 1 + 1.5)
-    storage.record_heartbeat(alive._trial_id)
-    tuner._fail_abandoned(study, force=True)
+    storage.record_heartbeat(trial_id(storage, study, alive.number))
+    tuner.liveness.fail_abandoned(study, force=True)
     trials = study.trials
     assert trials[lost.number].state == TrialState.FAIL
     assert trials[alive.number].state == TrialState.RUNNING  # its heartbeat is fresh
@@ -263,6 +343,37 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     assert [(t.system_attrs["fixed_params"], t.user_attrs["retries"]) for t in retries] == \
         [(trials[lost.number].params, 1)]
     assert "heartbeats" in retries[0].user_attrs["origin"]
+
+
+def test_the_trials_this_process_evaluates_keep_beating(tmp_path, monkeypatch):
+    """:class:`autoconv.search.liveness.Liveness` beats for the trials it evaluates (in a
+    thread, by trial number: no private trial ids), so they outlive the grace period a
+    silent trial does not; once done, a trial is no longer this process's to keep."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from autoconv.search import optuna_adapter
+    from autoconv.search.liveness import Liveness
+    from autoconv.search.storage import HEARTBEAT_GRACE_INTERVALS, make_storage
+
+    monkeypatch.setenv("AUTOCONV_HEARTBEAT_S", "1")
+    storage = make_storage(f"sqlite:///{tmp_path / 'studies.db'}")
+    study = optuna.create_study(study_name="s", storage=storage)
+    liveness = Liveness(storage, "host[0123abcd]:1")
+    assert liveness.heartbeat.enabled and liveness.heartbeat.interval_s == 1.0
+    beating, silent = study.ask(), study.ask()
+    for trial, owner in ((beating, liveness.owner), (silent, "elsewhere[0123abcd]:4242")):
+        trial.suggest_categorical("family", ["direct"])
+        trial.set_user_attr("owner", owner)
+    liveness.evaluating(study, beating.number)
+    optuna_adapter.record_heartbeat(storage, optuna_adapter.trial_id(storage, study, silent.number))
+    time.sleep(HEARTBEAT_GRACE_INTERVALS * 1 + 1.5)
+    assert liveness.fail_abandoned(study, force=True) == 1
+    states = {t.number: t.state for t in study.trials}
+    assert states[beating.number] == TrialState.RUNNING and states[silent.number] == TrialState.FAIL
+    liveness.done(study, beating.number)  # (not told: as if this process had lost it)
+    assert liveness.fail_abandoned(study, force=True) == 1  # an earlier run's, now
+    assert study.trials[beating.number].user_attrs["status"] == "abandoned"
 
 
 def test_a_database_storage_holds_the_winners_too(tmp_path, postgres_url):

@@ -75,7 +75,7 @@ def _run_in_process(plan: KernelPlan, x, w, bias, limits):
 @pytest.mark.parametrize("spec", ODD_SHAPES)
 def test_every_family_matches_the_reference(spec, device, seed):
     """Each family's default and two random valid configs, on an awkward shape."""
-    from autoconv.search.tuner import sample_valid
+    from autoconv.search.points import sample_valid
 
     limits, _ = device
     problem = parse_spec(spec)
@@ -120,7 +120,7 @@ def test_every_family_on_random_awkward_shapes(seed):
     against the float64 reference (a configuration that spills is rejected untimed, which
     is allowed; any other failure is not)."""
     from autoconv.gpu.backend import CupyBackend
-    from autoconv.search.tuner import sample_valid
+    from autoconv.search.points import sample_valid
 
     rng = numpy.random.default_rng(seed)
     failures, checked = [], 0

@@ -58,7 +58,10 @@ from autoconv.gpu.memory import RUNTIME_RESERVE_BYTES, check_fits, estimate
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.storage import JournalFlock, check_journal, make_storage
-from autoconv.search.tuner import EVALUATED, Reporter, Tuner, config_key, study_name
+from autoconv.search.outcome import Reporter
+from autoconv.search.points import config_key
+from autoconv.search.study import EVALUATED, study_name
+from autoconv.search.tuner import Tuner
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -527,7 +530,7 @@ SMALL = NamedProblem("small", parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1"))
 
 
 def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch):
-    import autoconv.search.tuner
+    import autoconv.search.liveness
 
     tuner = Tuner(FakeBackend(), storage=str(tmp_path / "j.journal"), families=("direct",), budget=Budget(trials=2))
     study = optuna.create_study(study_name=study_name(SMALL.problem, FAKE_IDENTITY.gpu_name, ("direct",)),
@@ -539,7 +542,7 @@ def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch)
         return trial.state, trial.user_attrs.get("status")
     tuner.tune_problem(SMALL)
     assert state() == (TrialState.RUNNING, None)  # young: maybe a live process about to claim it
-    monkeypatch.setattr(autoconv.search.tuner, "UNCLAIMED_TRIAL_AGE_S", 0.0)
+    monkeypatch.setattr(autoconv.search.liveness, "UNCLAIMED_TRIAL_AGE_S", 0.0)
     tuner.tune_problem(SMALL)
     assert state() == (TrialState.FAIL, "abandoned")
 
@@ -549,10 +552,10 @@ def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch)
 def _change_templates(monkeypatch, digest: str) -> None:
     """As if the templates, search spaces or launch code had changed."""
     import autoconv.cache.winners
-    import autoconv.search.tuner
+    import autoconv.search.study
 
     monkeypatch.setattr(autoconv.cache.winners, "templates_hash", lambda: digest)
-    monkeypatch.setattr(autoconv.search.tuner, "templates_hash", lambda: digest)
+    monkeypatch.setattr(autoconv.search.study, "templates_hash", lambda: digest)
 
 
 def test_changed_templates_or_another_gpu_are_tuned_again(tmp_path, monkeypatch):

@@ -221,7 +221,8 @@ def test_study_history_from_a_tuned_study(tmp_path):
     from autoconv.backends.fake import FakeBackend
     from autoconv.problems.models import NamedProblem
     from autoconv.problems.problem import parse_spec
-    from autoconv.search.tuner import Tuner, make_storage
+    from autoconv.search.storage import make_storage
+    from autoconv.search.tuner import Tuner
 
     problem = parse_spec("N=1,C=8,H=9,W=11,K=12,R=3,S=3,pad=1")
     storage = tmp_path / "studies.journal"

@@ -22,7 +22,9 @@ from autoconv.backends.fake import FakeBackend
 from autoconv.kernels.families import get_family
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
-from autoconv.search.tuner import EVALUATED, Tuner, ValidPoints, config_key, enumerate_points, study_name
+from autoconv.search.points import ValidPoints, config_key, enumerate_points
+from autoconv.search.study import EVALUATED, study_name
+from autoconv.search.tuner import Tuner
 
 #: Small, awkward problem; the two families with quick-to-enumerate spaces.
 PROBLEM = NamedProblem("odd", parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"))

@@ -27,7 +27,13 @@ from autoconv.kernels.families import KernelPlan
 
 
 class Status(str, enum.Enum):
-    """The outcome of one candidate. Only ``OK`` has a time."""
+    """The outcome of one candidate: the one vocabulary of backends, the tuner's trials
+    (stored as the ``status`` user attribute, so these strings must not change: old
+    studies are read back by them) and the CPU emulator's checks. Only ``OK`` has a time.
+
+    ``INVALID``, ``REPEAT`` and ``ABANDONED`` are the tuner's, for proposals it did not
+    evaluate; every other status is a candidate that was compiled or run (:attr:`evaluated`).
+    """
 
     OK = "ok"
     INVALID = "invalid"                  # breaks a search-space constraint: never compiled
@@ -37,10 +43,18 @@ class Status(str, enum.Enum):
     WRONG_RESULT = "wrong_result"        # ran, but the output differs from the reference
     RUNTIME_FAILED = "runtime_failed"    # a CUDA error while running (illegal address...)
     TIMEOUT = "timeout"                  # ran past the per-candidate time limit (a hang)
+    REPEAT = "repeat"                    # evaluated before, or being evaluated: not evaluated again
+    ABANDONED = "abandoned"              # its run or process ended before it was evaluated
 
     @property
     def failed(self) -> bool:
         return self is not Status.OK
+
+    @property
+    def evaluated(self) -> bool:
+        """Whether a candidate with this status was compiled or run (a proposal the tuner
+        refused, skipped as a repeat or abandoned was not)."""
+        return self not in (Status.INVALID, Status.REPEAT, Status.ABANDONED)
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,8 @@ from autoconv.gpu.kernels import LoadedPlan
 from autoconv.gpu.timing import time_calls
 from autoconv.kernels.families import get_family
 from autoconv.search.storage import make_storage, masked_url
-from autoconv.search.tuner import Reporter
+from autoconv.search.outcome import Reporter
+from autoconv.search.study import read_trials
 from autoconv.verify.compare import FLOAT32_TOLERANCE, POISON, check_result
 from autoconv.verify.reference import random_inputs
 
@@ -318,27 +319,20 @@ class StudyHistory:
 
     @classmethod
     def of(cls, study) -> "StudyHistory":
-        """From a study the tuner wrote: its trials with an evaluation status
-        (:data:`autoconv.search.tuner.EVALUATED`); the value of a COMPLETE trial is its time in ms."""
-        from optuna.trial import TrialState
-
-        from autoconv.search.tuner import EVALUATED
-
+        """From a study the tuner wrote, read as :mod:`autoconv.search.study` says: its
+        evaluated trials (:attr:`~autoconv.search.study.TrialRecord.evaluated`); an ok
+        one's time is the value of a COMPLETE trial."""
         best: dict[str, float] = {}
         trials = []
-        for trial in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
-            family = trial.params.get("family")
-            status = trial.user_attrs.get("status")
-            if family is None or status not in EVALUATED:
+        for record in sorted(read_trials(study), key=lambda r: r.number):
+            if not record.evaluated:
                 continue
-            ok = trial.state == TrialState.COMPLETE and trial.value is not None
-            details = trial.user_attrs.get("details") or {}
-            trials.append({"number": len(trials), "optuna_number": trial.number, "family": family,
-                           "value_ms": trial.value if ok else None,
-                           "state": "COMPLETE" if ok else str(status),
-                           "kernel": details.get("kernel_name") if isinstance(details, dict) else None})
+            ok = record.time_ms is not None
+            trials.append({"number": len(trials), "optuna_number": record.number, "family": record.family,
+                           "value_ms": record.time_ms, "state": "COMPLETE" if ok else record.status.value,
+                           "kernel": record.details.get("kernel_name")})
             if ok:
-                best[family] = min(best.get(family, math.inf), trial.value)
+                best[record.family] = min(best.get(record.family, math.inf), record.time_ms)
         return cls(best, trials)
 
 

@@ -25,7 +25,8 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.fleet import FleetReporter, WorkerState
 from autoconv.search.storage import masked_url
-from autoconv.search.tuner import DryRunResult, ProblemOutcome, Reporter
+from autoconv.search.dry_run import DryRunResult
+from autoconv.search.outcome import ProblemOutcome, Reporter
 
 
 def stdout_console() -> Console:

@@ -26,7 +26,8 @@ from autoconv.errors import BackendUnavailable, UsageError
 from autoconv.files import write_atomically
 from autoconv.search.fleet import parse_gpus, tune_on_gpus
 from autoconv.search.session import TuneSession
-from autoconv.search.tuner import ProblemOutcome, dry_run
+from autoconv.search.dry_run import dry_run
+from autoconv.search.outcome import ProblemOutcome
 
 
 def add_parser(commands) -> None:

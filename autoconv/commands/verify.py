@@ -11,7 +11,8 @@ import time
 from typing import Iterable, TextIO
 
 from autoconv.commands.options import add_problem_arg
-from autoconv.emulator.check import STATUSES, EmulatedCheck, family_seed, sample_families, verify_configs
+from autoconv.backends.base import Status
+from autoconv.emulator.check import LABELS, STATUSES, EmulatedCheck, family_seed, sample_families, verify_configs
 from autoconv.errors import AutoconvError
 from autoconv.kernels.families import all_families, get_family
 from autoconv.problems.problem import parse_spec
@@ -75,7 +76,7 @@ def verify_command(spec: str, family_names: Iterable[str] | None, samples: int, 
 
     def report(check: EmulatedCheck) -> None:
         error = "-" if check.error is None else f"{check.error:.2e}"
-        status = "ok" if check.ok else check.status.upper()
+        status = check.label if check.ok else check.label.upper()
         print(f"  {check.family:<14s} {check.kernel:<{width}s}  error {error:>8s}  {status}", file=out, flush=True)
         if not check.ok:
             for line in (check.details if verbose and check.details else check.message).splitlines():
@@ -90,8 +91,8 @@ def verify_command(spec: str, family_names: Iterable[str] | None, samples: int, 
     verified_families = len({check.family for check in checks})
     print(f"summary: {len(checks)} config{'' if len(checks) == 1 else 's'} of {verified_families} "
           f"famil{'y' if verified_families == 1 else 'ies'}: "
-          + ", ".join(f"{counts[status]} {status}" for status in STATUSES) + f" ({elapsed:.1f} s)", file=out)
+          + ", ".join(f"{counts[status]} {LABELS[status]}" for status in STATUSES) + f" ({elapsed:.1f} s)", file=out)
     if not checks:
         print("nothing was verified", file=out)
         return 1
-    return 0 if counts["ok"] == len(checks) else 1
+    return 0 if counts[Status.OK] == len(checks) else 1

@@ -18,6 +18,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy
 
+from autoconv.backends.base import Status
 from autoconv.kernels.limits import H100, DeviceLimits
 from autoconv.emulator import (EmulatedKernelFault, EmulationTimeout, EmulatorCompileError, default_workers,
                                emulate_plan)
@@ -27,15 +28,20 @@ from autoconv.problems.problem import ConvProblem
 from autoconv.verify.reference import conv2d_reference, random_inputs
 from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
 
-#: Statuses of a check, in the order the summary lists them.
-STATUSES = ("ok", "mismatch", "fault", "timeout", "compile error")
+#: The statuses a check can have (:class:`~autoconv.backends.base.Status`, the backends'
+#: and the tuner's vocabulary), each with the word ``autoconv verify --emulate`` prints for
+#: it, in the order its summary lists them.
+LABELS = {Status.OK: "ok", Status.WRONG_RESULT: "mismatch", Status.RUNTIME_FAILED: "fault",
+          Status.TIMEOUT: "timeout", Status.COMPILE_FAILED: "compile error"}
+STATUSES = tuple(LABELS)
 
 
 @dataclass(frozen=True)
 class EmulatedCheck:
     """The verdict on one configuration of a family, run in the emulator.
 
-    ``status`` is one of :data:`STATUSES`; ``error`` the relative L2 error when the kernel
+    ``status`` is one of :data:`STATUSES` (a fault is ``RUNTIME_FAILED``, a mismatch
+    ``WRONG_RESULT``), ``label`` the word printed for it; ``error`` the relative L2 error when the kernel
     ran to the end (``inf`` when the output had NaN or infinity), else None; ``message``
     says why in a line or a few; ``details`` holds the full compiler or sanitizer output.
     """
@@ -43,14 +49,18 @@ class EmulatedCheck:
     family: str
     kernel: str
     config: Mapping[str, object]
-    status: str
+    status: Status
     error: float | None
     message: str
     details: str = field(default="", repr=False)
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.status is Status.OK
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.status]
 
 
 #: Random draws from all combinations of choices before :func:`sample_configs` lists the
@@ -98,19 +108,19 @@ def verify_plan(plan: KernelPlan, rng: numpy.random.Generator, *, workers: int |
     problem = plan.problem
     x, w, bias = random_inputs(problem, rng)
 
-    def failed(status: str, err) -> EmulatedCheck:
+    def failed(status: Status, err) -> EmulatedCheck:
         return EmulatedCheck(plan.family, plan.name, dict(plan.config), status, None, err.summary, err.output)
 
     try:
         y = emulate_plan(plan, x, w, bias, workers=workers, timeout=timeout)
     except EmulatorCompileError as err:
-        return failed("compile error", err)
+        return failed(Status.COMPILE_FAILED, err)
     except EmulationTimeout as err:
-        return failed("timeout", err)
+        return failed(Status.TIMEOUT, err)
     except EmulatedKernelFault as err:
-        return failed("fault", err)
+        return failed(Status.RUNTIME_FAILED, err)
     outcome = check_result(y, conv2d_reference(problem, x, w, bias), tolerance)
-    return EmulatedCheck(plan.family, plan.name, dict(plan.config), "ok" if outcome.ok else "mismatch",
+    return EmulatedCheck(plan.family, plan.name, dict(plan.config), Status.OK if outcome.ok else Status.WRONG_RESULT,
                          outcome.error, outcome.message)
 
 

@@ -1,6 +1,15 @@
 """The search: Optuna studies per problem, on one GPU or several, and their storage.
 
-- :mod:`~autoconv.search.tuner`: the per-problem study and its ask/tell loop.
+- :mod:`~autoconv.search.tuner`: the per-problem study and its ask/tell loop, the
+  winner's re-verification and caching.
+- :mod:`~autoconv.search.points`: the valid configurations of a problem, and the nearest
+  valid one to a proposal.
+- :mod:`~autoconv.search.study`: study names, and how a trial holds a candidate and its
+  evaluation (written by the tuner, read back by it and by ``autoconv bench``).
+- :mod:`~autoconv.search.liveness`: heartbeats, and retrying the trials of dead workers.
+- :mod:`~autoconv.search.optuna_adapter`: the Optuna storage calls below the Study/Trial API.
+- :mod:`~autoconv.search.outcome`: what tuning a problem gives, merging, progress reports.
+- :mod:`~autoconv.search.dry_run`: ``tune --dry-run``, compiling candidates with nvcc.
 - :mod:`~autoconv.search.fleet`: one worker process per GPU sharing the studies.
 - :mod:`~autoconv.search.storage`: the Optuna storage, and keeping it usable after a crash.
 - :mod:`~autoconv.search.session`: a config and the command line's overrides, resolved once.

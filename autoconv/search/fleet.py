@@ -21,14 +21,17 @@ Workers on other hosts join by running the same command against a shared databas
 starting the processes and drawing the combined progress.
 
 A worker that dies (killed, GPU lost) takes nothing with it: its running trials are
-failed and retried by the others (:meth:`autoconv.search.tuner.Tuner._fail_abandoned`), the
-others go on, and the summary says which worker ended how. Killing this process ends
-its workers (they watch their parent).
+failed and retried by the others (:mod:`autoconv.search.liveness`), the others go on,
+and the summary says which worker ended how. Killing this process ends its workers (they
+watch their parent).
+
+A worker tells the parent what it does through a queue, as :class:`WorkerMessage` objects
+(small: no kernel sources); the parent merges each problem's outcomes over the workers
+(:func:`autoconv.search.outcome.merge_outcomes`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing
 import os
 import queue as queue_module
@@ -36,12 +39,18 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from autoconv.problems.config import Budget
-from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.backends.base import TrialResult
+from autoconv.backends.factory import BACKEND_VARIABLE, make_backend
+from autoconv.cache.winners import WinnerCache
+from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.gpu.device import require_cupy
 from autoconv.kernels.families import KernelPlan
+from autoconv.problems.config import Budget, load_config
 from autoconv.problems.models import NamedProblem
-from autoconv.search.tuner import ProblemOutcome, Reporter
+from autoconv.processes import exit_with_parent
+from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
+from autoconv.search.session import TuneSession
+from autoconv.search.storage import make_storage
 
 #: Seconds between two looks at the workers while no event arrives.
 POLL_S = 0.5
@@ -51,15 +60,11 @@ POLL_S = 0.5
 
 def device_count() -> int:
     """CUDA devices of this host (the fake backend's: ``$AUTOCONV_FAKE_DEVICES``, default 1)."""
-    from autoconv.backends.factory import BACKEND_VARIABLE
-
     if os.environ.get(BACKEND_VARIABLE, "cupy").strip().lower() == "fake":
         text = os.environ.get("AUTOCONV_FAKE_DEVICES", "1").strip()
         if not text.isdigit() or int(text) < 1:
             raise BackendUnavailable(f"AUTOCONV_FAKE_DEVICES={text!r}: expected a whole number >= 1")
         return int(text)
-    from autoconv.gpu.device import require_cupy
-
     cupy = require_cupy()
     try:
         return int(cupy.cuda.runtime.getDeviceCount())
@@ -121,40 +126,82 @@ class WorkerJob:
     compile_workers: int
 
 
+# ---- what a worker tells the parent ------------------------------------------------------
+
+@dataclass(frozen=True)
+class WorkerMessage:
+    """From the worker of GPU ``device`` to the parent, through the events queue."""
+
+    device: int
+
+
+@dataclass(frozen=True)
+class WorkerStarted(WorkerMessage):
+    gpu: str  # the GPU's name and architecture
+
+
+@dataclass(frozen=True)
+class ProblemStarted(WorkerMessage):
+    problem: str
+    evaluated: int  # trials evaluated in the problem's study so far
+
+
+@dataclass(frozen=True)
+class TrialFinished(WorkerMessage):
+    problem: str
+    family: str
+    ok: bool
+    best_ms: float | None  # this worker's best of the problem so far, and its TFLOP/s
+    best_tflops: float | None
+    evaluated: int
+
+
+@dataclass(frozen=True)
+class ProblemFinished(WorkerMessage):
+    outcome: ProblemOutcome
+
+
+@dataclass(frozen=True)
+class WorkerNote(WorkerMessage):
+    text: str
+
+
+@dataclass(frozen=True)
+class WorkerDone(WorkerMessage):
+    outcomes: list[ProblemOutcome]
+
+
+@dataclass(frozen=True)
+class WorkerFailed(WorkerMessage):
+    error: str
+
+
 class QueueReporter(Reporter):
-    """Sends a worker's progress to the parent as small tuples (no kernel sources)."""
+    """Sends a worker's progress to the parent as :class:`WorkerMessage` objects."""
 
     def __init__(self, events, device: int):
         self.events, self.device = events, device
 
-    def _send(self, kind: str, *payload) -> None:
-        self.events.put((kind, self.device, *payload))
-
     def problem_started(self, item: NamedProblem, study: str, evaluated: int, budget: Budget) -> None:
-        self._send("problem_started", item.name, evaluated)
+        self.events.put(ProblemStarted(self.device, item.name, evaluated))
 
     def trial_finished(self, item: NamedProblem, trial_number: int, plan: KernelPlan,
                        result: TrialResult, best: TrialResult | None, evaluated: int) -> None:
-        self._send("trial_finished", item.name, plan.family, result.ok,
-                   None if best is None else (best.time_ms, best.tflops), evaluated)
+        self.events.put(TrialFinished(self.device, item.name, plan.family, result.ok,
+                                      None if best is None else best.time_ms,
+                                      None if best is None else best.tflops, evaluated))
 
     def problem_finished(self, outcome: ProblemOutcome) -> None:
-        self._send("problem_finished", outcome)
+        self.events.put(ProblemFinished(self.device, outcome))
 
     def note(self, text: str) -> None:
-        self._send("note", text)
+        self.events.put(WorkerNote(self.device, text))
 
 
 def worker_main(job: WorkerJob, events, parent_pid: int) -> None:
     """One GPU's worker: tune every problem of the config on device ``job.device``."""
-    from autoconv.processes import exit_with_parent
-
     exit_with_parent(parent_pid)
     try:
-        from autoconv.problems.config import load_config
-        from autoconv.backends.factory import make_backend
-        from autoconv.search.session import TuneSession
-
         config = load_config(job.config_path)
         session = TuneSession(config, families=job.families, budget=job.budget, storage=job.storage,
                               cache=job.cache, retune=job.retune)  # resolved by the parent
@@ -162,15 +209,16 @@ def worker_main(job: WorkerJob, events, parent_pid: int) -> None:
         with make_backend(job.device, seed=config.seed, compile_workers=job.compile_workers) as backend, \
                 session.open_cache() as winners:
             identity = backend.identity
-            events.put(("started", job.device, f"{identity.gpu_name} (sm_{''.join(map(str, identity.compute_capability))})"))
+            events.put(WorkerStarted(job.device, f"{identity.gpu_name} "
+                                                 f"(sm_{''.join(map(str, identity.compute_capability))})"))
             tuner = session.tuner(backend, cache=winners, reporter=QueueReporter(events, job.device),
                                   workers=job.compile_workers)
             outcomes = tuner.tune(problems)
-        events.put(("done", job.device, outcomes))
+        events.put(WorkerDone(job.device, outcomes))
     except AutoconvError as err:
-        events.put(("failed", job.device, str(err)))
+        events.put(WorkerFailed(job.device, str(err)))
     except BaseException as err:  # noqa: BLE001 - reported to the parent, which goes on
-        events.put(("failed", job.device, "".join(traceback.format_exception(err)).strip()))
+        events.put(WorkerFailed(job.device, "".join(traceback.format_exception(err)).strip()))
 
 
 @dataclass
@@ -215,9 +263,6 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     Raises:
         AutoconvError: every worker failed (their errors in the message).
     """
-    from autoconv.cache.winners import WinnerCache
-    from autoconv.search.storage import make_storage
-
     refuse_unshareable(storage)
     reporter = reporter or FleetReporter()
     # Create the storage's and the cache's tables once, before the workers race to.
@@ -291,51 +336,31 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     return merged, list(workers.values())
 
 
-def _apply(event: tuple, workers: dict[int, WorkerState], finished_by: dict, reporter: FleetReporter) -> None:
-    kind, device, *payload = event
+def _apply(message: WorkerMessage, workers: dict[int, WorkerState], finished_by: dict,
+           reporter: FleetReporter) -> None:
+    if not isinstance(message, WorkerMessage):
+        raise TypeError(f"not a worker message: {message!r}")
+    device = message.device
     worker = workers[device]
-    if kind == "started":
-        worker.gpu = payload[0]
-    elif kind == "problem_started":
-        worker.problem, worker.evaluated = payload
+    if isinstance(message, WorkerStarted):
+        worker.gpu = message.gpu
+    elif isinstance(message, ProblemStarted):
+        worker.problem, worker.evaluated = message.problem, message.evaluated
         worker.best = "best: -"
-    elif kind == "trial_finished":
-        best, evaluated = payload[3], payload[4]
-        worker.evaluated = evaluated
-        if best is not None:
-            worker.best = f"best {best[0]:.4f} ms ({best[1]:.1f} TFLOP/s)"
-    elif kind == "problem_finished":
-        outcome: ProblemOutcome = payload[0]
-        finished_by.setdefault(outcome.name, {})[device] = outcome
-        worker.finished.add(outcome.name)
+    elif isinstance(message, TrialFinished):
+        worker.evaluated = message.evaluated
+        if message.best_ms is not None:
+            worker.best = f"best {message.best_ms:.4f} ms ({message.best_tflops:.1f} TFLOP/s)"
+    elif isinstance(message, ProblemFinished):
+        finished_by.setdefault(message.outcome.name, {})[device] = message.outcome
+        worker.finished.add(message.outcome.name)
         worker.problem = ""
-    elif kind == "note":
-        reporter.note(f"GPU {device}: {payload[0]}")
-    elif kind == "done":
-        worker.outcomes = payload[0]
+    elif isinstance(message, WorkerNote):
+        reporter.note(f"GPU {device}: {message.text}")
+    elif isinstance(message, WorkerDone):
+        worker.outcomes = message.outcomes
         worker.problem = ""
-    elif kind == "failed":
-        worker.error = payload[0]
+    elif isinstance(message, WorkerFailed):
+        worker.error = message.error
         reporter.note(f"GPU {device}: failed: {worker.error}")
     reporter.worker_update(worker)
-
-
-def merge_outcomes(outcomes: Sequence[ProblemOutcome]) -> ProblemOutcome:
-    """One problem's outcome over the workers that tuned it: the fastest verified winner
-    (what the cache keeps), with the work of all of them added up (trials, failures,
-    compile and GPU seconds) and the longest wall time."""
-    with_winner = [o for o in outcomes if o.time_ms is not None]
-    chosen = min(with_winner, key=lambda o: o.time_ms) if with_winner else outcomes[0]
-    failures: dict[str, int] = {}
-    for outcome in outcomes:
-        for status, count in outcome.failures.items():
-            failures[status] = failures.get(status, 0) + count
-    tuned = [o for o in outcomes if o.source == "tuned" or o.trials_run]
-    return dataclasses.replace(
-        chosen, source="tuned" if tuned else chosen.source,
-        trials_run=sum(o.trials_run for o in outcomes),
-        trials_total=max(o.trials_total for o in outcomes),
-        invalid=sum(o.invalid for o in outcomes), repeats=sum(o.repeats for o in outcomes), failures=failures,
-        compile_s=sum(o.compile_s for o in outcomes), gpu_s=sum(o.gpu_s for o in outcomes),
-        wall_s=max(o.wall_s for o in outcomes), workers=len(tuned) or 1)
-

@@ -25,7 +25,8 @@ from autoconv.backends.base import Backend
 from autoconv.cache.winners import WinnerCache
 from autoconv.problems.config import Budget, TuneConfig, load_config
 from autoconv.search.storage import is_url
-from autoconv.search.tuner import Reporter, Tuner
+from autoconv.search.outcome import Reporter
+from autoconv.search.tuner import Tuner
 
 
 def cache_location(cache: str | os.PathLike | None, storage: str, config: TuneConfig) -> str:

@@ -5,7 +5,7 @@ or an SQLite file) or, by default, a journal file: one JSON record per line, app
 every process that tunes on this host (Optuna's ``JournalFileBackend``).
 
 An RDB storage records a **heartbeat** for every trial being evaluated (the tuner
-records it, :class:`autoconv.search.tuner.Heartbeat`, every :func:`heartbeat_interval_s`
+records it, :class:`autoconv.search.liveness.Heartbeat`, every :func:`heartbeat_interval_s`
 seconds); a trial whose heartbeat is older than the grace period belongs to a worker
 that died (SIGKILL, lost host or GPU): Optuna's ``fail_stale_trials`` fails it and
 :func:`retry_stale_trial` enqueues its configuration again, so another worker evaluates
@@ -28,10 +28,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
+import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
 from autoconv.errors import StorageError
+
+# Optuna and SQLAlchemy are imported where they are used: the winners' cache imports this
+# module (for :func:`is_url`, :func:`shown`, :func:`first_line`), and ``autoconv.conv2d``
+# reads that cache, so importing them here would make every user of autoconv.conv2d pay
+# for Optuna's import.
 
 try:
     import fcntl
@@ -131,10 +139,6 @@ def _rdb_storage(url: str):
     """Optuna's RDB storage at ``url`` with heartbeats (see the module docstring).
     Workers starting together on an empty database race to create Optuna's tables; the
     losers' errors ("already exists") are retried after a short pause."""
-    import random
-    import time
-    import warnings
-
     import optuna
 
     # Heartbeats serve ask-and-tell here (the tuner records them), not Study.optimize;
@@ -230,6 +234,7 @@ def _journal_damage(path: Path, what: str) -> str:
 
 
 def first_line(err: BaseException) -> str:
+    """``err`` for a message: its type and the first line of what it says."""
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 

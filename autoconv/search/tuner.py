@@ -1,5 +1,12 @@
 """The search: one Optuna study per problem, candidates evaluated by a backend.
 
+This module is the ask/tell loop, its budget, and the winner's re-verification and
+caching; around it: :mod:`~autoconv.search.points` (the valid configurations and the
+repair of a proposal), :mod:`~autoconv.search.study` (study names, and what a trial
+holds), :mod:`~autoconv.search.liveness` (heartbeats, abandoned trials),
+:mod:`~autoconv.search.outcome` (what tuning a problem gives),
+:mod:`~autoconv.search.storage` (the Optuna storage).
+
 For each problem (:class:`Tuner.tune`):
 
 1. **Cache first.** A winner cached for this problem, device and template version is
@@ -11,12 +18,13 @@ For each problem (:class:`Tuner.tune`):
    before, or being evaluated by another process, is never evaluated again. Several
    processes (``autoconv tune --gpus``, or the same command on several hosts sharing a
    database) tune one study together. Trials of a killed process are failed as
-   ``abandoned`` and their configurations enqueued again (:meth:`Tuner._fail_abandoned`:
-   by process id on this host, by heartbeat through an RDB storage); a damaged
-   journal is an error naming the file, except a last record cut short, which is
-   dropped (:func:`make_storage`). Before anything else, a problem whose buffers cannot
-   fit in the device's memory is refused (:mod:`autoconv.gpu.memory`), and the workspace
-   its candidates may use is capped by what its buffers leave.
+   ``abandoned`` and their configurations enqueued again
+   (:mod:`~autoconv.search.liveness`: by process id on this host, by heartbeat through
+   an RDB storage); a damaged journal is an error naming the file, except a last record
+   cut short, which is dropped (:func:`~autoconv.search.storage.make_storage`). Before
+   anything else, a problem whose buffers cannot fit in the device's memory is refused
+   (:mod:`autoconv.gpu.memory`), and the workspace its candidates may use is capped by
+   what its buffers leave.
 3. **Sampling only valid points.** The kernel family is a categorical parameter, each
    family's parameters are namespaced (``implicit_gemm.BM``) and suggested
    define-by-run, so their distributions are fixed within a study. TPE (seeded,
@@ -50,28 +58,33 @@ For each problem (:class:`Tuner.tune`):
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import json
 import os
-import threading
 import time
 import warnings
 from collections import deque
-from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
-from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache, templates_hash
-from autoconv.problems.config import Budget
-from autoconv.kernels.limits import DeviceLimits
-from autoconv.errors import AutoconvError, DeviceMemoryError
+import optuna
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.trial import TrialState
+
 from autoconv.backends.base import Backend, Status, TrialResult
+from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
+from autoconv.errors import AutoconvError, DeviceMemoryError
+from autoconv.gpu.memory import check_fits
 from autoconv.kernels.families import KernelPlan, get_family
+from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
+from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
-from autoconv.processes import exit_with_parent, owner_is_dead, process_owner
-from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
-from autoconv.search.storage import make_storage, retry_trial
+from autoconv.processes import process_owner
+from autoconv.search.liveness import Liveness
+from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
+from autoconv.search.points import ValidPoints, config_key, enumerate_all, enumerate_points
+from autoconv.search.storage import make_storage
+from autoconv.search.study import (SearchHistory, claim, claimed_by_another, enqueue, mark_problem, ok_trials,
+                                   record_evaluation, record_winner, refuse, study_name, suggest)
 
 #: Candidates asked ahead and compiling while the GPU evaluates (per problem).
 DEFAULT_PIPELINE_DEPTH = 8
@@ -79,309 +92,12 @@ DEFAULT_PIPELINE_DEPTH = 8
 REVERIFY_CANDIDATES = 3
 #: Offset of the re-verification inputs' seed from the search's.
 REVERIFY_SEED_OFFSET = 7919
-#: Trial statuses of candidates that were compiled or run (others: invalid proposals,
-#: repeats, and trials abandoned when a run ended).
-EVALUATED = frozenset(status.value for status in Status if status is not Status.INVALID)
 #: Asks without a new candidate after which the space counts as exhausted (a safety
 #: net: a repair enqueues a valid unevaluated point, so one ask normally suffices).
 MAX_ASKS_PER_CANDIDATE = 200
 #: Seconds between two looks at other workers' running trials once this one is done.
 SETTLE_POLL_S = 1.0
-#: Age after which a RUNNING trial that no process claimed (no ``owner``) is abandoned.
-#: Claiming is the write right after asking, so a live process is never this slow.
-UNCLAIMED_TRIAL_AGE_S = 600.0
 
-
-# ---- study names and storage ----------------------------------------------------------
-
-def study_name(problem: ConvProblem, gpu_name: str, families: Sequence[str]) -> str:
-    """``autoconv/<problem key>/<GPU name>/<families>/<template hash>``."""
-    return f"autoconv/{problem.key()}/{gpu_name}/{'+'.join(families)}/{templates_hash()}"
-
-
-# ---- the valid points of a problem ----------------------------------------------------
-
-def config_key(family: str, config: Mapping[str, object]) -> str:
-    return family + json.dumps(dict(sorted(config.items())), sort_keys=True)
-
-
-def enumerate_points(problem: ConvProblem, families: Sequence[str], device: DeviceLimits,
-                     workspace_limit: int) -> dict[str, list[dict]]:
-    """Each family's valid configs for ``problem`` (families that cannot run it: none)."""
-    points = {}
-    for name in families:
-        family = get_family(name)
-        points[name] = [] if family.unsupported_reason(problem) else \
-            family.space.points(problem, device, workspace_limit)
-    return points
-
-
-def _enumerate_job(args) -> list[dict]:
-    problem, family, device, workspace_limit = args
-    return enumerate_points(problem, (family,), device, workspace_limit)[family]
-
-
-def enumerate_all(problems: Sequence[ConvProblem], families: Sequence[str], device: DeviceLimits,
-                  workspace_limit: int | Sequence[int], workers: int = 1) -> list[dict[str, list[dict]]]:
-    """:func:`enumerate_points` for several problems, one (problem, family) per job in
-    ``workers`` processes (a large space takes seconds to enumerate). ``workspace_limit``
-    is one limit for all problems, or one per problem."""
-    limits = [workspace_limit] * len(problems) if isinstance(workspace_limit, int) else list(workspace_limit)
-    if len(limits) != len(problems):
-        raise ValueError(f"{len(limits)} workspace limits for {len(problems)} problems")
-    jobs = [(problem, family, device, limit) for problem, limit in zip(problems, limits) for family in families]
-    if workers <= 1 or len(jobs) <= 1:
-        results = [_enumerate_job(job) for job in jobs]
-    else:
-        import concurrent.futures
-        import multiprocessing
-
-        with concurrent.futures.ProcessPoolExecutor(
-                max_workers=min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
-                initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
-            results = list(pool.map(_enumerate_job, jobs))
-    per_problem = iter(results)
-    return [{family: next(per_problem) for family in families} for _ in problems]
-
-
-class ValidPoints:
-    """The valid configs of every family for one problem, and the nearest of them to any
-    (possibly invalid) proposal."""
-
-    def __init__(self, points: Mapping[str, list[dict]]):
-        self.points = {family: list(configs) for family, configs in points.items() if configs}
-        self.families = tuple(self.points)
-        self._keys = {family: {config_key(family, c) for c in configs}
-                      for family, configs in self.points.items()}
-
-    def __len__(self) -> int:
-        return sum(len(configs) for configs in self.points.values())
-
-    def is_valid(self, family: str, config: Mapping[str, object]) -> bool:
-        return config_key(family, config) in self._keys.get(family, ())
-
-    def default(self, family: str) -> dict:
-        """The family's default config, or the valid one nearest to it (as
-        :meth:`SearchSpace.default_config`, without enumerating the space again)."""
-        return self.nearest(family, get_family(family).space.default)
-
-    def nearest(self, family: str, config: Mapping[str, object]) -> dict:
-        """``config`` if valid, else the valid config of ``family`` nearest to it."""
-        if self.is_valid(family, config):
-            return dict(config)
-        return self.nearest_unseen(family, config, set())[1]
-
-    def nearest_unseen(self, family: str, config: Mapping[str, object], seen: set[str]) -> tuple[str, dict] | None:
-        """The valid, unseen config of ``family`` closest to ``config`` (fewest parameters
-        changed, then fewest steps along each parameter's choice list); if the family has
-        none left, the first unseen config of another family; None when all are seen."""
-        space = get_family(family).space
-
-        def distance(candidate: Mapping[str, object]) -> tuple[int, int]:
-            changed = steps = 0
-            for name, choices in space.params.items():
-                if candidate[name] != config.get(name):
-                    changed += 1
-                    steps += abs(choices.index(candidate[name]) - choices.index(config[name])) \
-                        if config.get(name) in choices else len(choices)
-            return changed, steps
-
-        unseen = [c for c in self.points.get(family, ()) if config_key(family, c) not in seen]
-        if unseen:
-            return family, min(unseen, key=distance)
-        for other, configs in self.points.items():
-            for candidate in configs:
-                if config_key(other, candidate) not in seen:
-                    return other, candidate
-        return None
-
-
-# ---- outcomes and reporting -----------------------------------------------------------
-
-@dataclass
-class ProblemOutcome:
-    """What tuning one problem gave. ``source``: ``tuned``, ``cache`` or ``none`` (no
-    candidate passed)."""
-
-    name: str
-    problem: ConvProblem
-    count: int = 1
-    source: str = "none"
-    family: str | None = None
-    config: dict | None = None
-    kernel_name: str | None = None
-    time_ms: float | None = None
-    tflops: float | None = None
-    workspace_bytes: int = 0
-    study_name: str = ""
-    stop_reason: str = ""
-    message: str = ""
-    trials_run: int = 0        # candidates evaluated in this run
-    trials_total: int = 0      # candidates evaluated in the study (all runs)
-    invalid: int = 0           # proposals repaired because they broke a constraint
-    repeats: int = 0           # proposals of configs evaluated before
-    failures: dict[str, int] = field(default_factory=dict)  # this run's failed candidates by status
-    compile_s: float = 0.0
-    gpu_s: float = 0.0
-    wall_s: float = 0.0
-    valid_points: int = 0
-    workers: int = 1           # processes whose trials are counted here (``tune --gpus``)
-
-    @property
-    def failed(self) -> int:
-        return sum(self.failures.values())
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["problem"] = self.problem.key()
-        data["shape"] = self.problem.shape_str()
-        data["gflop"] = self.problem.gflop
-        return data
-
-
-class Reporter:
-    """Receives the tuner's progress; this base class ignores it (see
-    :mod:`autoconv.commands.tune` for the terminal's)."""
-
-    def run_started(self, problems: Sequence[NamedProblem], budget: Budget) -> None: ...
-    def problem_started(self, item: NamedProblem, study: str, evaluated: int, budget: Budget) -> None: ...
-    def trial_finished(self, item: NamedProblem, trial_number: int, plan: KernelPlan,
-                       result: TrialResult, best: TrialResult | None, evaluated: int) -> None: ...
-    def problem_finished(self, outcome: ProblemOutcome) -> None: ...
-    def run_finished(self, outcomes: Sequence[ProblemOutcome]) -> None: ...
-    def note(self, text: str) -> None: ...
-
-
-def _combined(first: ProblemOutcome, second: ProblemOutcome) -> ProblemOutcome:
-    """One problem tuned twice in a run (:meth:`Tuner._settle`): the second pass's
-    winner (it re-verified the study's best), the work of both."""
-    failures = dict(first.failures)
-    for status, count in second.failures.items():
-        failures[status] = failures.get(status, 0) + count
-    base = second if second.time_ms is not None else first
-    return dataclasses.replace(
-        base, trials_run=first.trials_run + second.trials_run, invalid=first.invalid + second.invalid,
-        repeats=first.repeats + second.repeats, failures=failures, compile_s=first.compile_s + second.compile_s,
-        gpu_s=first.gpu_s + second.gpu_s, wall_s=first.wall_s + second.wall_s)
-
-
-# ---- the study's history ----------------------------------------------------------------
-
-@dataclass
-class _History:
-    """The evaluated trials of a study (all runs, all processes), in trial order."""
-
-    results: dict[str, tuple[int, Status, float | None]]  # config key -> (trial, status, ms)
-    evaluated: int
-    best_ms: float | None
-    since_best: int
-    waiting: set[str]
-    running: set[str]
-
-    @classmethod
-    def of(cls, study) -> "_History":
-        from optuna.trial import TrialState
-
-        results, evaluated, best, since = {}, 0, None, 0
-        waiting, running = set(), set()
-        for trial in study.get_trials(deepcopy=False):
-            attrs = trial.user_attrs
-            family = trial.params.get("family")
-            if family is None:
-                continue
-            key = config_key(family, _config_of(trial.params, family))
-            if trial.state == TrialState.WAITING:
-                waiting.add(key)
-                continue
-            if trial.state == TrialState.RUNNING:
-                running.add(key)
-                continue
-            if attrs.get("status") not in EVALUATED:
-                continue
-            status = Status(attrs["status"])
-            value = trial.value if trial.state == TrialState.COMPLETE else None
-            results.setdefault(key, (trial.number, status, value))
-            evaluated += 1
-            if value is not None and (best is None or value < best):
-                best, since = value, 0
-            else:
-                since += 1
-        return cls(results, evaluated, best, since, waiting, running)
-
-
-def _claimed_by_another(study, number: int, key: str) -> str | None:
-    """Why another trial than ``number`` holds the config ``key`` (it was evaluated, or
-    it is being evaluated), or None."""
-    from optuna.trial import TrialState
-
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE,
-                                                          TrialState.PRUNED)):
-        family = trial.params.get("family")
-        if trial.number == number or family is None or config_key(family, _config_of(trial.params, family)) != key:
-            continue
-        if trial.state == TrialState.RUNNING:
-            return f"being evaluated now (trial {trial.number})"
-        if trial.user_attrs.get("status") in EVALUATED:
-            return f"evaluated before (trial {trial.number})"
-    return None
-
-
-def _config_of(params: Mapping[str, object], family: str) -> dict[str, object]:
-    prefix = family + "."
-    return {name[len(prefix):]: value for name, value in params.items() if name.startswith(prefix)}
-
-
-def _params_of(family: str, config: Mapping[str, object]) -> dict[str, object]:
-    return {"family": family, **{f"{family}.{name}": value for name, value in config.items()}}
-
-
-# ---- heartbeats -----------------------------------------------------------------------
-
-class Heartbeat:
-    """Records a heartbeat for each trial being evaluated by this process, every
-    ``interval_s`` seconds, in a daemon thread, so that other workers sharing an RDB
-    storage can tell this process is alive (and, when the heartbeats stop, fail and
-    retry its trials). Does nothing for storages without heartbeats (journal files)."""
-
-    def __init__(self, storage):
-        from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
-
-        from autoconv.search.storage import heartbeat_interval_s
-
-        self.storage = storage
-        self.enabled = isinstance(storage, BaseHeartbeat) and is_heartbeat_enabled(storage)
-        self.interval_s = float(storage.get_heartbeat_interval()) if self.enabled else float(heartbeat_interval_s())
-        self._trial_ids: set[int] = set()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def add(self, trial_id: int) -> None:
-        if not self.enabled:
-            return
-        self.storage.record_heartbeat(trial_id)  # at once: a trial without any heartbeat is never stale
-        with self._lock:
-            self._trial_ids.add(trial_id)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._beat, name="autoconv-heartbeat", daemon=True)
-                self._thread.start()
-
-    def discard(self, trial_id: int) -> None:
-        with self._lock:
-            self._trial_ids.discard(trial_id)
-
-    def _beat(self) -> None:
-        while True:
-            time.sleep(self.interval_s)
-            with self._lock:
-                trial_ids = sorted(self._trial_ids)
-            for trial_id in trial_ids:
-                try:
-                    self.storage.record_heartbeat(trial_id)
-                except Exception:  # the database is unreachable for a moment: the next beat retries
-                    pass
-
-
-# ---- the tuner ------------------------------------------------------------------------
 
 class Tuner:
     """Tunes problems on ``backend`` (see the module docstring).
@@ -423,9 +139,7 @@ class Tuner:
         self.pipeline_depth = max(1, pipeline_depth)
         self.workers = workers
         self.owner = process_owner()
-        self.heartbeat = Heartbeat(self.storage)
-        self._evaluating: set[int] = set()  # ids of the trials this tuner is evaluating now
-        self._last_stale_check = 0.0
+        self.liveness = Liveness(self.storage, self.owner)
 
     # ---- all problems --------------------------------------------------------------
     def tune(self, problems: Sequence[NamedProblem]) -> list[ProblemOutcome]:
@@ -480,18 +194,15 @@ class Tuner:
         studies of this run, wait; a dead worker's trial (killed after this process left
         its study) is failed, queued again and evaluated here (the problem is tuned once
         more, which evaluates what the budget still holds). Alone, this is one look."""
-        import optuna
-        from optuna.trial import TrialState
-
         while True:
             others_running = False
             for index, item, points in tuned:
                 name = study_name(item.problem, self.backend.identity.gpu_name, self.families)
                 study = optuna.load_study(study_name=name, storage=self.storage)
-                if self._fail_abandoned(study, force=True):
+                if self.liveness.fail_abandoned(study, force=True):
                     self.reporter.note(f"{item.name}: evaluating the candidates of a worker that died")
                     again = self.tune_problem(item, points)
-                    outcomes[index] = _combined(outcomes[index], again)
+                    outcomes[index] = merge_outcomes([outcomes[index], again], parallel=False)
                     self.reporter.problem_finished(outcomes[index])
                 elif study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
                     others_running = True
@@ -507,8 +218,6 @@ class Tuner:
         Raises:
             DeviceMemoryError: the problem's buffers alone do not fit (nothing allocated).
         """
-        from autoconv.gpu.memory import check_fits
-
         available = self.backend.available_memory_bytes()
         need = check_fits(item.problem, available, self.backend.device.name, self.backend.device.l2_bytes,
                           label=item.name)
@@ -550,8 +259,6 @@ class Tuner:
     # ---- one problem ---------------------------------------------------------------
     def tune_problem(self, item: NamedProblem, points: ValidPoints | None = None) -> ProblemOutcome:
         """Search ``item``'s problem (see the module docstring); never consults the cache."""
-        import optuna
-
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         problem = item.problem
         workspace_limit = self.problem_workspace_limit(item)
@@ -574,10 +281,10 @@ class Tuner:
                 multivariate=True, group=True, constant_liar=True)
         study = optuna.create_study(study_name=name, storage=self.storage, sampler=sampler,
                                     direction="minimize", load_if_exists=True)
-        study.set_user_attr("problem", problem.key())
-        self._fail_abandoned(study, force=True)
+        mark_problem(study, problem)
+        self.liveness.fail_abandoned(study, force=True)
         self._enqueue_defaults(study, problem, points)
-        history = _History.of(study)
+        history = SearchHistory.of(study)
         self.reporter.problem_started(item, name, history.evaluated, self.budget)
 
         in_flight: deque = deque()
@@ -585,9 +292,9 @@ class Tuner:
         try:
             while True:
                 stop = None
-                self._fail_abandoned(study)
+                self.liveness.fail_abandoned(study)
                 while len(in_flight) < self.pipeline_depth:
-                    history = _History.of(study)
+                    history = SearchHistory.of(study)
                     stop = self._stop_reason(history, len(in_flight), started)
                     if stop:
                         break
@@ -597,8 +304,7 @@ class Tuner:
                         stop = "every valid configuration evaluated"
                         break
                     trial, plan = candidate
-                    self._evaluating.add(trial._trial_id)
-                    self.heartbeat.add(trial._trial_id)
+                    self.liveness.evaluating(study, trial.number)
                     in_flight.append((trial, plan, self.backend.submit(plan)))
                 if not in_flight:
                     outcome.stop_reason = stop or "done"
@@ -607,8 +313,7 @@ class Tuner:
                 result = self.backend.result(ticket)
                 in_flight.popleft()  # only now: an interrupted wait leaves it to the cleanup below
                 self._tell(study, trial, plan, result)
-                self._evaluating.discard(trial._trial_id)
-                self.heartbeat.discard(trial._trial_id)
+                self.liveness.done(study, trial.number)
                 outcome.trials_run += 1
                 outcome.compile_s += result.compile_s
                 outcome.gpu_s += result.run_s
@@ -618,23 +323,18 @@ class Tuner:
                 else:
                     outcome.failures[result.status.value] = outcome.failures.get(result.status.value, 0) + 1
                 self.reporter.trial_finished(item, trial.number, plan, result, best,
-                                             _History.of(study).evaluated)
+                                             SearchHistory.of(study).evaluated)
         finally:
-            from optuna.trial import TrialState
-
             for trial, plan, _ in in_flight:  # interrupted: leave no trial running
-                trial.set_user_attr("status", "abandoned")
-                trial.set_user_attr("reason", "the tuning run ended before this candidate was evaluated")
-                study.tell(trial, state=TrialState.FAIL)
-                self._evaluating.discard(trial._trial_id)
-                self.heartbeat.discard(trial._trial_id)
+                refuse(study, trial, Status.ABANDONED, "the tuning run ended before this candidate was evaluated")
+                self.liveness.done(study, trial.number)
 
-        outcome.trials_total = _History.of(study).evaluated
+        outcome.trials_total = SearchHistory.of(study).evaluated
         self._finish(study, problem, outcome)
         outcome.wall_s = time.monotonic() - started
         return outcome
 
-    def _stop_reason(self, history: _History, in_flight: int, started: float) -> str | None:
+    def _stop_reason(self, history: SearchHistory, in_flight: int, started: float) -> str | None:
         budget = self.budget
         # Trials being evaluated, here or by other processes, are spent budget (``running``
         # holds this process's in-flight trials too, once their params are stored).
@@ -646,69 +346,10 @@ class Tuner:
             return f"no improvement in {budget.patience} trials"
         return None
 
-    def _fail_abandoned(self, study, force: bool = False) -> int:
-        """Fail the RUNNING trials of processes that are gone and enqueue their
-        configurations again (:func:`autoconv.search.storage.retry_trial`), so that the
-        candidates of a killed worker are evaluated by the others:
-
-        - a trial whose owner ran on this host (same process namespace) and is dead, or
-          is this process but not evaluating it (left by an earlier run here);
-        - through an RDB storage, a trial whose heartbeat stopped (any host): Optuna's
-          ``fail_stale_trials``, whose callback enqueues the retry;
-        - a trial without an owner (its process was killed between asking for it and
-          claiming it, which is the next write), once :data:`UNCLAIMED_TRIAL_AGE_S` old.
-
-        Trials of live processes are left alone. Runs at most once per heartbeat interval
-        unless ``force``. Returns how many trials it failed (and so queued again)."""
-        import datetime
-
-        import optuna
-        from optuna.exceptions import UpdateFinishedTrialError
-        from optuna.trial import Trial, TrialState
-
-        now_s = time.monotonic()
-        if not force and now_s - self._last_stale_check < self.heartbeat.interval_s:
-            return 0
-        self._last_stale_check = now_s
-        running = {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(study)  # no-op without heartbeats (journal storage)
-        now = datetime.datetime.now()
-        still_running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-        failed = len(running - {t._trial_id for t in still_running}
-                     - {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
-                                                                                       TrialState.PRUNED))})
-        for frozen in still_running:
-            owner = str(frozen.user_attrs.get("owner", ""))
-            if owner == self.owner:
-                if frozen._trial_id in self._evaluating:
-                    continue
-                reason = "an earlier run in this process ended before it was evaluated"
-            elif owner:
-                if not owner_is_dead(owner):
-                    continue
-                reason = f"its tuning process ({owner}) ended before it was evaluated"
-            else:
-                started = frozen.datetime_start
-                if started is None or (now - started).total_seconds() < UNCLAIMED_TRIAL_AGE_S:
-                    continue
-                reason = "no tuning process claimed it (the one that asked for it was killed)"
-            trial = Trial(study, frozen._trial_id)
-            try:
-                trial.set_user_attr("status", "abandoned")
-                trial.set_user_attr("reason", reason)
-                study.tell(frozen.number, state=TrialState.FAIL, skip_if_finished=True)
-            except UpdateFinishedTrialError:  # another process starting now failed it first
-                continue
-            retry_trial(study, frozen, "abandoned")
-            failed += 1
-        return failed
-
     def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints) -> None:
         """Each family's default config, then its seeds (each the valid point nearest to it),
         unless evaluated or queued already."""
-        history = _History.of(study)
+        history = SearchHistory.of(study)
         known = set(history.results) | history.waiting | history.running
         for family in points.families:
             starts = [(points.default(family), "family default")]
@@ -717,31 +358,24 @@ class Tuner:
                 key = config_key(family, config)
                 if key not in known:
                     known.add(key)
-                    study.enqueue_trial(_params_of(family, config), user_attrs={"origin": origin})
+                    enqueue(study, family, config, origin)
 
-    def _next_candidate(self, study, problem: ConvProblem, points: ValidPoints, history: _History,
+    def _next_candidate(self, study, problem: ConvProblem, points: ValidPoints, history: SearchHistory,
                         in_flight, outcome: ProblemOutcome, workspace_limit: int):
         """Ask until a valid, unevaluated config comes up; (trial, plan), or None when
         every valid config has been evaluated (or is being, here or by another process
         on the same study)."""
-        from optuna.trial import TrialState
-
         pending = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
         seen = set(history.results) | pending | history.running
         for _ in range(MAX_ASKS_PER_CANDIDATE):
             trial = study.ask()
-            trial.set_user_attr("owner", self.owner)
+            claim(trial, self.owner)
             # Every requested family stays a choice (a fixed distribution per study),
             # also one without valid points for this problem: proposing it is invalid.
-            family = trial.suggest_categorical("family", list(self.families))
-            space = get_family(family).space
-            config = {name: trial.suggest_categorical(f"{family}.{name}", list(choices))
-                      for name, choices in space.params.items()}
+            family, config = suggest(trial, self.families)
             key = config_key(family, config)
             if not points.is_valid(family, config):
-                trial.set_user_attr("status", Status.INVALID.value)
-                trial.set_user_attr("reason", self._invalid_reason(family, config, problem, workspace_limit))
-                study.tell(trial, state=TrialState.PRUNED)
+                refuse(study, trial, Status.INVALID, self._invalid_reason(family, config, problem, workspace_limit))
                 outcome.invalid += 1
             else:
                 if key in seen:
@@ -750,19 +384,16 @@ class Tuner:
                 else:
                     # Checked again now that this trial's params are in the storage: of two
                     # processes proposing the same config at once, the later sees the other.
-                    repeat = _claimed_by_another(study, trial.number, key)
+                    repeat = claimed_by_another(study, trial.number, key)
                 if repeat is None:
                     return trial, get_family(family).plan(problem, config, self.backend.device, workspace_limit)
                 seen.add(key)  # (claimed since ``history`` was read: the repair must not pick it)
-                trial.set_user_attr("status", "repeat")
-                trial.set_user_attr("reason", repeat)
-                study.tell(trial, state=TrialState.FAIL)
+                refuse(study, trial, Status.REPEAT, repeat)
                 outcome.repeats += 1
-            repair = points.nearest_unseen(family, config, seen | _History.of(study).waiting)
+            repair = points.nearest_unseen(family, config, seen | SearchHistory.of(study).waiting)
             if repair is None:
                 return None
-            study.enqueue_trial(_params_of(*repair),
-                                user_attrs={"origin": f"nearest unevaluated valid point to trial {trial.number}"})
+            enqueue(study, *repair, f"nearest unevaluated valid point to trial {trial.number}")
         raise AutoconvError(f"no new candidate after {MAX_ASKS_PER_CANDIDATE} proposals for "
                             f"{problem.shape_str()} (is another process draining the same study?)")
 
@@ -775,31 +406,9 @@ class Tuner:
         return "; ".join(broken) or f"no valid {family} configuration for this problem"
 
     def _tell(self, study, trial, plan: KernelPlan, result: TrialResult) -> None:
-        """Record ``result`` on ``trial``: ``status``, ``reason``, ``time_ms``,
-        ``compile_s``, ``run_s`` and ``details`` (the rest) as user attributes. (Each
-        attribute is one journal write with an fsync; hence the one ``details`` dict.)"""
-        from optuna.trial import TrialState
-
-        details = {"kernel_name": plan.name, "workspace_bytes": plan.workspace_bytes,
-                   "source_hash": plan.source_hash}
-        for name in ("tflops", "min_ms", "max_ms", "error", "registers", "spill_bytes", "shared_bytes"):
-            value = getattr(result, name)
-            if value is not None:
-                details[name] = value
-        attrs = {"status": result.status.value, "reason": result.reason[:2000],
-                 "compile_s": round(result.compile_s, 4), "run_s": round(result.run_s, 4),
-                 "details": details}
-        if result.time_ms is not None:
-            attrs["time_ms"] = result.time_ms
-        from optuna.exceptions import UpdateFinishedTrialError
-
+        """Record ``result`` on ``trial`` (:func:`autoconv.search.study.record_evaluation`)."""
         try:
-            for name, value in attrs.items():
-                trial.set_user_attr(name, value)
-            if result.ok:
-                study.tell(trial, result.time_ms)
-            else:
-                study.tell(trial, state=TrialState.PRUNED)
+            record_evaluation(study, trial, plan, result)
         except UpdateFinishedTrialError:
             # Another process ended this trial: it took this process for dead (no heartbeat
             # within the grace period) and failed it, so its configuration was queued again.
@@ -808,18 +417,13 @@ class Tuner:
 
     def _finish(self, study, problem: ConvProblem, outcome: ProblemOutcome) -> None:
         """Re-verify the study's fastest ok trials until one passes; cache it."""
-        from optuna.trial import TrialState
-
-        ok_trials = sorted((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                            if t.user_attrs.get("status") == Status.OK.value),
-                           key=lambda t: t.value)
-        if not ok_trials:
+        fastest = ok_trials(study)
+        if not fastest:
             outcome.message = "no candidate passed verification"
             return
         rejected = []
-        for trial in ok_trials[:REVERIFY_CANDIDATES]:
-            family = trial.params["family"]
-            config = _config_of(trial.params, family)
+        for trial in fastest[:REVERIFY_CANDIDATES]:
+            family, config = trial.family, trial.config
             plan = get_family(family).plan(problem, config, self.backend.device, self.workspace_limit)
             check = self.backend.evaluate(plan, seed=self.seed + REVERIFY_SEED_OFFSET)
             outcome.compile_s += check.compile_s
@@ -833,8 +437,7 @@ class Tuner:
             outcome.workspace_bytes = plan.workspace_bytes
             outcome.message = (f"trial {trial.number}, re-verified on fresh inputs (error {check.error:.2g}); "
                                f"{trial.value:.4f} ms in the search")
-            study.set_user_attr("winner", {"trial": trial.number, "kernel_name": plan.name,
-                                           "time_ms": check.time_ms, "tflops": check.tflops})
+            record_winner(study, trial.number, plan.name, check.time_ms, check.tflops)
             if self.cache is not None:
                 # A faster entry stays, unless it is one this autoconv cannot use.
                 existing = self.cache.get(self._cache_key(problem))
@@ -848,102 +451,3 @@ class Tuner:
         if rejected:
             outcome.message = "; ".join(filter(None, [outcome.message, "re-verification failed for "
                                                       + " | ".join(rejected)]))
-
-
-
-
-# ---- dry run: render and compile with nvcc, no GPU ---------------------------------------
-
-@dataclass
-class DryRunResult:
-    """One candidate of ``autoconv tune --dry-run``: rendered and compiled by nvcc."""
-
-    name: str
-    problem: ConvProblem
-    family: str
-    config: dict
-    kernel_name: str = ""
-    ok: bool = False
-    seconds: float = 0.0
-    registers: int | None = None
-    spill_bytes: int = 0
-    message: str = ""
-
-
-def sample_valid(family_name: str, problem: ConvProblem, device: DeviceLimits, workspace_limit: int,
-                 count: int, seed: int, attempts: int = 20_000) -> list[dict]:
-    """Up to ``count`` distinct valid configs of a family: its default first, then
-    random valid ones (rejection sampling with a seeded generator; no enumeration)."""
-    import random
-
-    space = get_family(family_name).space
-    rng = random.Random(seed)
-    chosen: list[dict] = []
-    keys: set[str] = set()
-    try:
-        default = space.default_config(problem, device, workspace_limit)
-    except AutoconvError:
-        return []
-    for candidate in [default] + [None] * attempts:
-        if len(chosen) >= count:
-            break
-        if candidate is None:
-            candidate = {name: rng.choice(choices) for name, choices in space.params.items()}
-        key = config_key(family_name, candidate)
-        if key not in keys and space.is_valid(candidate, problem, device, workspace_limit):
-            keys.add(key)
-            chosen.append(candidate)
-    return chosen
-
-
-def dry_run(problems: Sequence[NamedProblem], families: Sequence[str], *, per_family: int = 1,
-            seed: int = 0, device: DeviceLimits | None = None,
-            workspace_limit: int = DEFAULT_WORKSPACE_LIMIT, workers: int | None = None) -> list[DryRunResult]:
-    """Render each problem's candidates (per family: the default, plus random valid
-    configs up to ``per_family``) and compile them with nvcc, in ``workers`` threads.
-    Nothing runs; no GPU is needed.
-
-    Raises:
-        BackendUnavailable: nvcc is not installed.
-    """
-    import concurrent.futures
-
-    from autoconv.kernels.limits import H100
-    from autoconv.errors import BackendUnavailable
-    from autoconv.kernels.nvcc import NvccError, compile_cubin, nvcc_available
-
-    if not nvcc_available():
-        raise BackendUnavailable("--dry-run compiles with nvcc, which is not on PATH (nor under "
-                                 "$CUDA_HOME/bin); install the CUDA toolkit")
-    device = device or H100
-    jobs: list[tuple[DryRunResult, KernelPlan | None]] = []
-    for item in problems:
-        for family in families:
-            reason = get_family(family).unsupported_reason(item.problem)
-            configs = [] if reason else sample_valid(family, item.problem, device, workspace_limit,
-                                                      per_family, seed)
-            if not configs:
-                jobs.append((DryRunResult(item.name, item.problem, family, {},
-                                          message=reason or "no valid configuration"), None))
-            for config in configs:
-                plan = get_family(family).plan(item.problem, config, device, workspace_limit)
-                jobs.append((DryRunResult(item.name, item.problem, family, config, plan.name), plan))
-
-    def compile_one(job):
-        result, plan = job
-        if plan is None:
-            return result
-        try:
-            report = compile_cubin(plan.source, device.arch, label=plan.name)
-        except NvccError as err:
-            result.message = err.output.strip().splitlines()[0] if err.output.strip() else str(err)
-            return result
-        result.ok = True
-        result.seconds = report.seconds
-        result.registers = max((k.registers for k in report.kernels.values()), default=None)
-        result.spill_bytes = max((k.spill_store_bytes for k in report.kernels.values()), default=0)
-        result.message = "spills" if report.spills else "compiled"
-        return result
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2) as pool:
-        return list(pool.map(compile_one, jobs))

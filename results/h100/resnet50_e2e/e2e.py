@@ -99,6 +99,19 @@ def runner(mode: str, variant: str, model, x: torch.Tensor):
     return forward
 
 
+def errors_over_inputs(models, reference, batch: int, count: int) -> dict[str, list[float]]:
+    """Each variant's error on ``count`` more random inputs (eager, no gradient)."""
+    errors: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    for index in range(count):
+        x = torch.randn(batch, 3, 224, 224, device="cuda", generator=torch.Generator("cuda").manual_seed(1000 + index))
+        with torch.no_grad():
+            want = reference(x.double())
+            for variant in VARIANTS:
+                set_precision(variant)
+                errors[variant].append(relative_error(models[variant](x), want))
+    return errors
+
+
 def time_forward(forward, iters: int) -> float:
     torch.cuda.synchronize()
     start = time.perf_counter()
@@ -115,6 +128,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--error-inputs", type=int, default=4, help="more inputs the eager errors are measured on")
     parser.add_argument("--out", required=True, help="results.json to write (existing records are kept)")
     args = parser.parse_args()
     out = Path(args.out)
@@ -137,6 +151,8 @@ def main() -> None:
             for variant, forward in forwards.items():
                 set_precision(variant)
                 record[f"{variant}_err"] = relative_error(forward(), want)
+            if mode == "eager":  # the errors' spread over more inputs
+                record["errors_over_inputs"] = errors_over_inputs(models, reference, batch, args.error_inputs)
             samples = {variant: [] for variant in VARIANTS}
             for round_index in range(args.rounds):
                 order = VARIANTS[round_index % 3:] + VARIANTS[:round_index % 3]

@@ -1,0 +1,110 @@
+"""What tuning a problem gives (:class:`ProblemOutcome`), how the outcomes of one problem
+tuned several times are merged into one (:func:`merge_outcomes`), and the interface
+through which the tuner reports its progress (:class:`Reporter`).
+
+One problem is tuned several times in two ways, and :func:`merge_outcomes` serves both:
+
+- **in parallel**, by the workers of ``autoconv tune --gpus`` sharing its study
+  (:mod:`autoconv.search.fleet`): the fastest verified winner (the one the cache keeps),
+  the longest wall time, and the number of workers that tuned it;
+- **one pass after another** in one process, when the tuner tunes a problem again to
+  evaluate the candidates of a worker that died
+  (:meth:`autoconv.search.tuner.Tuner._settle`): the last pass's winner (it re-verified
+  the study's best), wall times added.
+
+Either way the work is added up: trials run, invalid proposals, repeats, failures by
+status, compile and GPU seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+from autoconv.backends.base import TrialResult
+from autoconv.kernels.families import KernelPlan
+from autoconv.problems.config import Budget
+from autoconv.problems.models import NamedProblem
+from autoconv.problems.problem import ConvProblem
+
+
+@dataclass
+class ProblemOutcome:
+    """What tuning one problem gave. ``source``: ``tuned``, ``cache`` or ``none`` (no
+    candidate passed)."""
+
+    name: str
+    problem: ConvProblem
+    count: int = 1
+    source: str = "none"
+    family: str | None = None
+    config: dict | None = None
+    kernel_name: str | None = None
+    time_ms: float | None = None
+    tflops: float | None = None
+    workspace_bytes: int = 0
+    study_name: str = ""
+    stop_reason: str = ""
+    message: str = ""
+    trials_run: int = 0        # candidates evaluated in this run
+    trials_total: int = 0      # candidates evaluated in the study (all runs)
+    invalid: int = 0           # proposals repaired because they broke a constraint
+    repeats: int = 0           # proposals of configs evaluated before
+    failures: dict[str, int] = field(default_factory=dict)  # this run's failed candidates by status
+    compile_s: float = 0.0
+    gpu_s: float = 0.0
+    wall_s: float = 0.0
+    valid_points: int = 0
+    workers: int = 1           # processes whose trials are counted here (``tune --gpus``)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["problem"] = self.problem.key()
+        data["shape"] = self.problem.shape_str()
+        data["gflop"] = self.problem.gflop
+        return data
+
+
+def merge_outcomes(outcomes: Sequence[ProblemOutcome], *, parallel: bool = True) -> ProblemOutcome:
+    """One problem's outcome from several tunings of it (see the module docstring), in
+    the order they ended: with ``parallel``, by workers at once (the fastest verified
+    winner; the longest wall time; trials in the study: the most any saw; ``source``
+    ``tuned`` when any tuned; ``workers``: how many tuned); else one pass after another
+    in this process (the last pass with a winner, else the first; wall times added; the
+    rest as that pass says). The work of all is added up either way."""
+    failures: dict[str, int] = {}
+    for outcome in outcomes:
+        for status, count in outcome.failures.items():
+            failures[status] = failures.get(status, 0) + count
+    work = dict(trials_run=sum(o.trials_run for o in outcomes), invalid=sum(o.invalid for o in outcomes),
+                repeats=sum(o.repeats for o in outcomes), failures=failures,
+                compile_s=sum(o.compile_s for o in outcomes), gpu_s=sum(o.gpu_s for o in outcomes))
+    with_winner = [o for o in outcomes if o.time_ms is not None]
+    if not parallel:
+        chosen = with_winner[-1] if with_winner else outcomes[0]
+        return dataclasses.replace(chosen, **work, wall_s=sum(o.wall_s for o in outcomes))
+    chosen = min(with_winner, key=lambda o: o.time_ms) if with_winner else outcomes[0]
+    tuned = [o for o in outcomes if o.source == "tuned" or o.trials_run]
+    return dataclasses.replace(
+        chosen, **work, source="tuned" if tuned else chosen.source,
+        trials_total=max(o.trials_total for o in outcomes), wall_s=max(o.wall_s for o in outcomes),
+        workers=len(tuned) or 1)
+
+
+class Reporter:
+    """Receives the tuner's progress; this base class ignores it (see
+    :mod:`autoconv.commands.tune` for the terminal's, :mod:`autoconv.search.fleet` for a
+    worker's)."""
+
+    def run_started(self, problems: Sequence[NamedProblem], budget: Budget) -> None: ...
+    def problem_started(self, item: NamedProblem, study: str, evaluated: int, budget: Budget) -> None: ...
+    def trial_finished(self, item: NamedProblem, trial_number: int, plan: KernelPlan,
+                       result: TrialResult, best: TrialResult | None, evaluated: int) -> None: ...
+    def problem_finished(self, outcome: ProblemOutcome) -> None: ...
+    def run_finished(self, outcomes: Sequence[ProblemOutcome]) -> None: ...
+    def note(self, text: str) -> None: ...

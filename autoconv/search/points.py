@@ -1,0 +1,142 @@
+"""The valid points of a problem: the configurations of each kernel family that satisfy
+its search space's constraints for one problem on one device.
+
+The tuner enumerates them once per problem (:func:`enumerate_all`, in worker processes:
+a large space takes seconds) and samples only among them: a proposal that breaks a
+constraint, or repeats a configuration, is *repaired* to the nearest valid point not yet
+evaluated (:meth:`ValidPoints.nearest_unseen`; see :mod:`autoconv.search.tuner`).
+:func:`sample_valid` draws a few valid configurations without enumerating the space (the
+dry run and the GPU tests).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import random
+from typing import Mapping, Sequence
+
+from autoconv.errors import AutoconvError
+from autoconv.kernels.families import get_family
+from autoconv.kernels.limits import DeviceLimits
+from autoconv.problems.problem import ConvProblem
+from autoconv.processes import exit_with_parent
+
+
+def config_key(family: str, config: Mapping[str, object]) -> str:
+    """One configuration of one family as a string (equal configurations, equal keys)."""
+    return family + json.dumps(dict(sorted(config.items())), sort_keys=True)
+
+
+def enumerate_points(problem: ConvProblem, families: Sequence[str], device: DeviceLimits,
+                     workspace_limit: int) -> dict[str, list[dict]]:
+    """Each family's valid configs for ``problem`` (families that cannot run it: none)."""
+    points = {}
+    for name in families:
+        family = get_family(name)
+        points[name] = [] if family.unsupported_reason(problem) else \
+            family.space.points(problem, device, workspace_limit)
+    return points
+
+
+def _enumerate_job(args) -> list[dict]:
+    problem, family, device, workspace_limit = args
+    return enumerate_points(problem, (family,), device, workspace_limit)[family]
+
+
+def enumerate_all(problems: Sequence[ConvProblem], families: Sequence[str], device: DeviceLimits,
+                  workspace_limit: int | Sequence[int], workers: int = 1) -> list[dict[str, list[dict]]]:
+    """:func:`enumerate_points` for several problems, one (problem, family) per job in
+    ``workers`` processes (a large space takes seconds to enumerate). ``workspace_limit``
+    is one limit for all problems, or one per problem."""
+    limits = [workspace_limit] * len(problems) if isinstance(workspace_limit, int) else list(workspace_limit)
+    if len(limits) != len(problems):
+        raise ValueError(f"{len(limits)} workspace limits for {len(problems)} problems")
+    jobs = [(problem, family, device, limit) for problem, limit in zip(problems, limits) for family in families]
+    if workers <= 1 or len(jobs) <= 1:
+        results = [_enumerate_job(job) for job in jobs]
+    else:
+        with concurrent.futures.ProcessPoolExecutor(
+                max_workers=min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
+                initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
+            results = list(pool.map(_enumerate_job, jobs))
+    per_problem = iter(results)
+    return [{family: next(per_problem) for family in families} for _ in problems]
+
+
+class ValidPoints:
+    """The valid configs of every family for one problem, and the nearest of them to any
+    (possibly invalid) proposal."""
+
+    def __init__(self, points: Mapping[str, list[dict]]):
+        self.points = {family: list(configs) for family, configs in points.items() if configs}
+        self.families = tuple(self.points)
+        self._keys = {family: {config_key(family, c) for c in configs}
+                      for family, configs in self.points.items()}
+
+    def __len__(self) -> int:
+        return sum(len(configs) for configs in self.points.values())
+
+    def is_valid(self, family: str, config: Mapping[str, object]) -> bool:
+        return config_key(family, config) in self._keys.get(family, ())
+
+    def default(self, family: str) -> dict:
+        """The family's default config, or the valid one nearest to it (as
+        :meth:`SearchSpace.default_config`, without enumerating the space again)."""
+        return self.nearest(family, get_family(family).space.default)
+
+    def nearest(self, family: str, config: Mapping[str, object]) -> dict:
+        """``config`` if valid, else the valid config of ``family`` nearest to it."""
+        if self.is_valid(family, config):
+            return dict(config)
+        return self.nearest_unseen(family, config, set())[1]
+
+    def nearest_unseen(self, family: str, config: Mapping[str, object], seen: set[str]) -> tuple[str, dict] | None:
+        """The valid, unseen config of ``family`` closest to ``config`` (fewest parameters
+        changed, then fewest steps along each parameter's choice list); if the family has
+        none left, the first unseen config of another family; None when all are seen."""
+        space = get_family(family).space
+
+        def distance(candidate: Mapping[str, object]) -> tuple[int, int]:
+            changed = steps = 0
+            for name, choices in space.params.items():
+                if candidate[name] != config.get(name):
+                    changed += 1
+                    steps += abs(choices.index(candidate[name]) - choices.index(config[name])) \
+                        if config.get(name) in choices else len(choices)
+            return changed, steps
+
+        unseen = [c for c in self.points.get(family, ()) if config_key(family, c) not in seen]
+        if unseen:
+            return family, min(unseen, key=distance)
+        for other, configs in self.points.items():
+            for candidate in configs:
+                if config_key(other, candidate) not in seen:
+                    return other, candidate
+        return None
+
+
+def sample_valid(family_name: str, problem: ConvProblem, device: DeviceLimits, workspace_limit: int,
+                 count: int, seed: int, attempts: int = 20_000) -> list[dict]:
+    """Up to ``count`` distinct valid configs of a family: its default first, then
+    random valid ones (rejection sampling with a seeded generator; no enumeration)."""
+    space = get_family(family_name).space
+    rng = random.Random(seed)
+    chosen: list[dict] = []
+    keys: set[str] = set()
+    try:
+        default = space.default_config(problem, device, workspace_limit)
+    except AutoconvError:
+        return []
+    for candidate in [default] + [None] * attempts:
+        if len(chosen) >= count:
+            break
+        if candidate is None:
+            candidate = {name: rng.choice(choices) for name, choices in space.params.items()}
+        key = config_key(family_name, candidate)
+        if key not in keys and space.is_valid(candidate, problem, device, workspace_limit):
+            keys.add(key)
+            chosen.append(candidate)
+    return chosen

@@ -1,0 +1,71 @@
+"""The valid points of a problem (:mod:`autoconv.search.points`): the nearest valid,
+unseen config to a proposal, and sampling valid configs without enumerating."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoconv.kernels.families import get_family
+from autoconv.kernels.limits import H100
+from autoconv.problems.problem import parse_spec
+from autoconv.search.points import ValidPoints, config_key, enumerate_all, enumerate_points, sample_valid
+
+PROBLEM = parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1")
+FAMILIES = ("direct", "im2col_gemm")
+
+
+@pytest.fixture(scope="module")
+def points():
+    return ValidPoints(enumerate_points(PROBLEM, FAMILIES, H100, 1 << 30))
+
+
+def test_config_keys_ignore_the_order_of_params():
+    assert config_key("direct", {"A": 1, "B": 2}) == config_key("direct", {"B": 2, "A": 1})
+    assert config_key("direct", {"A": 1}) != config_key("im2col_gemm", {"A": 1})
+
+
+def test_the_nearest_unseen_point_changes_the_fewest_params(points):
+    family = "direct"
+    space = get_family(family).space
+    configs = points.points[family]
+    assert all(space.is_valid(c, PROBLEM, H100) for c in configs) and len(points) > len(configs)
+    start = configs[len(configs) // 2]
+    assert points.nearest(family, start) == start  # valid: itself
+
+    def changed(a, b):
+        return sum(a[name] != b[name] for name in space.params)
+
+    nearest_family, nearest = points.nearest_unseen(family, start, {config_key(family, start)})
+    assert nearest_family == family and nearest != start
+    assert changed(nearest, start) == min(changed(c, start) for c in configs if c != start)
+
+
+def test_when_a_family_is_exhausted_another_is_offered_then_none(points):
+    seen = {config_key("direct", c) for c in points.points["direct"]}
+    other, config = points.nearest_unseen("direct", points.default("direct"), seen)
+    assert other == "im2col_gemm" and points.is_valid(other, config)
+    seen |= {config_key("im2col_gemm", c) for c in points.points["im2col_gemm"]}
+    assert points.nearest_unseen("direct", points.default("direct"), seen) is None
+
+
+def test_families_without_valid_points_are_left_out():
+    # A workspace limit of 0 bytes rules out im2col_gemm (its column buffer).
+    points = ValidPoints(enumerate_points(PROBLEM, FAMILIES, H100, 0))
+    assert points.families == ("direct",)
+    assert not points.is_valid("im2col_gemm", get_family("im2col_gemm").space.default)
+
+
+def test_enumerate_all_matches_one_problem_at_a_time():
+    other = parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1")
+    both = enumerate_all([PROBLEM, other], FAMILIES, H100, [1 << 30, 0])
+    assert both == [enumerate_points(PROBLEM, FAMILIES, H100, 1 << 30), enumerate_points(other, FAMILIES, H100, 0)]
+    with pytest.raises(ValueError, match="2 workspace limits for 1 problems"):
+        enumerate_all([PROBLEM], FAMILIES, H100, [1, 2])
+
+
+def test_sample_valid_starts_with_the_default_and_repeats_nothing(points):
+    sampled = sample_valid("direct", PROBLEM, H100, 1 << 30, count=5, seed=3)
+    assert sampled[0] == get_family("direct").space.default_config(PROBLEM, H100, 1 << 30)
+    assert len(sampled) == 5 and len({config_key("direct", c) for c in sampled}) == 5
+    assert all(points.is_valid("direct", c) for c in sampled)
+    assert sampled == sample_valid("direct", PROBLEM, H100, 1 << 30, count=5, seed=3)  # seeded
