@@ -1,10 +1,13 @@
 // wgmma_tf32.cuh: warpgroup TF32 tensor-core products (Hopper's wgmma.mma_async, sm_90a), the
 // shared-memory descriptors they read B through, and TF32 rounding.
 //
-// A Jinja template, pulled in by a family template's include, so a rendered source is
+// Plain CUDA, pulled in by a template's Jinja include, so that a rendered source is
 // self-contained (NVRTC, nvcc and the CPU emulator compile it with no include path, and the
-// plan's source hash covers it). The including template sets WGMMA_N, the list of instruction
-// widths N it uses; one mma_m64n<N>k8 function is emitted per width.
+// plan's source hash covers it). Jinja reads it as a template: the character pairs that open a
+// Jinja tag (a brace followed by %, { or #) must not occur in it.
+//
+// An asm statement names every register it uses, so the product is written out for each width N
+// a kernel may use (16, 32, 64, 128: mma_m64n<N>k8); mma_m64nNk8<N> picks one at compile time.
 //
 // On the GPU each function is a PTX instruction (inline asm). Under the CPU emulator
 // (cuda_emulation.h defines AUTOCONV_EMULATOR), where inline PTX cannot run, each has a model
@@ -107,27 +110,93 @@ __device__ __forceinline__ void fence_shared_for_tensor_cores()
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-{% for n in WGMMA_N %}
-//! D (64 x {{ n }}) = A (64 x 8, registers) * B (8 x {{ n }}, shared memory) + (accumulate ? D : 0).
-__device__ __forceinline__ void mma_m64n{{ n }}k8(float (&d)[{{ n // 2 }}], const float (&a)[4],
-                                              unsigned long long b, bool accumulate)
+//! D (64 x 16) = A (64 x 8, registers) * B (8 x 16, shared memory) + (accumulate ? D : 0).
+__device__ __forceinline__ void mma_m64n16k8(float (&d)[8], const float (&a)[4], unsigned long long b,
+                                             bool accumulate)
 {
     asm volatile(
         "{\n"
         ".reg .pred accumulate;\n"
-        "setp.ne.b32 accumulate, %{{ n // 2 + 5 }}, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n{{ n }}k8.f32.tf32.tf32 "
-        "{ {% for i in range(n // 2) %}%{{ i }}{{ ", " if not loop.last }}{% endfor %} }, "
-        "{ %{{ n // 2 }}, %{{ n // 2 + 1 }}, %{{ n // 2 + 2 }}, %{{ n // 2 + 3 }} }, "
-        "%{{ n // 2 + 4 }}, accumulate, 1, 1;\n"
+        "setp.ne.b32 accumulate, %13, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7 }, "
+        "{ %8, %9, %10, %11 }, "
+        "%12, accumulate, 1, 1;\n"
         "}\n"
-        : {% for i in range(n // 2) %}"+f"(d[{{ i }}]){{ ", " if not loop.last }}{% endfor %}
-
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
         : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
           "r"(__float_as_uint(a[3])), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
-{% endfor %}
+//! D (64 x 32) = A (64 x 8, registers) * B (8 x 32, shared memory) + (accumulate ? D : 0).
+__device__ __forceinline__ void mma_m64n32k8(float (&d)[16], const float (&a)[4], unsigned long long b,
+                                             bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15 }, "
+        "{ %16, %17, %18, %19 }, "
+        "%20, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
+          "r"(__float_as_uint(a[3])), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+//! D (64 x 64) = A (64 x 8, registers) * B (8 x 64, shared memory) + (accumulate ? D : 0).
+__device__ __forceinline__ void mma_m64n64k8(float (&d)[32], const float (&a)[4], unsigned long long b,
+                                             bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31 }, "
+        "{ %32, %33, %34, %35 }, "
+        "%36, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
+          "r"(__float_as_uint(a[3])), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+//! D (64 x 128) = A (64 x 8, registers) * B (8 x 128, shared memory) + (accumulate ? D : 0).
+__device__ __forceinline__ void mma_m64n128k8(float (&d)[64], const float (&a)[4], unsigned long long b,
+                                              bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63 }, "
+        "{ %64, %65, %66, %67 }, "
+        "%68, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
+          "r"(__float_as_uint(a[3])), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
 //! Keeps the compiler from moving reads or writes of `d` across this point (the products that
 //! write it asynchronously are invisible to it).
 template <int SIZE>
@@ -295,14 +364,43 @@ inline void wait()
     }
 }
 
-{% for n in WGMMA_N %}
-inline void mma_m64n{{ n }}k8(float (&d)[{{ n // 2 }}], const float (&a)[4], unsigned long long b, bool accumulate)
+inline void mma_m64n16k8(float (&d)[8], const float (&a)[4], unsigned long long b, bool accumulate)
 {
-    emulation::issue(d, {{ n }}, a, b, accumulate);
+    emulation::issue(d, 16, a, b, accumulate);
 }
 
-{% endfor %}
+inline void mma_m64n32k8(float (&d)[16], const float (&a)[4], unsigned long long b, bool accumulate)
+{
+    emulation::issue(d, 32, a, b, accumulate);
+}
+
+inline void mma_m64n64k8(float (&d)[32], const float (&a)[4], unsigned long long b, bool accumulate)
+{
+    emulation::issue(d, 64, a, b, accumulate);
+}
+
+inline void mma_m64n128k8(float (&d)[64], const float (&a)[4], unsigned long long b, bool accumulate)
+{
+    emulation::issue(d, 128, a, b, accumulate);
+}
+
 #endif
+
+//! The product of a width N chosen at compile time (a template's warpgroup tile, say).
+template <int N>
+__device__ __forceinline__ void mma_m64nNk8(float (&d)[N / 2], const float (&a)[4], unsigned long long b,
+                                            bool accumulate)
+{
+    static_assert(N == 16 || N == 32 || N == 64 || N == 128, "mma_m64nNk8 is written out for N = 16, 32, 64, 128");
+    if constexpr (N == 16)
+        mma_m64n16k8(d, a, b, accumulate);
+    else if constexpr (N == 32)
+        mma_m64n32k8(d, a, b, accumulate);
+    else if constexpr (N == 64)
+        mma_m64n64k8(d, a, b, accumulate);
+    else
+        mma_m64n128k8(d, a, b, accumulate);
+}
 
 }  // namespace wgmma_tf32
 

@@ -166,3 +166,73 @@ def test_space_command_lists_exactly_the_valid_points(family_name, capsys):
     listed = lines[1:]
     assert len(listed) == len(points) > 0
     assert listed[0].split() == [f"{name}={value}" for name, value in points[0].items()]
+
+
+# ---- the templates' shared pieces ---------------------------------------------------------
+
+#: Problems on which every code path of every family has a valid config: odd C with bias, C a
+#: multiple of 64 (GATHER = rsc) with P*Q a multiple of 4 (float4 stores), a 1x1 filter at stride
+#: 1 (im2col_gemm reading x in place), outputs small enough for split-K.
+SWITCH_PROBLEMS = (
+    "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,bias=1",
+    "N=1,C=128,H=8,W=8,K=64,R=3,S=3,pad=1",
+    "N=2,C=64,H=7,W=7,K=96,R=1,S=1,bias=1",
+)
+
+
+def _switches(family, problem, config) -> set[tuple[str, object]]:
+    """The code paths a config takes: every parameter whose value selects code (string-valued
+    ones, SPLIT_K 1 or more, MIN_BLOCKS 1 or more), the bias, and the derived vector widths."""
+    values = family.space.context(config, problem, H100)
+    switches = {("HAS_BIAS", values["HAS_BIAS"])}
+    for name, value in config.items():
+        if isinstance(value, str):
+            switches.add((name, value))
+        elif name in ("SPLIT_K", "MIN_BLOCKS"):
+            switches.add((f"{name} > 1", value > 1))
+    for name in ("OUT_VEC", "B_VEC", "A_VEC", "FRAG_M", "FRAG_N", "WEIGHT_VEC", "WGN"):
+        if name in values:
+            switches.add((name, values[name]))
+    return switches
+
+
+@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+def test_every_code_path_renders_by_the_conventions(family_name):
+    """One config per code path (each value of each switch), rendered: no Jinja left, every
+    launched kernel defined once, launch bounds with a minimum of blocks exactly when MIN_BLOCKS > 1."""
+    family = get_family(family_name)
+    wanted: dict[tuple[str, object], tuple] = {}
+    for spec in SWITCH_PROBLEMS:
+        problem = parse_spec(spec)
+        for config in family.space.points(problem, H100):
+            for switch in _switches(family, problem, config) - set(wanted):
+                wanted[switch] = (problem, config)
+    for name, choices in family.space.params.items():
+        for choice in choices:
+            if isinstance(choice, str):
+                assert (name, choice) in wanted, f"no valid config with {name} = {choice}"
+    for name in ("SPLIT_K > 1", "MIN_BLOCKS > 1"):
+        if name.split()[0] in family.space.params:
+            assert {(name, False), (name, True)} <= set(wanted), name
+    assert {("HAS_BIAS", 0), ("HAS_BIAS", 1)} <= set(wanted)
+
+    for problem, config in {id(c): (p, c) for p, c in wanted.values()}.values():
+        plan = family.plan(problem, config)
+        assert "{{" not in plan.source and "{%" not in plan.source and "{#" not in plan.source
+        for launch in plan.launches:
+            assert len(_kernel_definition(launch.kernel).findall(plan.source)) == 1, launch.kernel
+        if "MIN_BLOCKS" in config:
+            with_minimum = "__launch_bounds__(THREADS, MIN_BLOCKS)" in plan.source
+            assert with_minimum == (config["MIN_BLOCKS"] > 1), plan.name
+
+
+def test_headers_are_plain_cuda():
+    """A .cuh in templates/ is CUDA that a template pulls in with a Jinja include: rendered with
+    no values at all, it comes out unchanged (no Jinja in it, nothing that reads as a Jinja tag)."""
+    from autoconv.kernels.render import environment
+    from autoconv.kernels.resources import templates_dir
+
+    headers = sorted(templates_dir().glob("*.cuh"))
+    assert headers
+    for header in headers:
+        assert environment().get_template(header.name).render() == header.read_text(), header.name
