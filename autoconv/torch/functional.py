@@ -10,9 +10,10 @@ input is copied to contiguous NCHW first (autoconv's kernels read NCHW).
 
 Eager calls on CUDA tensors go straight to the operator's CUDA implementation, through
 :class:`~autoconv.torch.ops.EagerConv2d` when they need gradients: the dispatcher and
-``register_autograd``'s generic Python wrapper cost 30-90 us per call on the H100 and
-add nothing there. Traced calls (``torch.compile``, ``torch.export``), tensor subclasses,
-meta and CPU tensors call the operator ``torch.ops.autoconv.conv2d``.
+``register_autograd``'s generic Python wrapper cost 8-24 us more per call on the H100
+(``examples/host_cost.py``) and add nothing there. Traced calls (``torch.compile``,
+``torch.export``), tensor subclasses, meta and CPU tensors call the operator
+``torch.ops.autoconv.conv2d``.
 """
 
 from __future__ import annotations
