@@ -6,7 +6,7 @@ in registers, spills, stack and shared memory.
 
 ptxas's ``-v`` report is text meant for people, so its format is the fragile part: every
 pattern that reads it is in :data:`PTXAS_PATTERNS` and nowhere else, and
-``tests/test_compile.py`` checks them on captured reports of CUDA 12 and CUDA 13.
+``tests/kernels/test_compile.py`` checks them on captured reports of CUDA 12 and CUDA 13.
 
 Typical use::
 

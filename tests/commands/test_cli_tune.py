@@ -16,7 +16,7 @@ import pytest
 from autoconv.cache.winners import WinnerCache
 from autoconv.commands.main import main
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 CONFIG = """\
 problems:

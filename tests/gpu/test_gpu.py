@@ -30,7 +30,7 @@ from autoconv.verify.compare import POISON, check_result
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 #: Awkward shapes on purpose: sizes that divide no tile, non-square stride, asymmetric
 #: padding, dilation, bias, a 1x1 and a single-channel input.

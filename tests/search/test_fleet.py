@@ -26,7 +26,7 @@ from autoconv.problems.problem import parse_spec
 from autoconv.search.points import config_key
 from autoconv.search.study import EVALUATED, config_of
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 CONFIG = """\
 problems:

@@ -26,7 +26,7 @@ from autoconv.kernels.families import FAMILY_NAMES
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem, resnet50
 from autoconv.problems.problem import make_problem, parse_spec
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
