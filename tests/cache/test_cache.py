@@ -10,22 +10,14 @@ from dataclasses import replace
 
 import pytest
 
-from autoconv.cache.winners import (EXPORT_FORMAT, SCHEMA_VERSION, CacheEntry, CacheKey, WinnerCache,
-                            templates_hash)
-from autoconv.errors import CacheError
 from autoconv.backends.base import BackendIdentity
 from autoconv.backends.fake import FAKE_IDENTITY
+from autoconv.cache.winners import EXPORT_FORMAT, SCHEMA_VERSION, CacheKey, WinnerCache, templates_hash
+from autoconv.errors import CacheError
 from autoconv.problems.problem import parse_spec
+from tests.helpers import cache_entry as entry
 
 PROBLEM = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1")
-
-
-def entry(key: CacheKey, time_ms: float = 1.0, **changes) -> CacheEntry:
-    values = dict(key=key, family="implicit_gemm", config={"BM": 64, "BN": 32}, kernel_name="kernel_x",
-                  source_hash="0123456789abcdef", time_ms=time_ms, tflops=1.0 / time_ms, workspace_bytes=0,
-                  trials=5, study_name="study")
-    values.update(changes)
-    return CacheEntry(**values)
 
 
 @pytest.fixture

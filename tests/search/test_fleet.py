@@ -14,33 +14,17 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError
+from autoconv.problems.problem import parse_spec
 from autoconv.search.fleet import parse_gpus
 from autoconv.search.outcome import ProblemOutcome, merge_outcomes
-from autoconv.problems.problem import parse_spec
 from autoconv.search.points import config_key
 from autoconv.search.study import EVALUATED, config_of
-
-REPO = Path(__file__).resolve().parents[2]
-
-CONFIG = """\
-problems:
-  - name: odd
-    spec: "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"
-  - name: pointwise
-    spec: "N=1,C=8,H=9,W=9,K=12,R=1,S=1,bias=1"
-families: [direct, im2col_gemm]
-budget: {{trials: {trials}}}
-cache: state/cache.sqlite
-storage: state/studies.journal
-results: results
-"""
-
+from tests.helpers import TWO_PROBLEMS, repo_env
 
 # ---- --gpus and merging ------------------------------------------------------------------
 
@@ -97,8 +81,15 @@ def test_worker_messages_update_the_parents_view_of_the_worker():
     from autoconv.kernels.families import get_family
     from autoconv.kernels.limits import H100
     from autoconv.problems.models import NamedProblem
-    from autoconv.search.fleet import (FleetReporter, QueueReporter, WorkerDone, WorkerFailed, WorkerStarted,
-                                       WorkerState, _apply)
+    from autoconv.search.fleet import (
+        FleetReporter,
+        QueueReporter,
+        WorkerDone,
+        WorkerFailed,
+        WorkerStarted,
+        WorkerState,
+        _apply,
+    )
 
     class Recorder(FleetReporter):
         def __init__(self):
@@ -160,10 +151,7 @@ def storage(request, tmp_path):
 
 
 def fake_environment(**extra) -> dict:
-    environment = dict(os.environ, AUTOCONV_BACKEND="fake", AUTOCONV_FAKE_DEVICES="2",
-                       PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    environment.update({name: str(value) for name, value in extra.items()})
-    return environment
+    return repo_env(AUTOCONV_BACKEND="fake", AUTOCONV_FAKE_DEVICES="2", **extra)
 
 
 def studies(storage_url: str) -> dict[str, list]:
@@ -202,7 +190,7 @@ def check_shared_studies(storage_url: str, trials: int, workers: int, all_busy: 
 # ---- autoconv tune --gpus ------------------------------------------------------------------
 
 def test_two_workers_tune_a_config_together_and_the_cache_keeps_the_best(tmp_path, storage):
-    (tmp_path / "tune.yaml").write_text(CONFIG.format(trials=24))
+    (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=24))
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "all", "--storage", storage]
     done = subprocess.run(command, cwd=tmp_path, env=fake_environment(AUTOCONV_FAKE_DELAY_S=0.02),
                           capture_output=True, text=True, timeout=300)
@@ -228,7 +216,7 @@ def test_two_workers_tune_a_config_together_and_the_cache_keeps_the_best(tmp_pat
 
 def test_workers_on_one_problem_spread_its_trials(tmp_path, storage):
     """With fewer problems than workers, they all tune the same study together."""
-    config = CONFIG.format(trials=30)
+    config = TWO_PROBLEMS.format(trials=30)
     config = config[:config.index("  - name: pointwise")] + config[config.index("families:"):]
     (tmp_path / "tune.yaml").write_text(config)
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "0,1", "--storage", storage]
@@ -240,7 +228,7 @@ def test_workers_on_one_problem_spread_its_trials(tmp_path, storage):
 
 
 def test_an_sqlite_url_is_refused_for_several_workers(tmp_path):
-    (tmp_path / "tune.yaml").write_text(CONFIG.format(trials=4))
+    (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=4))
     url = f"sqlite:///{tmp_path / 'studies.db'}"
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "0,1", "--storage", url]
     done = subprocess.run(command, cwd=tmp_path, env=fake_environment(), capture_output=True, text=True,
@@ -254,7 +242,7 @@ def test_killing_a_worker_loses_nothing(tmp_path, postgres_url):
     """SIGKILL one of two workers while it evaluates: the other finishes every problem,
     the killed worker's running trials are failed and their configurations evaluated by
     the survivor, and the summary says what happened."""
-    (tmp_path / "tune.yaml").write_text(CONFIG.format(trials=40))
+    (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=40))
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "0,1", "--storage", postgres_url]
     process = subprocess.Popen(command, cwd=tmp_path, env=fake_environment(AUTOCONV_FAKE_DELAY_S=0.1),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -311,8 +299,8 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     import optuna
     from optuna.trial import TrialState
 
-    from autoconv.problems.config import Budget
     from autoconv.backends.fake import FakeBackend
+    from autoconv.problems.config import Budget
     from autoconv.search.optuna_adapter import trial_id
     from autoconv.search.storage import HEARTBEAT_GRACE_INTERVALS, make_storage
     from autoconv.search.tuner import Tuner
@@ -379,7 +367,7 @@ def test_the_trials_this_process_evaluates_keep_beating(tmp_path, monkeypatch):
 def test_a_database_storage_holds_the_winners_too(tmp_path, postgres_url):
     """With ``--storage URL`` and no cache named anywhere, the winners go into the same
     database: every host sharing the studies then shares the winners."""
-    config = CONFIG.format(trials=6).replace("cache: state/cache.sqlite\n", "")
+    config = TWO_PROBLEMS.format(trials=6).replace("cache: state/cache.sqlite\n", "")
     (tmp_path / "tune.yaml").write_text(config)
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "all", "--storage", postgres_url]
     environment = fake_environment(AUTOCONV_CACHE=tmp_path / "never-used.sqlite")
@@ -395,7 +383,7 @@ def test_two_hosts_running_the_same_command_cooperate(tmp_path, postgres_url):
     """Two independent ``autoconv tune`` processes (as on two hosts) against one database:
     every study's budget kept, no configuration evaluated twice, both contributed, and the
     winners in the shared database are the best of both."""
-    config = CONFIG.format(trials=20).replace("cache: state/cache.sqlite\n", "")
+    config = TWO_PROBLEMS.format(trials=20).replace("cache: state/cache.sqlite\n", "")
     (tmp_path / "tune.yaml").write_text(config)
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--storage", postgres_url]
     environment = fake_environment(AUTOCONV_FAKE_DELAY_S=0.05, AUTOCONV_CACHE=tmp_path / "never-used.sqlite")
