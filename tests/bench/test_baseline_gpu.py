@@ -139,6 +139,7 @@ storage: studies.journal
 """
 
 
+@pytest.mark.slow
 def test_bench_end_to_end(tmp_path, capsys):
     """`autoconv bench` tunes what is not cached, measures both sides, fills the cache's
     baseline columns, writes a results file `autoconv report` turns into a report; with

@@ -77,6 +77,7 @@ def _writer(path: str, worker: int, count: int) -> None:
             cache.put(entry(shared, 10.0 + worker * count + i, kernel_name=f"w{worker}_{i}"))
 
 
+@pytest.mark.slow
 def test_concurrent_writers_lose_nothing(tmp_path):
     path = str(tmp_path / "shared.sqlite")
     context = multiprocessing.get_context("spawn")
@@ -108,6 +109,7 @@ def _open_at(path: str, start: float, results) -> None:
         results.put(str(err))
 
 
+@pytest.mark.slow
 def test_processes_opening_a_new_cache_at_once_all_succeed(tmp_path):
     """Six processes open one new file at the same instant, eight times over. Before the WAL
     switch retried SQLite's deadlock refusal, about one race in ten failed one of them with

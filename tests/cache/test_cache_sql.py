@@ -297,6 +297,7 @@ def _racer(url: str, worker: int, times: list[float], barrier) -> None:
             cache.put(entry(shared, time_ms, kernel_name=f"w{worker}_{time_ms:g}"))
 
 
+@pytest.mark.slow
 def test_concurrent_processes_create_the_schema_and_the_fastest_stays(url, seed):
     workers, count = 6, 12
     times = [1.0 + k for k in range(workers * count)]
@@ -325,6 +326,7 @@ def _opener(urls: list[str], barrier) -> None:
         WinnerCache(url).close()
 
 
+@pytest.mark.slow
 def test_processes_opening_fresh_databases_together_never_fail(databases):
     """The race of creating the tables, run several times (one round rarely hits it)."""
     workers, rounds = 6, 6

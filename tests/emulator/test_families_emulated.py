@@ -77,8 +77,13 @@ def _describe(problem: ConvProblem, check: EmulatedCheck) -> str:
             + (f"\n{check.details}" if check.details else ""))
 
 
+#: The tensor-core families' emulated products take 2 to 8 s a shape here: slow.
+FAMILIES_BY_SPEED = [pytest.param(name, marks=pytest.mark.slow) if get_family(name).tensor_cores else name
+                     for name in FAMILY_NAMES]
+
+
 @pytest.mark.parametrize("shape", list(PROBLEMS))
-@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+@pytest.mark.parametrize("family_name", FAMILIES_BY_SPEED)
 def test_family_matches_reference(family_name, shape, seed):
     rng = np.random.default_rng(seed)
     problem = PROBLEMS[shape](rng)
@@ -328,6 +333,7 @@ def test_check_result_tolerance_and_shape():
 
 # ---- autoconv verify --emulate ---------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_verify_command_checks_every_family(capsys):
     spec = "N=2,C=3,H=9,W=8,K=5,R=3,S=2,stride=2x1,pad=1:0:1:1,dilation=1,bias=1"
     assert main(["verify", "--emulate", "--problem", spec, "--samples", "1", "--seed", "11"]) == 0

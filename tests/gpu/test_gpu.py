@@ -112,6 +112,7 @@ def _random_awkward_problem(rng):
             continue
 
 
+@pytest.mark.slow
 def test_every_family_on_random_awkward_shapes(seed):
     """Six shapes drawn from the run's seed, a random valid config of each family on each
     (the default on the first), through the tuner's crash-isolated worker: each verifies
@@ -267,6 +268,7 @@ def test_backend_rejects_a_compile_error_and_resources_beyond_the_device():
 
 # ---- the tuner, the cache and the runtime ------------------------------------------------
 
+@pytest.mark.slow
 def test_tune_caches_a_verified_winner_that_conv2d_runs(tmp_path, seed):
     import cupy
 
@@ -398,6 +400,7 @@ def test_conv2d_with_pytorch_tensors(seed):
 
 # ---- the CLI -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_second_tune_is_served_from_the_cache(tmp_path):
     config = tmp_path / "tune.yaml"
     config.write_text(

@@ -103,6 +103,7 @@ def _check(jobs: list[Compiled]) -> tuple[list[str], list[str]]:
     return failures, spilling
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("family_name", FAMILY_NAMES)
 def test_family_compiles_for_sm90(family_name, seed, record_property):
@@ -128,6 +129,7 @@ def test_family_compiles_for_sm90(family_name, seed, record_property):
     assert not failures, f"{len(failures)} of {len(jobs)} {family_name} kernels failed:\n" + "\n".join(failures)
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("family_name", FAMILY_NAMES)
 def test_resnet50_default_configs_compile_without_spills(family_name, record_property):

@@ -358,6 +358,7 @@ ENUMERATION_PROBLEMS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_enumeration_equals_brute_force(family):
     space = get_family(family).space

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 
 import optuna
+import pytest
 
 from autoconv.backends.fake import FakeBackend
 from autoconv.kernels.families import get_family
@@ -22,6 +23,7 @@ from autoconv.search.tuner import Tuner
 from tests.helpers import TWO_PROBLEMS, assert_best_is_cached, fake_env, load_studies, trial_key, tune_argv
 
 
+@pytest.mark.slow
 def test_two_tune_processes_share_one_cache_and_one_journal(tmp_path, seed):
     config = tmp_path / "tune.yaml"
     config.write_text(TWO_PROBLEMS.format(trials=16) + f"seed: {seed % 1000}\n")

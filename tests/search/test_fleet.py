@@ -189,6 +189,7 @@ def check_shared_studies(storage_url: str, trials: int, workers: int, all_busy: 
 
 # ---- autoconv tune --gpus ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_two_workers_tune_a_config_together_and_the_cache_keeps_the_best(tmp_path, storage):
     (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=24))
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "all", "--storage", storage]
@@ -214,6 +215,7 @@ def test_two_workers_tune_a_config_together_and_the_cache_keeps_the_best(tmp_pat
     assert all(p["trials_run"] >= 24 for p in summary["problems"])
 
 
+@pytest.mark.slow
 def test_workers_on_one_problem_spread_its_trials(tmp_path, storage):
     """With fewer problems than workers, they all tune the same study together."""
     config = TWO_PROBLEMS.format(trials=30)
@@ -238,6 +240,7 @@ def test_an_sqlite_url_is_refused_for_several_workers(tmp_path):
     assert "journal file" in done.stderr and "postgresql" in done.stderr
 
 
+@pytest.mark.slow
 def test_killing_a_worker_loses_nothing(tmp_path, postgres_url):
     """SIGKILL one of two workers while it evaluates: the other finishes every problem,
     the killed worker's running trials are failed and their configurations evaluated by
@@ -291,6 +294,7 @@ def _wait_for_two_owners(storage_url: str, timeout_s: float) -> int:
 
 # ---- heartbeats (workers on other hosts) ------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite-url", "postgresql"])
 def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, monkeypatch, request):
     """A worker on another host (its process id means nothing here) is known dead only by
@@ -333,6 +337,7 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     assert "heartbeats" in retries[0].user_attrs["origin"]
 
 
+@pytest.mark.slow
 def test_the_trials_this_process_evaluates_keep_beating(tmp_path, monkeypatch):
     """:class:`autoconv.search.liveness.Liveness` beats for the trials it evaluates (in a
     thread, by trial number: no private trial ids), so they outlive the grace period a
@@ -364,6 +369,7 @@ def test_the_trials_this_process_evaluates_keep_beating(tmp_path, monkeypatch):
     assert study.trials[beating.number].user_attrs["status"] == "abandoned"
 
 
+@pytest.mark.slow
 def test_a_database_storage_holds_the_winners_too(tmp_path, postgres_url):
     """With ``--storage URL`` and no cache named anywhere, the winners go into the same
     database: every host sharing the studies then shares the winners."""
@@ -379,6 +385,7 @@ def test_a_database_storage_holds_the_winners_too(tmp_path, postgres_url):
     assert not (tmp_path / "never-used.sqlite").exists()
 
 
+@pytest.mark.slow
 def test_two_hosts_running_the_same_command_cooperate(tmp_path, postgres_url):
     """Two independent ``autoconv tune`` processes (as on two hosts) against one database:
     every study's budget kept, no configuration evaluated twice, both contributed, and the

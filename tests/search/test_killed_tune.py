@@ -40,6 +40,7 @@ from tests.helpers import (
 )
 
 
+@pytest.mark.slow
 def test_tune_killed_at_random_moments_resumes_without_repeats_or_losses(tmp_path, seed):
     kills, trials = 4, 10
     rng = random.Random(seed)
@@ -112,6 +113,7 @@ def test_tune_killed_at_random_moments_resumes_without_repeats_or_losses(tmp_pat
     assert all(p["time_ms"] > 0 for p in summary["problems"])
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_tune_on_the_gpu_killed_mid_search_resumes_and_leaves_no_process(tmp_path, seed):
     config = tmp_path / "tune.yaml"
