@@ -38,7 +38,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy
 
-from autoconv import __version__
+from autoconv._version import __version__
 from autoconv.bench.baseline import (STRICT, TF32, TOLERANCES, CudnnConv, OperandSets, cudnn_versions,
                                      find_best_plan, import_cudnn, reference_output, time_torch,
                                      torch_unavailable_reason)

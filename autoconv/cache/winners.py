@@ -44,7 +44,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from autoconv import __version__
+from autoconv._version import __version__
 from autoconv.errors import CacheError
 from autoconv.files import write_atomically
 from autoconv.kernels.resources import search_spaces_dir, templates_dir
