@@ -31,14 +31,15 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy
 
 from autoconv.errors import AutoconvError, BackendUnavailable
-from autoconv.problems.problem import ConvProblem
 from autoconv.gpu.timing import Timing, buffer_sets_for, time_calls
+from autoconv.problems.problem import ConvProblem
 from autoconv.verify.compare import FLOAT32_TOLERANCE, POISON, check_result
 
 STRICT = "strict"
@@ -490,7 +491,7 @@ class CudnnConv:
         self._workspace = None  # allocated on the first call that brings none
 
     @classmethod
-    def from_baseline_plan(cls, problem: ConvProblem, baseline_plan: str) -> "CudnnConv":
+    def from_baseline_plan(cls, problem: ConvProblem, baseline_plan: str) -> CudnnConv:
         """Rebuild the plan a cache entry's ``baseline_plan`` JSON names (as written by
         :meth:`BaselineResult.cache_baseline`)."""
         try:

@@ -33,15 +33,26 @@ import platform
 import statistics
 import subprocess
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy
 
 from autoconv._version import __version__
-from autoconv.bench.baseline import (STRICT, TF32, TOLERANCES, CudnnConv, OperandSets, cudnn_versions,
-                                     find_best_plan, import_cudnn, reference_output, time_torch,
-                                     torch_unavailable_reason)
+from autoconv.bench.baseline import (
+    STRICT,
+    TF32,
+    TOLERANCES,
+    CudnnConv,
+    OperandSets,
+    cudnn_versions,
+    find_best_plan,
+    import_cudnn,
+    reference_output,
+    time_torch,
+    torch_unavailable_reason,
+)
 from autoconv.bench.peak import measure_fp32_peak
 from autoconv.bench.results import SCHEMA_VERSION, geomeans
 from autoconv.cache.winners import CacheKey
@@ -52,8 +63,8 @@ from autoconv.gpu.device import read_device, require_cupy
 from autoconv.gpu.kernels import LoadedPlan
 from autoconv.gpu.timing import time_calls
 from autoconv.kernels.families import get_family
-from autoconv.search.storage import make_storage, masked_url
 from autoconv.search.outcome import Reporter
+from autoconv.search.storage import make_storage, masked_url
 from autoconv.search.study import read_trials
 from autoconv.verify.compare import FLOAT32_TOLERANCE, POISON, check_result
 from autoconv.verify.reference import random_inputs
@@ -231,7 +242,7 @@ class AutoconvSide:
             raise AutoconvError("tuning found no working kernel for "
                                 + "; ".join(f"{o.name}: {o.message or o.stop_reason}" for o in lost))
 
-    def load(self, problem, entry) -> "LoadedWinner":
+    def load(self, problem, entry) -> LoadedWinner:
         """The cached winner compiled (NVRTC) and loaded here.
 
         Raises:
@@ -256,7 +267,7 @@ class AutoconvSide:
         """cuDNN's time and plan into the problem's cache entry (``baseline_*``)."""
         return self.cache.set_baseline(self.key(problem), **fields)
 
-    def history(self, entry) -> "StudyHistory":
+    def history(self, entry) -> StudyHistory:
         """Per-family best times and the evaluated trials of the study that found ``entry``
         (empty when the study is not in the session's storage, e.g. an imported cache)."""
         import optuna  # imported where needed: it takes a while, and every command imports this module
@@ -318,7 +329,7 @@ class StudyHistory:
         self.note = note
 
     @classmethod
-    def of(cls, study) -> "StudyHistory":
+    def of(cls, study) -> StudyHistory:
         """From a study the tuner wrote, read as :mod:`autoconv.search.study` says: its
         evaluated trials (:attr:`~autoconv.search.study.TrialRecord.evaluated`); an ok
         one's time is the value of a COMPLETE trial."""

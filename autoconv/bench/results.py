@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from autoconv.errors import AutoconvError
 from autoconv.files import write_atomically

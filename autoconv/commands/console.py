@@ -8,11 +8,10 @@ always); tables go to stdout, so ``autoconv tune ... > summary.txt`` keeps the t
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                           TimeElapsedColumn)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from autoconv.backends.base import TrialResult
@@ -23,10 +22,10 @@ from autoconv.kernels.families import KernelPlan
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
-from autoconv.search.fleet import FleetReporter, WorkerState
-from autoconv.search.storage import masked_url
 from autoconv.search.dry_run import DryRunResult
+from autoconv.search.fleet import FleetReporter, WorkerState
 from autoconv.search.outcome import ProblemOutcome, Reporter
+from autoconv.search.storage import masked_url
 
 
 def stdout_console() -> Console:

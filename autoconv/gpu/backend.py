@@ -22,12 +22,12 @@ import threading
 import time
 import zlib
 
-from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.backends.base import Backend, Status, Ticket, TrialResult, failed
-from autoconv.kernels.families import KernelPlan
+from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.gpu.compiler import DEFAULT_COMPILE_TIMEOUT_S, CompileJob, CompileOutcome, CompilePool
 from autoconv.gpu.device import INSTALL_HINT
 from autoconv.gpu.worker import WorkerOptions, worker_main
+from autoconv.kernels.families import KernelPlan
 
 #: Seconds one candidate (load, verify, time) may take before it counts as hung.
 DEFAULT_CANDIDATE_TIMEOUT_S = 30.0

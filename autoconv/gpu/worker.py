@@ -118,8 +118,8 @@ class ProblemBuffers:
         import cupy
         import numpy
 
-        from autoconv.verify.reference import conv2d_reference, random_inputs
         from autoconv.gpu.timing import buffer_sets_for
+        from autoconv.verify.reference import conv2d_reference, random_inputs
 
         self.problem = problem
         self.seed = seed

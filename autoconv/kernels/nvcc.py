@@ -23,12 +23,12 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
-from autoconv.kernels.limits import H100
 from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.kernels.limits import H100
 
 #: Seconds one nvcc run may take before it is stopped.
 DEFAULT_TIMEOUT = 300.0

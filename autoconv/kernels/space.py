@@ -25,16 +25,16 @@ template, the launch geometry and the constraints read the same numbers.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
 
 import yaml
 
-from autoconv.kernels.limits import DeviceLimits
 from autoconv.errors import ExpressionError, SearchSpaceError
+from autoconv.kernels.limits import DeviceLimits
+from autoconv.kernels.resources import search_space_path
 from autoconv.problems.expressions import Expression, compile_expression
 from autoconv.problems.problem import ConvProblem, did_you_mean
-from autoconv.kernels.resources import search_space_path
 
 #: Workspace a configuration may use unless the caller says otherwise (1 GiB).
 DEFAULT_WORKSPACE_LIMIT = 1 << 30

@@ -57,9 +57,11 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
-from autoconv.cache.winners import default_location as default_cache_location, is_url
+from autoconv.cache.winners import default_location as default_cache_location
+from autoconv.cache.winners import is_url
 from autoconv.errors import ConfigError, ProblemError
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem

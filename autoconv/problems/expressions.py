@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Callable, Mapping
 
 from autoconv.errors import ExpressionError
 from autoconv.problems.problem import ceil_div

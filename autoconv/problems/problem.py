@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from autoconv.errors import ProblemError
 
@@ -205,7 +205,7 @@ class ConvProblem:
                 f" s{_pair_str(self.stride)} p{_padding_str(self.padding)} d{_pair_str(self.dilation)}"
                 + (" +bias" if self.bias else ""))
 
-    def with_(self, **changes) -> "ConvProblem":
+    def with_(self, **changes) -> ConvProblem:
         return dataclasses.replace(self, **changes)
 
 

@@ -11,7 +11,7 @@ recorded is :data:`INVALID`.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode

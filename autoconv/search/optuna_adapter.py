@@ -25,7 +25,8 @@ itself, through these calls on the storage the studies live in (one autoconv ope
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import optuna
 from optuna.storages import BaseStorage, RDBStorage

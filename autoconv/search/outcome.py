@@ -19,8 +19,9 @@ status, compile and GPU seconds.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from autoconv.backends.base import TrialResult
 from autoconv.kernels.families import KernelPlan

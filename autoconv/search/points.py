@@ -16,7 +16,7 @@ import json
 import multiprocessing
 import os
 import random
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from autoconv.errors import AutoconvError
 from autoconv.kernels.families import get_family

@@ -31,8 +31,8 @@ import os
 import random
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from autoconv.errors import StorageError
 

@@ -31,8 +31,9 @@ A trial reads back as a :class:`TrialRecord` (:func:`read_trial`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -229,7 +230,7 @@ class SearchHistory:
     running: set[str]
 
     @classmethod
-    def of(cls, study: optuna.Study) -> "SearchHistory":
+    def of(cls, study: optuna.Study) -> SearchHistory:
         # (``waiting`` stays empty: a queued trial has no params until it is asked for,
         # see :func:`read_trial`.)
         results, evaluated, best, since = {}, 0, None, 0

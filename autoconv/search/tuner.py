@@ -63,7 +63,7 @@ import os
 import time
 import warnings
 from collections import deque
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import optuna
 from optuna.exceptions import UpdateFinishedTrialError
@@ -83,8 +83,19 @@ from autoconv.search.liveness import Liveness
 from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_all, enumerate_points
 from autoconv.search.storage import make_storage
-from autoconv.search.study import (SearchHistory, claim, claimed_by_another, enqueue, mark_problem, ok_trials,
-                                   record_evaluation, record_winner, refuse, study_name, suggest)
+from autoconv.search.study import (
+    SearchHistory,
+    claim,
+    claimed_by_another,
+    enqueue,
+    mark_problem,
+    ok_trials,
+    record_evaluation,
+    record_winner,
+    refuse,
+    study_name,
+    suggest,
+)
 
 #: Candidates asked ahead and compiling while the GPU evaluates (per problem).
 DEFAULT_PIPELINE_DEPTH = 8
@@ -325,7 +336,7 @@ class Tuner:
                 self.reporter.trial_finished(item, trial.number, plan, result, best,
                                              SearchHistory.of(study).evaluated)
         finally:
-            for trial, plan, _ in in_flight:  # interrupted: leave no trial running
+            for trial, _plan, _ in in_flight:  # interrupted: leave no trial running
                 refuse(study, trial, Status.ABANDONED, "the tuning run ended before this candidate was evaluated")
                 self.liveness.done(study, trial.number)
 

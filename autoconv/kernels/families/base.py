@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
-from autoconv.kernels.limits import H100, DeviceLimits
 from autoconv.errors import SearchSpaceError
-from autoconv.problems.problem import ConvProblem
+from autoconv.kernels.limits import H100, DeviceLimits
 from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT, SearchSpace, load_search_space
+from autoconv.problems.problem import ConvProblem
 
 #: The buffers a launch may take, in the order a family lists them.
 BUFFER_NAMES = ("x", "w", "bias", "y", "workspace")

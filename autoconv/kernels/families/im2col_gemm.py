@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from autoconv.kernels.families.base import Family, Launch, dim3
 

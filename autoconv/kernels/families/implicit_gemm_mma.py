@@ -7,7 +7,7 @@ GEMM, and the split-K reduction when SPLIT_K > 1.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from autoconv.kernels.families.base import Launch, dim3, grid_for
 from autoconv.kernels.families.implicit_gemm import ImplicitGemm
