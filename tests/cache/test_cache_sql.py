@@ -364,7 +364,8 @@ def test_conv2d_lookup_finds_the_winner_in_a_url_cache(url, monkeypatch):
     assert (origin, why) == ("cache", "") and found.source_hash == plan.source_hash
     assert dict(found.config) == config and got.kernel_name == plan.name
     # Another GPU's lookup finds nothing, and says where it looked (password masked).
-    plan_b, _, why_b, entry_b = runtime.REGISTRY.winner_plan(OTHER_PROBLEM, H100, replace(FAKE_IDENTITY, gpu_name="GPU B"))
+    plan_b, _, why_b, entry_b = runtime.REGISTRY.winner_plan(OTHER_PROBLEM, H100,
+                                                             replace(FAKE_IDENTITY, gpu_name="GPU B"))
     assert plan_b is None and entry_b is None and "no tuned kernel" in why_b
     assert url.split("@")[-1] in why_b and (_secret(url) is None or _secret(url) not in why_b)
     # $AUTOCONV_CACHE as a URL is where conv2d looks by default.

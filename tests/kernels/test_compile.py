@@ -22,11 +22,17 @@ from dataclasses import dataclass
 
 import pytest
 
-from autoconv.kernels.limits import H100
 from autoconv.errors import BackendUnavailable
 from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, get_family
-from autoconv.kernels.nvcc import (CompileReport, NvccError, NvccTimeout, compile_cubin, nvcc_available,
-                           parse_ptxas_report)
+from autoconv.kernels.limits import H100
+from autoconv.kernels.nvcc import (
+    CompileReport,
+    NvccError,
+    NvccTimeout,
+    compile_cubin,
+    nvcc_available,
+    parse_ptxas_report,
+)
 from autoconv.problems.problem import parse_spec
 
 needs_nvcc = pytest.mark.skipif(not nvcc_available(),

@@ -62,7 +62,8 @@ def test_passes_one_after_another_merge_into_the_last_winner_with_the_work_of_bo
                                  invalid=0, repeats=3, failures={"wrong_result": 1}, wall_s=0.5,
                                  stop_reason="8 trials")
     merged = merge_outcomes([first, second], parallel=False)
-    assert (merged.family, merged.time_ms, merged.trials_total, merged.stop_reason) == ("im2col_gemm", 2.0, 8, "8 trials")
+    assert (merged.family, merged.time_ms, merged.trials_total, merged.stop_reason) == \
+        ("im2col_gemm", 2.0, 8, "8 trials")
     assert (merged.trials_run, merged.invalid, merged.repeats) == (8, 2, 4)
     assert merged.failures == {"compile_failed": 1, "wrong_result": 1}
     assert (merged.compile_s, merged.gpu_s, merged.wall_s, merged.workers) == (6.0, 2.0, 5.5, 1)
