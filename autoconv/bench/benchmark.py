@@ -35,11 +35,12 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy
 
 from autoconv._version import __version__
+from autoconv.backends.base import Status
 from autoconv.bench.baseline import (
     STRICT,
     TF32,
@@ -334,16 +335,17 @@ class StudyHistory:
         evaluated trials (:attr:`~autoconv.search.study.TrialRecord.evaluated`); an ok
         one's time is the value of a COMPLETE trial."""
         best: dict[str, float] = {}
-        trials = []
+        trials: list[dict[str, Any]] = []
         for record in sorted(read_trials(study), key=lambda r: r.number):
             if not record.evaluated:
                 continue
-            ok = record.time_ms is not None
+            time_ms = record.time_ms
+            ok = time_ms is not None
+            state = "COMPLETE" if ok else cast(Status, record.status).value  # (evaluated: a status)
             trials.append({"number": len(trials), "optuna_number": record.number, "family": record.family,
-                           "value_ms": record.time_ms, "state": "COMPLETE" if ok else record.status.value,
-                           "kernel": record.details.get("kernel_name")})
-            if ok:
-                best[record.family] = min(best.get(record.family, math.inf), record.time_ms)
+                           "value_ms": time_ms, "state": state, "kernel": record.details.get("kernel_name")})
+            if time_ms is not None:
+                best[record.family] = min(best.get(record.family, math.inf), time_ms)
         return cls(best, trials)
 
 
@@ -372,7 +374,7 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
     convs = {mode: CudnnConv(problem, mode, baselines[mode].plan_name) for mode in (STRICT, TF32)}
     enqueues: dict[str, Callable[[int], None]] = {"autoconv": lambda i: winner.enqueue(operands.arrays(i))}
     for mode, conv in convs.items():
-        enqueues[f"cudnn_{mode}"] = lambda i, conv=conv: conv(**operands.pointers(i))
+        enqueues[f"cudnn_{mode}"] = lambda i, conv=conv: conv(**operands.pointers(i))  # type: ignore[misc]
 
     # No time without a verified output: each side once on poisoned output, vs float64.
     tolerances = {"autoconv": FLOAT32_TOLERANCE, "cudnn_strict": TOLERANCES[STRICT],
@@ -401,6 +403,7 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
         for name in order[shift:] + order[:shift]:
             if name == "torch":
                 measured = time_torch(problem, operands, reference, samples=samples)
+                assert measured is not None  # (a torch column only where PyTorch can run it)
                 per_round[name].append(measured.time_ms)
                 errors["torch"] = measured.error_vs_reference
             else:

@@ -116,7 +116,7 @@ class SearchSpace:
             values = self.context(config, problem, device, workspace_limit)
         except SearchSpaceError as err:
             return [str(err)]
-        reasons = []
+        reasons: list[str] = []
         for constraint in self.constraints:
             try:
                 ok = constraint.expression.evaluate(values)

@@ -324,6 +324,7 @@ def parse_spec(spec: str) -> ConvProblem:
     stride = _parse_pair("stride", values.get("stride", "1"))
     dilation = _parse_pair("dilation", values.get("dilation", "1"))
     pad_text = values.get("pad", "0").lower()
+    padding: str | tuple[int, ...]
     if pad_text in ("same", "valid"):
         padding = pad_text
     elif ":" in pad_text:

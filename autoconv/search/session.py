@@ -20,6 +20,7 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from autoconv.backends.base import Backend
 from autoconv.cache.winners import WinnerCache
@@ -62,7 +63,7 @@ class TuneSession:
                     storage: str | None = None, cache: str | os.PathLike | None = None,
                     retune: bool = False) -> TuneSession:
         """``config`` with the command line's overrides (None or empty: the config's)."""
-        overrides = {name: value for name, value in (("trials", trials), ("seconds", seconds),
+        overrides: dict[str, Any] = {name: value for name, value in (("trials", trials), ("seconds", seconds),
                                                      ("patience", patience)) if value is not None}
         storage = str(storage or config.storage)
         return cls(config=config, families=tuple(families) if families else tuple(config.families),

@@ -64,6 +64,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import optuna
 from optuna.exceptions import UpdateFinishedTrialError
@@ -329,7 +330,7 @@ class Tuner:
                 outcome.compile_s += result.compile_s
                 outcome.gpu_s += result.run_s
                 if result.ok:
-                    if best is None or result.time_ms < best.time_ms:
+                    if best is None or cast(float, result.time_ms) < cast(float, best.time_ms):  # (ok: timed)
                         best = result
                 else:
                     outcome.failures[result.status.value] = outcome.failures.get(result.status.value, 0) + 1
@@ -391,7 +392,7 @@ class Tuner:
             else:
                 if key in seen:
                     earlier = history.results.get(key)
-                    repeat = f"evaluated before (trial {earlier[0]})" if earlier else "being evaluated now"
+                    repeat: str | None = f"evaluated before (trial {earlier[0]})" if earlier else "being evaluated now"
                 else:
                     # Checked again now that this trial's params are in the storage: of two
                     # processes proposing the same config at once, the later sees the other.
@@ -442,6 +443,7 @@ class Tuner:
             if not check.ok:
                 rejected.append(f"trial {trial.number} ({plan.name}): {check.status.value}: {check.reason}")
                 continue
+            assert check.time_ms is not None and check.tflops is not None  # (ok: timed)
             outcome.source = "tuned"
             outcome.family, outcome.config, outcome.kernel_name = family, config, plan.name
             outcome.time_ms, outcome.tflops = check.time_ms, check.tflops
