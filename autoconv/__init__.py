@@ -1,8 +1,7 @@
 """autoconv: an autotuning CUDA kernel generator for 2-D convolution."""
 
-__version__ = "0.1.0"
-
-from autoconv.problems.problem import ConvProblem, make_problem, parse_spec  # noqa: E402
+from autoconv._version import __version__
+from autoconv.problems.problem import ConvProblem, make_problem, parse_spec
 
 __all__ = ["ConvProblem", "__version__", "conv2d", "make_problem", "parse_spec"]
 

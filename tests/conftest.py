@@ -4,6 +4,9 @@
   where either is missing, and run on the device machine.
 - ``seed`` gives each test a random seed that changes per run unless
   ``AUTOCONV_TEST_SEED`` is set; the run's seed is printed so a failure reproduces.
+- ``fake_gpu``: ``autoconv`` commands run on the fake backend (``AUTOCONV_BACKEND=fake``).
+- Helpers and configs that test files share are in ``tests/helpers.py`` (its asserts are
+  rewritten like a test's).
 - ``postgres_databases`` makes fresh databases on the PostgreSQL server named by
   ``$AUTOCONV_TEST_POSTGRES_URL`` (``eval "$(bash .ci/postgres start)"`` starts one; CI
   does); tests that need it are skipped without it.
@@ -16,6 +19,8 @@ import random
 import uuid
 
 import pytest
+
+pytest.register_assert_rewrite("tests.helpers")
 
 _RUN_SEED = int(os.environ.get("AUTOCONV_TEST_SEED", random.SystemRandom().randrange(2**31)))
 
@@ -58,6 +63,12 @@ def seed(request) -> int:
 @pytest.fixture(scope="session")
 def run_seed() -> int:
     return _RUN_SEED
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """``autoconv`` commands run here on the fake backend (synthetic timings, no GPU)."""
+    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
 
 
 # ---- PostgreSQL -------------------------------------------------------------------------

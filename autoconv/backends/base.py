@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Mapping
+from typing import Any
 
-from autoconv.kernels.limits import DeviceLimits
 from autoconv.kernels.families import KernelPlan
+from autoconv.kernels.limits import DeviceLimits
 
 
 class Status(str, enum.Enum):
@@ -94,13 +95,13 @@ class TrialResult:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TrialResult":
+    def from_dict(cls, data: Mapping[str, Any]) -> TrialResult:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["status"] = Status(values["status"])
         return cls(**values)
 
-    def with_(self, **changes) -> "TrialResult":
+    def with_(self, **changes) -> TrialResult:
         return replace(self, **changes)
 
 
@@ -173,7 +174,7 @@ class Backend(ABC):
         prepares a problem."""
         return self.device.global_memory_bytes
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a default, not abstract: only backends that hold processes override it)
         pass
 
     def __enter__(self):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import overload
 
 from autoconv.backends.base import Backend
 from autoconv.backends.fake import FakeBackend
@@ -36,6 +37,14 @@ def make_backend(device_id: int = 0, *, seed: int = 0, **options) -> Backend:
         raise BackendUnavailable(f"{BACKEND_VARIABLE}={kind!r}: expected 'cupy' or 'fake'")
     from autoconv.gpu.backend import CupyBackend
     return CupyBackend(device_id, seed=seed, **options)
+
+
+@overload
+def _number_from_environment(name: str, default: float) -> float: ...
+
+
+@overload
+def _number_from_environment(name: str, default: None) -> float | None: ...
 
 
 def _number_from_environment(name: str, default: float | None) -> float | None:

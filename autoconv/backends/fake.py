@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from autoconv.backends.base import Backend, BackendIdentity, Status, Ticket, TrialResult, failed
 from autoconv.kernels.families import KernelPlan

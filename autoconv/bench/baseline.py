@@ -31,14 +31,15 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy
 
 from autoconv.errors import AutoconvError, BackendUnavailable
-from autoconv.problems.problem import ConvProblem
 from autoconv.gpu.timing import Timing, buffer_sets_for, time_calls
+from autoconv.problems.problem import ConvProblem
 from autoconv.verify.compare import FLOAT32_TOLERANCE, POISON, check_result
 
 STRICT = "strict"
@@ -279,7 +280,7 @@ class OperandSets:
         if problem.bias:
             self.bias = [cupy.asarray(bias)] + [uniform((problem.K,)) for _ in range(self.count - 1)]
         self.y = [cupy.full(problem.output_shape, POISON, dtype=cupy.float32) for _ in range(self.count)]
-        self.workspace = None
+        self.workspace: Any = None  # a CuPy array, once a plan needs one
 
     def pointers(self, i: int) -> dict[str, int]:
         ptrs = {"x": self.x[i].data.ptr, "w": self.w[i].data.ptr, "y": self.y[i].data.ptr}
@@ -471,7 +472,7 @@ class CudnnConv:
         if plan_name is not None and plan_name in names:
             order.remove(names.index(plan_name))
             order.insert(0, names.index(plan_name))
-        self.index = None
+        built: int | None = None
         failures = []
         for index in order:
             try:
@@ -479,18 +480,19 @@ class CudnnConv:
             except declines as err:
                 failures.append(f"[{index}] {names[index]}: {_one_line(err)}")
                 continue
-            self.index = index
+            built = index
             break
-        if self.index is None:
+        if built is None:
             raise CudnnUnsupported(f"cuDNN ({mode}) can build no plan for {problem.shape_str()}:\n  "
                                    + "\n  ".join(failures or ["no plans"]))
+        self.index: int = built
         self.plan_name = names[self.index]
         self.exact = plan_name is None or self.plan_name == plan_name
         self.workspace_bytes = self.graph.workspace_bytes(self.index)
-        self._workspace = None  # allocated on the first call that brings none
+        self._workspace: Any = None  # a CuPy array, allocated on the first call that brings none
 
     @classmethod
-    def from_baseline_plan(cls, problem: ConvProblem, baseline_plan: str) -> "CudnnConv":
+    def from_baseline_plan(cls, problem: ConvProblem, baseline_plan: str) -> CudnnConv:
         """Rebuild the plan a cache entry's ``baseline_plan`` JSON names (as written by
         :meth:`BaselineResult.cache_baseline`)."""
         try:
@@ -514,6 +516,7 @@ class CudnnConv:
             raise AutoconvError(f"problem {self.problem.shape_str()} has a bias; pass its pointer")
         buffers = {"x": x, "w": w, "y": y}
         if self.problem.bias:
+            assert bias is not None  # (refused above)
             buffers["bias"] = bias
         if stream is None:
             stream = cupy.cuda.get_current_stream().ptr
@@ -588,8 +591,8 @@ def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, sample
     xs = [torch.from_dlpack(a) for a in operands.x]
     ws = [torch.from_dlpack(a) for a in operands.w]
     bs = [torch.from_dlpack(a) for a in operands.bias] if operands.bias is not None else None
-    kwargs = dict(stride=problem.stride, padding=(problem.padding[0], problem.padding[2]),
-                  dilation=problem.dilation)
+    kwargs: dict[str, Any] = dict(stride=problem.stride, padding=(problem.padding[0], problem.padding[2]),
+                                  dilation=problem.dilation)
 
     def call(i):
         return F.conv2d(xs[i], ws[i], bs[i] if bs is not None else None, **kwargs)

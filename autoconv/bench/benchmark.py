@@ -33,15 +33,27 @@ import platform
 import statistics
 import subprocess
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, cast
 
 import numpy
 
-from autoconv import __version__
-from autoconv.bench.baseline import (STRICT, TF32, TOLERANCES, CudnnConv, OperandSets, cudnn_versions,
-                                     find_best_plan, import_cudnn, reference_output, time_torch,
-                                     torch_unavailable_reason)
+from autoconv._version import __version__
+from autoconv.backends.base import Status
+from autoconv.bench.baseline import (
+    STRICT,
+    TF32,
+    TOLERANCES,
+    CudnnConv,
+    OperandSets,
+    cudnn_versions,
+    find_best_plan,
+    import_cudnn,
+    reference_output,
+    time_torch,
+    torch_unavailable_reason,
+)
 from autoconv.bench.peak import measure_fp32_peak
 from autoconv.bench.results import SCHEMA_VERSION, geomeans
 from autoconv.cache.winners import CacheKey
@@ -52,8 +64,8 @@ from autoconv.gpu.device import read_device, require_cupy
 from autoconv.gpu.kernels import LoadedPlan
 from autoconv.gpu.timing import time_calls
 from autoconv.kernels.families import get_family
-from autoconv.search.storage import make_storage, masked_url
 from autoconv.search.outcome import Reporter
+from autoconv.search.storage import make_storage, masked_url
 from autoconv.search.study import read_trials
 from autoconv.verify.compare import FLOAT32_TOLERANCE, POISON, check_result
 from autoconv.verify.reference import random_inputs
@@ -231,7 +243,7 @@ class AutoconvSide:
             raise AutoconvError("tuning found no working kernel for "
                                 + "; ".join(f"{o.name}: {o.message or o.stop_reason}" for o in lost))
 
-    def load(self, problem, entry) -> "LoadedWinner":
+    def load(self, problem, entry) -> LoadedWinner:
         """The cached winner compiled (NVRTC) and loaded here.
 
         Raises:
@@ -256,7 +268,7 @@ class AutoconvSide:
         """cuDNN's time and plan into the problem's cache entry (``baseline_*``)."""
         return self.cache.set_baseline(self.key(problem), **fields)
 
-    def history(self, entry) -> "StudyHistory":
+    def history(self, entry) -> StudyHistory:
         """Per-family best times and the evaluated trials of the study that found ``entry``
         (empty when the study is not in the session's storage, e.g. an imported cache)."""
         import optuna  # imported where needed: it takes a while, and every command imports this module
@@ -318,21 +330,22 @@ class StudyHistory:
         self.note = note
 
     @classmethod
-    def of(cls, study) -> "StudyHistory":
+    def of(cls, study) -> StudyHistory:
         """From a study the tuner wrote, read as :mod:`autoconv.search.study` says: its
         evaluated trials (:attr:`~autoconv.search.study.TrialRecord.evaluated`); an ok
         one's time is the value of a COMPLETE trial."""
         best: dict[str, float] = {}
-        trials = []
+        trials: list[dict[str, Any]] = []
         for record in sorted(read_trials(study), key=lambda r: r.number):
             if not record.evaluated:
                 continue
-            ok = record.time_ms is not None
+            time_ms = record.time_ms
+            ok = time_ms is not None
+            state = "COMPLETE" if ok else cast(Status, record.status).value  # (evaluated: a status)
             trials.append({"number": len(trials), "optuna_number": record.number, "family": record.family,
-                           "value_ms": record.time_ms, "state": "COMPLETE" if ok else record.status.value,
-                           "kernel": record.details.get("kernel_name")})
-            if ok:
-                best[record.family] = min(best.get(record.family, math.inf), record.time_ms)
+                           "value_ms": time_ms, "state": state, "kernel": record.details.get("kernel_name")})
+            if time_ms is not None:
+                best[record.family] = min(best.get(record.family, math.inf), time_ms)
         return cls(best, trials)
 
 
@@ -361,7 +374,7 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
     convs = {mode: CudnnConv(problem, mode, baselines[mode].plan_name) for mode in (STRICT, TF32)}
     enqueues: dict[str, Callable[[int], None]] = {"autoconv": lambda i: winner.enqueue(operands.arrays(i))}
     for mode, conv in convs.items():
-        enqueues[f"cudnn_{mode}"] = lambda i, conv=conv: conv(**operands.pointers(i))
+        enqueues[f"cudnn_{mode}"] = lambda i, conv=conv: conv(**operands.pointers(i))  # type: ignore[misc]
 
     # No time without a verified output: each side once on poisoned output, vs float64.
     tolerances = {"autoconv": FLOAT32_TOLERANCE, "cudnn_strict": TOLERANCES[STRICT],
@@ -390,6 +403,7 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
         for name in order[shift:] + order[:shift]:
             if name == "torch":
                 measured = time_torch(problem, operands, reference, samples=samples)
+                assert measured is not None  # (a torch column only where PyTorch can run it)
                 per_round[name].append(measured.time_ms)
                 errors["torch"] = measured.error_vs_reference
             else:

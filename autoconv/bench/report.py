@@ -23,8 +23,9 @@ import csv
 import io
 import json
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from autoconv.bench.results import PROBLEM_FIELDS, check_results, geomeans, is_positive, tflops
 from autoconv.errors import BackendUnavailable

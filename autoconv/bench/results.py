@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, TypeGuard
 
 from autoconv.errors import AutoconvError
 from autoconv.files import write_atomically
@@ -90,7 +91,7 @@ def write_results(results: Mapping[str, Any], path: str | os.PathLike) -> Path:
 
 # ---- numbers -----------------------------------------------------------------------------------
 
-def is_positive(value) -> bool:
+def is_positive(value: object) -> TypeGuard[float]:
     """A finite number above zero (a time or a rate that was measured)."""
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 

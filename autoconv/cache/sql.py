@@ -15,8 +15,9 @@ from __future__ import annotations
 import random
 import sqlite3
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from autoconv.errors import CacheError
 from autoconv.search.storage import first_line, masked_url

@@ -39,16 +39,17 @@ import datetime as _dt
 import hashlib
 import json
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
-from autoconv import __version__
+from autoconv._version import __version__
+from autoconv.cache.sql import SqlDatabase, SqliteFile
 from autoconv.errors import CacheError
 from autoconv.files import write_atomically
 from autoconv.kernels.resources import search_spaces_dir, templates_dir
-from autoconv.cache.sql import SqlDatabase, SqliteFile
 from autoconv.search.storage import is_url
 
 FORMAT = "autoconv-winners-cache"
@@ -101,7 +102,7 @@ class CacheKey:
     dtype: str
 
     @classmethod
-    def for_problem(cls, identity, problem) -> "CacheKey":
+    def for_problem(cls, identity, problem) -> CacheKey:
         """The key of ``problem`` on the device ``identity`` (a BackendIdentity) with this
         installation's autoconv and templates."""
         return cls(gpu_name=identity.gpu_name, compute_capability=identity.compute_capability_str,
@@ -140,7 +141,7 @@ class CacheEntry:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "CacheEntry":
+    def from_dict(cls, data: Mapping[str, Any]) -> CacheEntry:
         values = dict(data)
         values["key"] = CacheKey(**values["key"])
         return cls(**values)

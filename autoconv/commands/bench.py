@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from autoconv.bench.benchmark import run_bench
 from autoconv.bench.results import geomeans, is_positive, write_results

@@ -8,11 +8,11 @@ always); tables go to stdout, so ``autoconv tune ... > summary.txt`` keeps the t
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
+from typing import cast
 
-from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                           TimeElapsedColumn)
+from rich.console import Console, JustifyMethod
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from autoconv.backends.base import TrialResult
@@ -23,10 +23,10 @@ from autoconv.kernels.families import KernelPlan
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
-from autoconv.search.fleet import FleetReporter, WorkerState
-from autoconv.search.storage import masked_url
 from autoconv.search.dry_run import DryRunResult
+from autoconv.search.fleet import FleetReporter, WorkerState
 from autoconv.search.outcome import ProblemOutcome, Reporter
+from autoconv.search.storage import masked_url
 
 
 def stdout_console() -> Console:
@@ -59,8 +59,8 @@ class RichReporter(Reporter):
     def __init__(self, console: Console | None = None):
         self.console = console or Console(stderr=True)
         self.progress = _bars(self.console)
-        self._problems_task = None
-        self._trials_task = None
+        self._problems_task: TaskID | None = None
+        self._trials_task: TaskID | None = None
         self._best_family: str | None = None
 
     def run_started(self, problems: Sequence[NamedProblem], budget: Budget) -> None:
@@ -82,6 +82,7 @@ class RichReporter(Reporter):
         if result.ok and best is result:
             self._best_family = plan.family
         text = _best_text(best) + (f" {self._best_family}" if self._best_family else "")
+        assert self._trials_task is not None  # (problem_started's)
         self.progress.update(self._trials_task, completed=evaluated, best=text)
 
     def problem_finished(self, outcome: ProblemOutcome) -> None:
@@ -107,8 +108,8 @@ class RichFleetReporter(FleetReporter):
     def __init__(self, console: Console | None = None):
         self.console = console or Console(stderr=True)
         self.progress = _bars(self.console)
-        self._problems_task = None
-        self._worker_tasks: dict[int, object] = {}
+        self._problems_task: TaskID | None = None
+        self._worker_tasks: dict[int, TaskID] = {}
         self._budget: Budget | None = None
 
     def run_started(self, problems: Sequence[NamedProblem], budget: Budget, devices: Sequence[int]) -> None:
@@ -131,6 +132,7 @@ class RichFleetReporter(FleetReporter):
         self.progress.update(task, description=label, completed=worker.evaluated, best=worker.best)
 
     def problem_finished(self, outcome: ProblemOutcome) -> None:
+        assert self._problems_task is not None  # (run_started's)
         self.progress.advance(self._problems_task)
         self.progress.console.print(problem_line(outcome))
 
@@ -162,9 +164,11 @@ def _failures(outcome: ProblemOutcome) -> str:
 def summary_table(outcomes: Sequence[ProblemOutcome], wall_s: float | None = None) -> Table:
     """Per problem: family, params, ms, TFLOP/s, trials run / failed, compile vs GPU seconds."""
     table = Table(title="autoconv tune: winners", show_lines=False)
-    for column, justify in (("problem", "left"), ("shape", "left"), ("family", "left"), ("params", "left"),
-                            ("ms", "right"), ("TFLOP/s", "right"), ("trials", "right"), ("failed", "right"),
-                            ("compile s", "right"), ("GPU s", "right"), ("from", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("problem", "left"), ("shape", "left"), ("family", "left"), ("params", "left"), ("ms", "right"),
+        ("TFLOP/s", "right"), ("trials", "right"), ("failed", "right"), ("compile s", "right"), ("GPU s", "right"),
+        ("from", "left"))
+    for column, justify in columns:
         table.add_column(column, justify=justify, overflow="fold")
     for o in outcomes:
         table.add_row(
@@ -175,7 +179,7 @@ def summary_table(outcomes: Sequence[ProblemOutcome], wall_s: float | None = Non
             str(o.failed) if o.source != "cache" else "-",
             f"{o.compile_s:.1f}", f"{o.gpu_s:.1f}", o.source)
     tuned = [o for o in outcomes if o.time_ms is not None]
-    total_ms = sum(o.time_ms * o.count for o in tuned)
+    total_ms = sum(cast(float, o.time_ms) * o.count for o in tuned)
     caption = [f"{len(tuned)}/{len(outcomes)} problems with a verified winner",
                f"sum over layer instances {total_ms:.3f} ms"]
     if wall_s is not None:
@@ -189,9 +193,10 @@ def summary_table(outcomes: Sequence[ProblemOutcome], wall_s: float | None = Non
 def cache_table(entries: Sequence[CacheEntry], title: str) -> Table:
     """``autoconv show``: one row per cached winner."""
     table = Table(title=title)
-    for column, justify in (("GPU", "left"), ("shape", "left"), ("family", "left"), ("params", "left"),
-                            ("ms", "right"), ("TFLOP/s", "right"), ("workspace", "right"),
-                            ("measured", "left"), ("state", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("GPU", "left"), ("shape", "left"), ("family", "left"), ("params", "left"), ("ms", "right"),
+        ("TFLOP/s", "right"), ("workspace", "right"), ("measured", "left"), ("state", "left"))
+    for column, justify in columns:
         table.add_column(column, justify=justify, overflow="fold")
     for entry in entries:
         try:

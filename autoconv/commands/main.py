@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from autoconv import __version__
+from autoconv._version import __version__
 from autoconv.commands import bench, cache, check, families, render, report, show, space, tune, verify
 from autoconv.errors import AutoconvError
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from autoconv.bench.report import write_report
 from autoconv.bench.results import geomeans, load_results

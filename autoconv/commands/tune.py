@@ -14,20 +14,26 @@ import dataclasses
 import json
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from rich.console import Console
 
 from autoconv.backends.factory import make_backend
-from autoconv.commands.console import (RichFleetReporter, RichReporter, dry_run_table, shown, stdout_console,
-                                       summary_table)
+from autoconv.commands.console import (
+    RichFleetReporter,
+    RichReporter,
+    dry_run_table,
+    shown,
+    stdout_console,
+    summary_table,
+)
 from autoconv.errors import BackendUnavailable, UsageError
 from autoconv.files import write_atomically
-from autoconv.search.fleet import parse_gpus, tune_on_gpus
-from autoconv.search.session import TuneSession
 from autoconv.search.dry_run import dry_run
+from autoconv.search.fleet import parse_gpus, tune_on_gpus
 from autoconv.search.outcome import ProblemOutcome
+from autoconv.search.session import TuneSession
 
 
 def add_parser(commands) -> None:

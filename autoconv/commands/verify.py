@@ -8,10 +8,11 @@ import argparse
 import random
 import sys
 import time
-from typing import Iterable, TextIO
+from collections.abc import Iterable
+from typing import TextIO
 
-from autoconv.commands.options import add_problem_arg
 from autoconv.backends.base import Status
+from autoconv.commands.options import add_problem_arg
 from autoconv.emulator.check import LABELS, STATUSES, EmulatedCheck, family_seed, sample_families, verify_configs
 from autoconv.errors import AutoconvError
 from autoconv.kernels.families import all_families, get_family

@@ -27,8 +27,13 @@ from __future__ import annotations
 import numpy
 
 from autoconv.emulator.build import MAX_SHARED_BYTES, cache_dir, compile_program
-from autoconv.emulator.errors import (EmulatedKernelFault, EmulationError, EmulationTimeout,
-                                      EmulatorCompileError, EmulatorUnavailable)
+from autoconv.emulator.errors import (
+    EmulatedKernelFault,
+    EmulationError,
+    EmulationTimeout,
+    EmulatorCompileError,
+    EmulatorUnavailable,
+)
 from autoconv.emulator.program import EmulatedProgram, default_workers
 from autoconv.verify.compare import POISON
 

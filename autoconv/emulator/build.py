@@ -25,13 +25,13 @@ import subprocess
 import tempfile
 import threading
 import time
-from functools import lru_cache
+from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
-from typing import Iterable
 
-from autoconv.kernels.limits import H100
 from autoconv.emulator.errors import EmulatorCompileError, EmulatorUnavailable
 from autoconv.emulator.program import EmulatedProgram
+from autoconv.kernels.limits import H100
 
 HEADER_DIR = Path(__file__).resolve().parent
 
@@ -69,7 +69,7 @@ def compiler() -> str:
     return os.environ.get("AUTOCONV_EMU_CXX", "g++")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiler_identity(cxx: str) -> str:
     path = shutil.which(cxx)
     if path is None:

@@ -12,21 +12,20 @@ emulation, or runs too long fails with the tools' report.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 import numpy
 
 from autoconv.backends.base import Status
-from autoconv.kernels.limits import H100, DeviceLimits
-from autoconv.emulator import (EmulatedKernelFault, EmulationTimeout, EmulatorCompileError, default_workers,
-                               emulate_plan)
+from autoconv.emulator import EmulatedKernelFault, EmulationTimeout, EmulatorCompileError, default_workers, emulate_plan
 from autoconv.errors import SearchSpaceError
 from autoconv.kernels.families import Family, KernelPlan, get_family
+from autoconv.kernels.limits import H100, DeviceLimits
 from autoconv.problems.problem import ConvProblem
-from autoconv.verify.reference import conv2d_reference, random_inputs
 from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
+from autoconv.verify.reference import conv2d_reference, random_inputs
 
 #: The statuses a check can have (:class:`~autoconv.backends.base.Status`, the backends'
 #: and the tuner's vocabulary), each with the word ``autoconv verify --emulate`` prints for

@@ -21,13 +21,17 @@ import queue
 import threading
 import time
 import zlib
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 
+from autoconv.backends.base import Backend, BackendIdentity, Status, Ticket, TrialResult, failed
 from autoconv.errors import AutoconvError, BackendUnavailable
-from autoconv.backends.base import Backend, Status, Ticket, TrialResult, failed
-from autoconv.kernels.families import KernelPlan
 from autoconv.gpu.compiler import DEFAULT_COMPILE_TIMEOUT_S, CompileJob, CompileOutcome, CompilePool
 from autoconv.gpu.device import INSTALL_HINT
 from autoconv.gpu.worker import WorkerOptions, worker_main
+from autoconv.kernels.families import KernelPlan
+from autoconv.kernels.limits import DeviceLimits
+from autoconv.problems.problem import ConvProblem
 
 #: Seconds one candidate (load, verify, time) may take before it counts as hung.
 DEFAULT_CANDIDATE_TIMEOUT_S = 30.0
@@ -50,11 +54,12 @@ class GpuWorker:
         self.options = options
         self.candidate_timeout_s = candidate_timeout_s
         self._context = multiprocessing.get_context("spawn")
-        self._process = None
-        self._connection = None
-        self._problem = None  # (problem, seed) the live worker holds
-        self.limits = None
-        self.identity = None
+        # The live worker and its pipe (both None before start() and once it is lost).
+        self._process: BaseProcess | None = None
+        self._connection: Connection | None = None
+        self._problem: tuple[ConvProblem, int] | None = None  # (problem, seed) the live worker holds
+        self.limits: DeviceLimits | None = None  # read by the first start()
+        self.identity: BackendIdentity | None = None
         self.restarts = 0
 
     # ---- life cycle ----------------------------------------------------------------
@@ -91,6 +96,7 @@ class GpuWorker:
     def close(self) -> None:
         if self._process is None:
             return
+        assert self._connection is not None  # (set with the process)
         try:
             self._connection.send(("shutdown", None))
         except (OSError, BrokenPipeError):
@@ -120,6 +126,7 @@ class GpuWorker:
     def _receive(self, timeout: float, doing: str):
         """The worker's next message; None on timeout. Raises EOFError when it died,
         WorkerFailure when it reports a bug."""
+        assert self._connection is not None  # (a live worker)
         if not self._connection.poll(timeout):
             return None
         reply = self._connection.recv()
@@ -130,6 +137,7 @@ class GpuWorker:
         return reply
 
     def _exit_description(self) -> str:
+        assert self._process is not None  # (the worker that died)
         self._process.join(timeout=30)
         code = self._process.exitcode
         if code is None:
@@ -148,6 +156,7 @@ class GpuWorker:
         if self._problem != (plan.problem, seed):
             self._prepare(plan.problem, seed)
         started = time.perf_counter()
+        assert self._process is not None and self._connection is not None  # (started above)
         try:
             self._connection.send(("evaluate", (plan, cubin, compile_s)))
             reply = self._receive(self.candidate_timeout_s, f"evaluating {plan.name}")
@@ -173,6 +182,7 @@ class GpuWorker:
         return TrialResult.from_dict(data)
 
     def _prepare(self, problem, seed: int) -> None:
+        assert self._connection is not None  # (a live worker)
         try:
             self._connection.send(("problem", (problem, seed)))
             reply = self._receive(PROBLEM_TIMEOUT_S, f"preparing inputs for {problem.shape_str()}")
@@ -230,6 +240,7 @@ class CupyBackend(Backend):
         self.seed = seed
         self._worker = GpuWorker(WorkerOptions(device_id=device_id, samples=samples), candidate_timeout_s)
         self._worker.start()
+        assert self._worker.limits is not None and self._worker.identity is not None  # (started)
         self.device = self._worker.limits
         self.identity = self._worker.identity
         self._compiler = CompilePool(self.device.arch, compile_workers, compile_timeout_s)
@@ -268,10 +279,12 @@ class CupyBackend(Backend):
         self._queue.put(ticket)
         return ticket
 
-    def result(self, ticket: CupyTicket) -> TrialResult:
+    def result(self, ticket: Ticket) -> TrialResult:
+        assert isinstance(ticket, CupyTicket)  # (submit's)
         ticket.done.wait()
         if ticket.error is not None:
             raise ticket.error
+        assert ticket.value is not None  # (done: a value or an error)
         return ticket.value
 
     def _dispatch(self) -> None:
@@ -290,6 +303,7 @@ class CupyBackend(Backend):
         if self._closed:
             return failed(ticket.plan, Status.RUNTIME_FAILED, "not run: the backend was closed")
         compiled = ticket.compiled if ticket.job is None else self._compiler.result(ticket.job)
+        assert compiled is not None  # (a ticket has a job or a cached outcome)
         if compiled.ok and ticket.job is not None:
             with self._cubins_lock:
                 self._cubins[ticket.plan.source_hash] = compiled

@@ -186,6 +186,7 @@ class CompilePool:
         """Wait for ``job``; its outcome (never raises for a rejected source)."""
         while job.outcome is None:
             future = job.future
+            assert future is not None  # (submit started it)
             try:
                 job.outcome = future.result(timeout=self.timeout_s)
             except concurrent.futures.TimeoutError:

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from autoconv.kernels.limits import DeviceLimits
-from autoconv.errors import BackendUnavailable
 from autoconv.backends.base import BackendIdentity
+from autoconv.errors import BackendUnavailable
+from autoconv.kernels.limits import DeviceLimits
 
 INSTALL_HINT = ("install CuPy for your CUDA version: pip install 'autoconv[cuda13]' (CUDA 13) or "
                 "'autoconv[cuda12]' (CUDA 12)")

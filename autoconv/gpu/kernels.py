@@ -9,11 +9,11 @@ its launches in order, each given the device pointers of the buffers it names
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
-from autoconv.kernels.limits import DeviceLimits
 from autoconv.kernels.families import KernelPlan
+from autoconv.kernels.limits import DeviceLimits
 
 #: Dynamic shared memory a kernel may use without opting in.
 DEFAULT_DYNAMIC_SHARED_BYTES = 48 * 1024

@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from autoconv.errors import DeviceMemoryError
-from autoconv.problems.problem import ConvProblem
 from autoconv.gpu.timing import buffer_sets_for
+from autoconv.problems.problem import ConvProblem
 
 #: Timing buffer sets at most (as :class:`autoconv.gpu.worker.WorkerOptions`).
 MAX_BUFFER_SETS = 256

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 #: Aim for replays of about this many milliseconds: long enough that event resolution
 #: (~0.5 us) and launch gaps vanish, short enough to keep tuning fast.

@@ -29,8 +29,12 @@ import os
 import time
 import traceback
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from autoconv.backends.base import Status, TrialResult, failed
+
+if TYPE_CHECKING:  # (for the annotation: the worker imports it where it loads a plan)
+    from autoconv.gpu.kernels import LoadedPlan
 
 #: CUDA errors after which the context is unusable ("sticky" errors), by code.
 STICKY_CUDA_ERRORS = {
@@ -118,8 +122,8 @@ class ProblemBuffers:
         import cupy
         import numpy
 
-        from autoconv.verify.reference import conv2d_reference, random_inputs
         from autoconv.gpu.timing import buffer_sets_for
+        from autoconv.verify.reference import conv2d_reference, random_inputs
 
         self.problem = problem
         self.seed = seed
@@ -176,7 +180,7 @@ class WorkerSession:
         self.buffers: ProblemBuffers | None = None
         # The last candidate's module stays loaded until the next one: after a sticky
         # error it must not be unloaded (that fails, noisily) before the worker exits.
-        self.loaded = None
+        self.loaded: LoadedPlan | None = None
 
     def warm_up(self) -> None:
         """Run the verification path once on a tiny problem, so CuPy compiles its own
@@ -188,6 +192,7 @@ class WorkerSession:
 
         self.set_problem(parse_spec("N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1,bias=1"), 0)
         buffers = self.buffers
+        assert buffers is not None  # (set_problem's)
         buffers.verification(None)
         buffers.y[...] = buffers.reference
         check_result(buffers.y, buffers.reference, self.options.tolerance)

@@ -6,7 +6,7 @@ in registers, spills, stack and shared memory.
 
 ptxas's ``-v`` report is text meant for people, so its format is the fragile part: every
 pattern that reads it is in :data:`PTXAS_PATTERNS` and nowhere else, and
-``tests/test_compile.py`` checks them on captured reports of CUDA 12 and CUDA 13.
+``tests/kernels/test_compile.py`` checks them on captured reports of CUDA 12 and CUDA 13.
 
 Typical use::
 
@@ -23,12 +23,12 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
-from autoconv.kernels.limits import H100
 from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.kernels.limits import H100
 
 #: Seconds one nvcc run may take before it is stopped.
 DEFAULT_TIMEOUT = 300.0

@@ -8,13 +8,13 @@ and ``autoconv._search_spaces`` (see ``pyproject.toml``). Both layouts work.
 from __future__ import annotations
 
 import importlib.util
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 _CHECKOUT_ROOT = Path(__file__).resolve().parents[2]  # autoconv/kernels/resources.py -> the checkout
 
 
-@lru_cache(maxsize=None)
+@cache
 def _data_dir(folder: str, installed_package: str) -> Path:
     beside = _CHECKOUT_ROOT / folder
     if beside.is_dir():

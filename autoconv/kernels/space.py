@@ -25,16 +25,16 @@ template, the launch geometry and the constraints read the same numbers.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
 
 import yaml
 
-from autoconv.kernels.limits import DeviceLimits
 from autoconv.errors import ExpressionError, SearchSpaceError
+from autoconv.kernels.limits import DeviceLimits
+from autoconv.kernels.resources import search_space_path
 from autoconv.problems.expressions import Expression, compile_expression
 from autoconv.problems.problem import ConvProblem, did_you_mean
-from autoconv.kernels.resources import search_space_path
 
 #: Workspace a configuration may use unless the caller says otherwise (1 GiB).
 DEFAULT_WORKSPACE_LIMIT = 1 << 30
@@ -116,7 +116,7 @@ class SearchSpace:
             values = self.context(config, problem, device, workspace_limit)
         except SearchSpaceError as err:
             return [str(err)]
-        reasons = []
+        reasons: list[str] = []
         for constraint in self.constraints:
             try:
                 ok = constraint.expression.evaluate(values)

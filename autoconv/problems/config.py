@@ -57,14 +57,17 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
+
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
-from autoconv.cache.winners import default_location as default_cache_location, is_url
+from autoconv.cache.winners import default_location as default_cache_location
+from autoconv.cache.winners import is_url
 from autoconv.errors import ConfigError, ProblemError
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem
 from autoconv.problems.problem import SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
-from autoconv.problems.yaml_nodes import INVALID, NodeReader, is_int, is_null, value_of
+from autoconv.problems.yaml_nodes import INVALID, Invalid, NodeReader, is_int, is_null, value_of
 
 __all__ = ["Budget", "NamedProblem", "TuneConfig", "load_config", "load_config_text"]
 
@@ -135,7 +138,7 @@ class TuneConfig:
         return sum(item.problem.flops * item.count for item in self.problems)
 
 
-def load_config(path: str | Path) -> TuneConfig:
+def load_config(path: str | os.PathLike) -> TuneConfig:
     """Read and check a config file.
 
     Raises:
@@ -193,10 +196,11 @@ class _ConfigReader(NodeReader):
 
         entries = []
         for key in top:  # in file order, so that a clash is reported at the later entry
-            if key == "problems" and value_of(top, key) is not None:
-                entries += self.problems(value_of(top, key))
-            elif key == "models" and value_of(top, key) is not None:
-                entries += self.models(value_of(top, key))
+            section = value_of(top, key)
+            if key == "problems" and section is not None:
+                entries += self.problems(section)
+            elif key == "models" and section is not None:
+                entries += self.models(section)
         families = self.families(value_of(top, "families"), FAMILY_NAMES)
         budget = self.budget(value_of(top, "budget"))
         seed = self.integer(value_of(top, "seed"), "seed", 0, default=0, maximum=2**32 - 1)
@@ -204,8 +208,8 @@ class _ConfigReader(NodeReader):
         workspace = self.integer(value_of(top, "workspace_limit_mb"), "workspace_limit_mb", 0,
                                  default=DEFAULT_WORKSPACE_LIMIT_MB)
         # Without a `cache:` key, tune writes the user's cache, which autoconv.conv2d reads.
-        cache = (default_cache_location() if value_of(top, "cache") is None
-                 else self.location(value_of(top, "cache"), "cache"))
+        cache_node = value_of(top, "cache")
+        cache = default_cache_location() if cache_node is None else self.location(cache_node, "cache")
         results = self.path(value_of(top, "results"), "results", DEFAULT_RESULTS)
         storage = self.storage(value_of(top, "storage"))
 
@@ -218,6 +222,7 @@ class _ConfigReader(NodeReader):
             self.check_support(problems, families)
         if self.errors:
             return None
+        assert cache is not INVALID and results is not INVALID  # (each recorded an error)
         return TuneConfig(
             origin=self.origin, problems=tuple(item for item, _, _ in problems),
             families=families, budget=budget, seed=seed, cache=cache, storage=storage,
@@ -254,7 +259,7 @@ class _ConfigReader(NodeReader):
             return self.error(node, path, f"must be >= 0, got {self.describe(node)}")
         return value.lower() if isinstance(value, str) else value
 
-    def path(self, node: Node | None, key: str, default: str) -> Path:
+    def path(self, node: Node | None, key: str, default: str) -> Path | Invalid:
         text = default if node is None else self.string(node, key)
         if text is INVALID:
             return text
@@ -268,7 +273,7 @@ class _ConfigReader(NodeReader):
             return str(_under(self.base_dir, text))
         return _url_under(self.base_dir, text)
 
-    def location(self, node: Node, key: str) -> Path | str:
+    def location(self, node: Node, key: str) -> Path | str | Invalid:
         """A file path (relative to the config's folder) or a SQLAlchemy URL."""
         text = self.string(node, key)
         if text is INVALID:
@@ -314,6 +319,7 @@ class _ConfigReader(NodeReader):
             spec = self.string(spec_node, f"{path}.spec")
             if spec is INVALID or not ok:
                 return None
+            assert name is not None  # (ok)
             try:
                 problem = parse_spec(spec)
             except ProblemError as err:
@@ -341,6 +347,7 @@ class _ConfigReader(NodeReader):
                 values[key] = self.string(fields[key][1], f"{path}.{key}")
         if not ok or INVALID in values.values():
             return None
+        assert name is not None  # (ok)
         try:
             problem = make_problem(**values)
         except ProblemError as err:
@@ -397,6 +404,7 @@ class _ConfigReader(NodeReader):
     def families(self, node: Node | None, registered: tuple[str, ...]):
         if node is None:
             return tuple(registered)
+        items: list[Node] | Invalid
         if isinstance(node, ScalarNode) and isinstance(self.scalar(node), str):
             items = [node]  # a single family may be written without the brackets
         else:
@@ -481,7 +489,7 @@ class _ConfigReader(NodeReader):
             reasons = [get_family(f).unsupported_reason(item.problem) for f in families]
             if all(reasons):
                 self.error(node, path, f"no selected family can run {item.name!r}: "
-                           + "; ".join(reasons))
+                           + "; ".join(cast("list[str]", reasons)))
 
 
 def _under(base_dir: Path, text: str) -> Path:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Callable, Mapping
+from typing import Any, cast
 
 from autoconv.errors import ExpressionError
 from autoconv.problems.problem import ceil_div
@@ -49,13 +50,15 @@ MAX_EXPONENT = 64
 MAX_MAGNITUDE = 2**80
 MAX_LENGTH = 500
 
-_BINARY = {
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
-_COMPARE = {
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+}
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
     ast.Gt: operator.gt, ast.GtE: operator.ge,
 }
@@ -64,7 +67,7 @@ _COMPARE = {
 class Expression:
     """A compiled, whitelisted expression. Call :meth:`evaluate` with the variables."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: object):
         if not isinstance(text, (str, int, float)) or isinstance(text, bool):
             raise ExpressionError(f"expected an expression string or a number, got {text!r}")
         self.text = str(text)
@@ -118,7 +121,7 @@ class Expression:
 
     # The checked tree is turned into nested closures once, so that evaluating it (which
     # search-space enumeration does for thousands of points) is a few Python calls.
-    def _build(self, node) -> Callable[[Mapping], object]:
+    def _build(self, node) -> Callable[[Mapping], Any]:  # (values: numbers, strings, booleans)
         if isinstance(node, ast.Constant):
             value = node.value
             return lambda env: value
@@ -151,14 +154,14 @@ class Expression:
                 return result
             return binary
         if isinstance(node, ast.UnaryOp):
-            operand, op = self._build(node.operand), _UNARY[type(node.op)]
+            operand, unary_op = self._build(node.operand), _UNARY[type(node.op)]
             is_not = isinstance(node.op, ast.Not)
 
             def unary(env):
                 value = operand(env)
                 if not (is_not or _is_number(value)):
                     raise ExpressionError(f"{self.text!r}: arithmetic needs numbers, got {value!r}")
-                return op(value)
+                return unary_op(value)
             return unary
         if isinstance(node, ast.BoolOp):
             parts = [self._build(v) for v in node.values]
@@ -186,7 +189,8 @@ class Expression:
             test, body, orelse = self._build(node.test), self._build(node.body), self._build(node.orelse)
             return lambda env: body(env) if test(env) else orelse(env)
         if isinstance(node, ast.Call):
-            function, name = FUNCTIONS[node.func.id], node.func.id
+            called = cast(ast.Name, node.func)  # _check allows calls of FUNCTIONS by name only
+            function, name = FUNCTIONS[called.id], called.id
             args = [self._build(a) for a in node.args]
 
             def call(env):

@@ -12,8 +12,8 @@ occurrence in torchvision's module order (``conv1``, ``layer1.0.conv1``, ...).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from autoconv.errors import ProblemError
 from autoconv.problems.problem import ConvProblem, make_problem

@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from autoconv.errors import ProblemError
 
@@ -205,7 +205,7 @@ class ConvProblem:
                 f" s{_pair_str(self.stride)} p{_padding_str(self.padding)} d{_pair_str(self.dilation)}"
                 + (" +bias" if self.bias else ""))
 
-    def with_(self, **changes) -> "ConvProblem":
+    def with_(self, **changes) -> ConvProblem:
         return dataclasses.replace(self, **changes)
 
 
@@ -324,6 +324,7 @@ def parse_spec(spec: str) -> ConvProblem:
     stride = _parse_pair("stride", values.get("stride", "1"))
     dilation = _parse_pair("dilation", values.get("dilation", "1"))
     pad_text = values.get("pad", "0").lower()
+    padding: str | tuple[int, ...]
     if pad_text in ("same", "valid"):
         padding = pad_text
     elif ":" in pad_text:

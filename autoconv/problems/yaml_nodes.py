@@ -11,7 +11,9 @@ recorded is :data:`INVALID`.
 
 from __future__ import annotations
 
-from typing import Callable
+import enum
+from collections.abc import Callable
+from typing import Final
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -23,11 +25,14 @@ _SCALAR_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null")}
 _MERGE_TAG = _TAG + "merge"
 
 
-class Invalid:
-    """Marks a value whose error has already been recorded."""
+class Invalid(enum.Enum):
+    """Marks a value whose error has already been recorded (an enum of one member, so that
+    type checkers narrow ``value is INVALID``)."""
+
+    INVALID = "invalid"
 
 
-INVALID = Invalid()
+INVALID: Final = Invalid.INVALID
 
 
 class NodeReader:

@@ -115,7 +115,7 @@ def _launch_kernel(function: int, grid_x: int, grid_y: int, grid_z: int, block_x
     global _launch_kernel, _DriverError
     from cupy.cuda import driver
 
-    _DriverError = driver.CUDADriverError
+    _DriverError = driver.CUDADriverError  # type: ignore[misc]  # (the stand-in class below, rebound)
     _launch_kernel = driver.launchKernel
     _launch_kernel(function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream, params, extra)
 

@@ -21,7 +21,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from autoconv.cache.winners import CacheKey, WinnerCache, default_location, is_url
 from autoconv.errors import AutoconvError, CacheError
@@ -53,14 +53,15 @@ class Runner:
     cudnn: Any = None          # autoconv.bench.baseline.CudnnConv where cuDNN beat the cached winner
     loaded: Any = None         # autoconv.gpu.kernels.LoadedPlan: keeps the module loaded
 
+    # (plan is None only where cuDNN runs)
     @property
     def name(self) -> str:
-        return f"cudnn:{self.cudnn.plan_name}" if self.cudnn is not None else self.plan.name
+        return f"cudnn:{self.cudnn.plan_name}" if self.cudnn is not None else cast(KernelPlan, self.plan).name
 
     @property
     def workspace_bytes(self) -> int:
         """Scratch bytes one call needs (the plan's workspace, or cuDNN's)."""
-        return self.cudnn.workspace_bytes if self.cudnn is not None else self.plan.workspace_bytes
+        return self.cudnn.workspace_bytes if self.cudnn is not None else cast(KernelPlan, self.plan).workspace_bytes
 
 
 class KernelRegistry:

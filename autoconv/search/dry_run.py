@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from autoconv.errors import BackendUnavailable
 from autoconv.kernels.families import KernelPlan, get_family

@@ -36,8 +36,9 @@ import multiprocessing
 import os
 import queue as queue_module
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from autoconv.backends.base import TrialResult
 from autoconv.backends.factory import BACKEND_VARIABLE, make_backend
@@ -275,8 +276,9 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     reporter.run_started(config.problems, budget, devices)
     for position, device in enumerate(devices):
         start = position * len(config.problems) // len(devices)
-        job = WorkerJob(device=device, start=start, config_path=str(config.origin), families=tuple(families), budget=budget,
-                        storage=storage, cache=str(cache), retune=retune, compile_workers=compile_workers)
+        job = WorkerJob(device=device, start=start, config_path=str(config.origin), families=tuple(families),
+                        budget=budget, storage=storage, cache=str(cache), retune=retune,
+                        compile_workers=compile_workers)
         process = context.Process(target=worker_main, args=(job, events, os.getpid()),
                                   name=f"autoconv-tune-gpu{device}")
         process.start()

@@ -48,7 +48,7 @@ class Heartbeat:
         self.storage = storage
         interval = optuna_adapter.heartbeat_interval_s(storage)
         self.enabled = interval is not None
-        self.interval_s = float(interval) if self.enabled else float(heartbeat_interval_s())
+        self.interval_s = float(interval) if interval is not None else float(heartbeat_interval_s())
         self._trial_ids: dict[tuple[str, int], int] = {}  # (study name, trial number) -> storage id
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None

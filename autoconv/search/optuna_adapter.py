@@ -25,7 +25,8 @@ itself, through these calls on the storage the studies live in (one autoconv ope
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, cast
 
 import optuna
 from optuna.storages import BaseStorage, RDBStorage
@@ -55,7 +56,7 @@ def heartbeat_interval_s(storage: BaseStorage) -> int | None:
 
 def record_heartbeat(storage: BaseStorage, identifier: int) -> None:
     """A heartbeat of trial ``identifier`` (:func:`trial_id`), now."""
-    storage.record_heartbeat(identifier)
+    cast(RDBStorage, storage).record_heartbeat(identifier)  # (called where heartbeat_interval_s is not None)
 
 
 def fail_stale_trials(study: optuna.Study) -> None:

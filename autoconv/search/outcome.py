@@ -19,8 +19,9 @@ status, compile and GPU seconds.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, cast
 
 from autoconv.backends.base import TrialResult
 from autoconv.kernels.families import KernelPlan
@@ -81,14 +82,15 @@ def merge_outcomes(outcomes: Sequence[ProblemOutcome], *, parallel: bool = True)
     for outcome in outcomes:
         for status, count in outcome.failures.items():
             failures[status] = failures.get(status, 0) + count
-    work = dict(trials_run=sum(o.trials_run for o in outcomes), invalid=sum(o.invalid for o in outcomes),
-                repeats=sum(o.repeats for o in outcomes), failures=failures,
-                compile_s=sum(o.compile_s for o in outcomes), gpu_s=sum(o.gpu_s for o in outcomes))
+    work: dict[str, Any] = dict(
+        trials_run=sum(o.trials_run for o in outcomes), invalid=sum(o.invalid for o in outcomes),
+        repeats=sum(o.repeats for o in outcomes), failures=failures,
+        compile_s=sum(o.compile_s for o in outcomes), gpu_s=sum(o.gpu_s for o in outcomes))
     with_winner = [o for o in outcomes if o.time_ms is not None]
     if not parallel:
         chosen = with_winner[-1] if with_winner else outcomes[0]
         return dataclasses.replace(chosen, **work, wall_s=sum(o.wall_s for o in outcomes))
-    chosen = min(with_winner, key=lambda o: o.time_ms) if with_winner else outcomes[0]
+    chosen = min(with_winner, key=lambda o: cast(float, o.time_ms)) if with_winner else outcomes[0]
     tuned = [o for o in outcomes if o.source == "tuned" or o.trials_run]
     return dataclasses.replace(
         chosen, **work, source="tuned" if tuned else chosen.source,

@@ -16,7 +16,7 @@ import json
 import multiprocessing
 import os
 import random
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from autoconv.errors import AutoconvError
 from autoconv.kernels.families import get_family
@@ -91,7 +91,9 @@ class ValidPoints:
         """``config`` if valid, else the valid config of ``family`` nearest to it."""
         if self.is_valid(family, config):
             return dict(config)
-        return self.nearest_unseen(family, config, set())[1]
+        found = self.nearest_unseen(family, config, set())
+        assert found is not None  # (nothing is seen yet, and the families held have valid points)
+        return found[1]
 
     def nearest_unseen(self, family: str, config: Mapping[str, object], seen: set[str]) -> tuple[str, dict] | None:
         """The valid, unseen config of ``family`` closest to ``config`` (fewest parameters

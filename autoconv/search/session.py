@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any
 
 from autoconv.backends.base import Backend
 from autoconv.cache.winners import WinnerCache
 from autoconv.problems.config import Budget, TuneConfig, load_config
-from autoconv.search.storage import is_url
 from autoconv.search.outcome import Reporter
+from autoconv.search.storage import is_url
 from autoconv.search.tuner import Tuner
 
 
@@ -60,9 +61,9 @@ class TuneSession:
     def from_config(cls, config: TuneConfig, *, families: Sequence[str] | None = None,
                     trials: int | None = None, seconds: float | None = None, patience: int | None = None,
                     storage: str | None = None, cache: str | os.PathLike | None = None,
-                    retune: bool = False) -> "TuneSession":
+                    retune: bool = False) -> TuneSession:
         """``config`` with the command line's overrides (None or empty: the config's)."""
-        overrides = {name: value for name, value in (("trials", trials), ("seconds", seconds),
+        overrides: dict[str, Any] = {name: value for name, value in (("trials", trials), ("seconds", seconds),
                                                      ("patience", patience)) if value is not None}
         storage = str(storage or config.storage)
         return cls(config=config, families=tuple(families) if families else tuple(config.families),
@@ -70,7 +71,7 @@ class TuneSession:
                    cache=cache_location(cache, storage, config), retune=retune)
 
     @classmethod
-    def load(cls, config_path: str | os.PathLike, **overrides) -> "TuneSession":
+    def load(cls, config_path: str | os.PathLike, **overrides) -> TuneSession:
         """:meth:`from_config` of the config file at ``config_path``.
 
         Raises:
@@ -78,7 +79,7 @@ class TuneSession:
         """
         return cls.from_config(load_config(config_path), **overrides)
 
-    def on_device(self, device: int) -> "TuneSession":
+    def on_device(self, device: int) -> TuneSession:
         """This session tuning on CUDA device ``device`` instead of the config's."""
         return dataclasses.replace(self, config=dataclasses.replace(self.config, device=device))
 

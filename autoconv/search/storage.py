@@ -31,8 +31,8 @@ import os
 import random
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from autoconv.errors import StorageError
 
@@ -44,7 +44,7 @@ from autoconv.errors import StorageError
 try:
     import fcntl
 except ImportError:  # not on Windows: Optuna's own journal lock is used there
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 
 def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | None = None):
@@ -73,7 +73,9 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
         on_repair(f"study journal {path}: removed an incomplete last record ({dropped} bytes) left by "
                   "an interrupted write")
     try:
-        return JournalStorage(JournalFileBackend(str(path), lock_obj=_journal_lock(path)))
+        # (JournalFlock has the acquire and release of Optuna's lock class, not the class:
+        # subclassing it would import Optuna with this module.)
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=_journal_lock(path)))  # type: ignore[arg-type]
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:  # Optuna replaying junk
         raise StorageError(_journal_damage(path, f"Optuna cannot replay it ({first_line(err)})")) from None
 

@@ -31,8 +31,9 @@ A trial reads back as a :class:`TrialRecord` (:func:`read_trial`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, cast
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -229,11 +230,14 @@ class SearchHistory:
     running: set[str]
 
     @classmethod
-    def of(cls, study: optuna.Study) -> "SearchHistory":
+    def of(cls, study: optuna.Study) -> SearchHistory:
         # (``waiting`` stays empty: a queued trial has no params until it is asked for,
         # see :func:`read_trial`.)
-        results, evaluated, best, since = {}, 0, None, 0
-        waiting, running = set(), set()
+        results: dict[str, tuple[int, Status, float | None]] = {}
+        evaluated, since = 0, 0
+        best: float | None = None
+        waiting: set[str] = set()
+        running: set[str] = set()
         for record in read_trials(study):
             if record.state == TrialState.WAITING:
                 waiting.add(record.key)
@@ -244,7 +248,7 @@ class SearchHistory:
             if not record.evaluated:
                 continue
             value = record.time_ms
-            results.setdefault(record.key, (record.number, record.status, value))
+            results.setdefault(record.key, (record.number, cast(Status, record.status), value))  # (evaluated)
             evaluated += 1
             if value is not None and (best is None or value < best):
                 best, since = value, 0
@@ -269,4 +273,4 @@ def claimed_by_another(study: optuna.Study, number: int, key: str) -> str | None
 def ok_trials(study: optuna.Study) -> list[TrialRecord]:
     """The study's ok trials, fastest first."""
     return sorted((record for record in read_trials(study, (TrialState.COMPLETE,)) if record.status is Status.OK),
-                  key=lambda record: record.value)
+                  key=lambda record: cast(float, record.value))  # (COMPLETE: a value)

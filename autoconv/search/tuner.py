@@ -63,7 +63,8 @@ import os
 import time
 import warnings
 from collections import deque
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import cast
 
 import optuna
 from optuna.exceptions import UpdateFinishedTrialError
@@ -83,8 +84,19 @@ from autoconv.search.liveness import Liveness
 from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_all, enumerate_points
 from autoconv.search.storage import make_storage
-from autoconv.search.study import (SearchHistory, claim, claimed_by_another, enqueue, mark_problem, ok_trials,
-                                   record_evaluation, record_winner, refuse, study_name, suggest)
+from autoconv.search.study import (
+    SearchHistory,
+    claim,
+    claimed_by_another,
+    enqueue,
+    mark_problem,
+    ok_trials,
+    record_evaluation,
+    record_winner,
+    refuse,
+    study_name,
+    suggest,
+)
 
 #: Candidates asked ahead and compiling while the GPU evaluates (per problem).
 DEFAULT_PIPELINE_DEPTH = 8
@@ -318,14 +330,14 @@ class Tuner:
                 outcome.compile_s += result.compile_s
                 outcome.gpu_s += result.run_s
                 if result.ok:
-                    if best is None or result.time_ms < best.time_ms:
+                    if best is None or cast(float, result.time_ms) < cast(float, best.time_ms):  # (ok: timed)
                         best = result
                 else:
                     outcome.failures[result.status.value] = outcome.failures.get(result.status.value, 0) + 1
                 self.reporter.trial_finished(item, trial.number, plan, result, best,
                                              SearchHistory.of(study).evaluated)
         finally:
-            for trial, plan, _ in in_flight:  # interrupted: leave no trial running
+            for trial, _plan, _ in in_flight:  # interrupted: leave no trial running
                 refuse(study, trial, Status.ABANDONED, "the tuning run ended before this candidate was evaluated")
                 self.liveness.done(study, trial.number)
 
@@ -380,7 +392,7 @@ class Tuner:
             else:
                 if key in seen:
                     earlier = history.results.get(key)
-                    repeat = f"evaluated before (trial {earlier[0]})" if earlier else "being evaluated now"
+                    repeat: str | None = f"evaluated before (trial {earlier[0]})" if earlier else "being evaluated now"
                 else:
                     # Checked again now that this trial's params are in the storage: of two
                     # processes proposing the same config at once, the later sees the other.
@@ -431,6 +443,7 @@ class Tuner:
             if not check.ok:
                 rejected.append(f"trial {trial.number} ({plan.name}): {check.status.value}: {check.reason}")
                 continue
+            assert check.time_ms is not None and check.tflops is not None  # (ok: timed)
             outcome.source = "tuned"
             outcome.family, outcome.config, outcome.kernel_name = family, config, plan.name
             outcome.time_ms, outcome.tflops = check.time_ms, check.tflops

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -41,6 +42,9 @@ from autoconv.errors import AutoconvError, ProblemError
 from autoconv.problems.problem import ConvProblem
 from autoconv.runtime.api import check_shapes
 from autoconv.runtime.selection import REGISTRY, Runner
+
+_Pair = tuple[int, int]
+_Padding = tuple[int, int, int, int]
 
 #: The operator's schema: padding is (top, bottom, left, right), already resolved.
 SCHEMA = ("conv2d(Tensor x, Tensor w, Tensor? bias, SymInt[2] stride, SymInt[4] padding, SymInt[2] dilation) "
@@ -71,7 +75,7 @@ class _WeightsEntry:
     """The workspace holding one weight tensor's transformed copy, for one stream."""
     __slots__ = ("tensor", "version", "pointer", "workspace")
 
-    def __init__(self, tensor: weakref.ref, version: int, pointer: int, workspace: torch.Tensor):
+    def __init__(self, tensor: weakref.ref, version: int, pointer: int, workspace: torch.Tensor | None):
         self.tensor, self.version, self.pointer, self.workspace = tensor, version, pointer, workspace
 
 
@@ -106,6 +110,7 @@ class _Call:
             workspace, prepare = self._weights_workspace(w, stream, device)
         else:
             workspace = self._scratch(device)
+        assert runner.launcher is not None  # (only cuDNN's runners have none: returned above)
         runner.launcher((x.data_ptr(), w.data_ptr(), bias_pointer, y.data_ptr(),
                          0 if workspace is None else workspace.data_ptr()), stream, prepare_weights=prepare)
         return y
@@ -191,9 +196,10 @@ def _first_call(key, x, w, bias, stride, padding, dilation) -> _Call:
     _refuse_devices(x, w, bias)
     N, C, H, W = (int(v) for v in x.shape)
     K, _, R, S = (int(v) for v in w.shape)
-    problem = ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=tuple(int(v) for v in stride),
-                          dilation=tuple(int(v) for v in dilation), padding=tuple(int(v) for v in padding),
-                          bias=bias is not None)
+    # (as given: ConvProblem checks the lengths)
+    problem = ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=cast(_Pair, tuple(int(v) for v in stride)),
+                          dilation=cast(_Pair, tuple(int(v) for v in dilation)),
+                          padding=cast(_Padding, tuple(int(v) for v in padding)), bias=bias is not None)
     device = x.get_device()
     if not REGISTRY.is_loaded(problem, device) and torch.cuda.is_current_stream_capturing():
         raise CaptureError(f"autoconv: the first call for {problem.shape_str()} on cuda:{device} happened "

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any
 
-from autoconv.kernels.limits import H100, DeviceLimits
 from autoconv.errors import SearchSpaceError
-from autoconv.problems.problem import ConvProblem
+from autoconv.kernels.limits import H100, DeviceLimits
 from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT, SearchSpace, load_search_space
+from autoconv.problems.problem import ConvProblem
 
 #: The buffers a launch may take, in the order a family lists them.
 BUFFER_NAMES = ("x", "w", "bias", "y", "workspace")
@@ -112,11 +113,11 @@ class Family:
         params = "_".join(f"{k}{v}" for k, v in config.items())
         return f"{self.name}_{DTYPE_TAGS[problem.dtype]}_{params}_{config_hash(config)}"
 
-    def launches(self, name: str, values: Mapping[str, object]) -> tuple[Launch, ...]:
+    def launches(self, name: str, values: Mapping[str, Any]) -> tuple[Launch, ...]:
         """The launches of a plan, from the kernel name and the evaluated space values."""
         raise NotImplementedError
 
-    def workspace_bytes(self, values: Mapping[str, object]) -> int:
+    def workspace_bytes(self, values: Mapping[str, Any]) -> int:
         """Scratch memory the plan needs; search spaces derive ``WORKSPACE_BYTES``."""
         return int(values.get("WORKSPACE_BYTES", 0))
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from autoconv.kernels.families.base import Family, Launch, dim3
 
@@ -11,7 +12,7 @@ class Direct(Family):
     name = "direct"
     summary = "direct sliding window: input window and weights in shared memory, output tile per thread"
 
-    def launches(self, name: str, values: Mapping[str, object]) -> tuple[Launch, ...]:
+    def launches(self, name: str, values: Mapping[str, Any]) -> tuple[Launch, ...]:
         # One launch; grid (output column tiles, output row tiles, image * filter group).
         args = ("x", "w", "bias", "y") if values["HAS_BIAS"] else ("x", "w", "y")
         return (Launch(name, dim3(values["GRID_Q"], values["GRID_P"], values["GRID_Z"]),

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from autoconv.kernels.families.base import Family, Launch, dim3
 
@@ -11,7 +12,7 @@ class Im2colGemm(Family):
     name = "im2col_gemm"
     summary = "im2col into a workspace column buffer, then a block-tiled SGEMM with 2-D thread tiles"
 
-    def launches(self, name: str, values: Mapping[str, object]) -> tuple[Launch, ...]:
+    def launches(self, name: str, values: Mapping[str, Any]) -> tuple[Launch, ...]:
         # The GEMM reads the column buffer that the im2col launch writes: they run in order.
         # With COLUMNS = input (1x1, stride 1, no padding) x is the column buffer itself.
         columns = "workspace" if values["COLUMNS"] == "buffer" else "x"

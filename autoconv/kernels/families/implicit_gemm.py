@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from autoconv.kernels.families.base import Family, Launch, dim3, grid_for
 
@@ -11,7 +12,7 @@ class ImplicitGemm(Family):
     name = "implicit_gemm"
     summary = "implicit GEMM: gather fused into tile loads, warp tiling, double buffering, split-K"
 
-    def weights_launch(self, name: str, values: Mapping[str, object]) -> Launch | None:
+    def weights_launch(self, name: str, values: Mapping[str, Any]) -> Launch | None:
         """The kernel that prepares the weights in the workspace before the GEMM (here: the
         reorder into rsc order when GATHER = rsc), or None when the GEMM reads ``w`` itself."""
         if values.get("GATHER") != "rsc":
@@ -20,7 +21,7 @@ class ImplicitGemm(Family):
         return Launch(f"{name}_weights_rsc", grid_for(values["K"] * values["GEMM_K"], threads),
                       dim3(threads), ("w", "workspace"))
 
-    def launches(self, name: str, values: Mapping[str, object]) -> tuple[Launch, ...]:
+    def launches(self, name: str, values: Mapping[str, Any]) -> tuple[Launch, ...]:
         """[prepare the weights] -> the GEMM -> [sum the split-K slices]."""
         has_bias, split_k = values["HAS_BIAS"], values["SPLIT_K"]
         prepare = self.weights_launch(name, values)

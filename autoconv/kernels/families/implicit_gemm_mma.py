@@ -7,7 +7,8 @@ GEMM, and the split-K reduction when SPLIT_K > 1.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from autoconv.kernels.families.base import Launch, dim3, grid_for
 from autoconv.kernels.families.implicit_gemm import ImplicitGemm
@@ -18,7 +19,7 @@ class ImplicitGemmMma(ImplicitGemm):
     summary = "implicit GEMM on mma.sync m16n8k8 tensor cores, 3xTF32 (split per block or per warp), cp.async, split-K"
     tensor_cores = True
 
-    def weights_launch(self, name: str, values: Mapping[str, object]) -> Launch:
+    def weights_launch(self, name: str, values: Mapping[str, Any]) -> Launch:
         """One thread per element of the weights' first plane (WEIGHTS_ELEMENTS, derived by the
         search space); it writes the second plane's element too, when there is one."""
         threads = values["WEIGHTS_THREADS"]

@@ -15,6 +15,9 @@ from autoconv.errors import ProblemError  # noqa: E402
 from autoconv.problems.config import load_config  # noqa: E402
 from autoconv.torch.functional import resolve  # noqa: E402
 
+#: This module, as `autoconv tune --model MODULE:FACTORY` imports it.
+THIS = __name__
+
 
 def test_the_operator_is_registered_with_its_schema():
     schema = str(torch.ops.autoconv.conv2d.default._schema)
@@ -137,7 +140,7 @@ def test_conv_problems_of_a_model_on_the_meta_device(tmp_path):
 
 
 def mixed_model() -> nn.Module:
-    """A factory for ``autoconv tune --model test_torch_cpu:mixed_model``."""
+    """A factory for ``autoconv tune --model tests.torch.test_torch_cpu:mixed_model``."""
     return Mixed()
 
 
@@ -147,19 +150,19 @@ def test_tune_model_writes_the_config_it_tunes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
     monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
-    assert main(["tune", "--model", "test_torch_cpu:mixed_model", "--input", "2x3x20x18", "--trials", "2"]) == 0
+    assert main(["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x20x18", "--trials", "2"]) == 0
     config = load_config(tmp_path / "mixed_model_2x3x20x18.yaml")
     assert [(p.name, p.count) for p in config.problems] == [("stem", 1), ("reflect", 2), ("head.0", 1)]
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())  # (the terminal output wraps)
     assert "4 convolutions, 3 distinct problems" in err and "left to PyTorch: depthwise" in err
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["tune", "--model", "test_torch_cpu:mixed_model"], "--model MODULE:FACTORY and --input NxCxHxW go together"),
-    (["tune", "--model", "test_torch_cpu:mixed_model", "--input", "2x3x0x4"], "--input='2x3x0x4'"),
+    (["tune", "--model", f"{THIS}:mixed_model"], "--model MODULE:FACTORY and --input NxCxHxW go together"),
+    (["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x0x4"], "--input='2x3x0x4'"),
     (["tune", "--model", "no_such_module:net", "--input", "1x3x8x8"], "cannot import no_such_module"),
-    (["tune", "--model", "test_torch_cpu:Mixed", "--input", "1x5x8x8"], "running test_torch_cpu:Mixed"),
-    (["tune", "x.yaml", "--model", "test_torch_cpu:Mixed", "--input", "1x3x8x8"], "either a config file or --model"),
+    (["tune", "--model", f"{THIS}:Mixed", "--input", "1x5x8x8"], f"running {THIS}:Mixed"),
+    (["tune", "x.yaml", "--model", f"{THIS}:Mixed", "--input", "1x3x8x8"], "either a config file or --model"),
     (["tune"], "give a config file, or --model"),
 ])
 def test_tune_model_refuses_bad_arguments_in_one_line(argv, message, tmp_path, monkeypatch, capsys):

@@ -8,23 +8,22 @@ that a resumed study repeats no evaluated configuration.
 
 from __future__ import annotations
 
-import os
-
 import optuna
 import pytest
 from optuna.trial import TrialState
 
-from autoconv.cache.winners import WinnerCache, templates_hash
-from autoconv.problems.config import Budget
-from autoconv.kernels.limits import H100
 from autoconv.backends.base import Status
 from autoconv.backends.fake import FakeBackend
+from autoconv.cache.winners import WinnerCache, templates_hash
 from autoconv.kernels.families import get_family
+from autoconv.kernels.limits import H100
+from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.study import EVALUATED, study_name
 from autoconv.search.tuner import Tuner
+from tests.helpers import dead_pid
 
 #: Small, awkward problem; the two families with quick-to-enumerate spaces.
 PROBLEM = NamedProblem("odd", parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"))
@@ -219,7 +218,7 @@ def test_resume_after_interruption_repeats_no_evaluated_trial(points, tmp_path):
     tuner = make_tuner(FakeBackend(), Budget(trials=16), str(journal))
     study = study_of(tuner)
     orphan = study.ask()
-    orphan.set_user_attr("owner", f"{tuner.owner.rpartition(':')[0]}:{_dead_pid()}")
+    orphan.set_user_attr("owner", f"{tuner.owner.rpartition(':')[0]}:{dead_pid()}")
 
     second = FakeBackend()
     tuner = make_tuner(second, Budget(trials=16), str(journal))
@@ -260,12 +259,3 @@ def test_no_valid_configuration_is_reported_not_raised():
     outcome, = tuner.tune([problem])
     assert outcome.source == "none" and outcome.time_ms is None
     assert "no configuration" in outcome.message and not backend.evaluated
-
-
-def _dead_pid() -> int:
-    """A process id that is not running (a child that has exited and been reaped)."""
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-    return pid

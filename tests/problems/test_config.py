@@ -19,14 +19,22 @@ from hypothesis import strategies as st
 
 from autoconv.cache.winners import default_path as default_cache_path
 from autoconv.commands.main import main
-from autoconv.problems.config import (BUDGET_KEYS, MODEL_KEYS, PROBLEM_KEYS, TOP_KEYS, Budget, TuneConfig,
-                             load_config, load_config_text)
 from autoconv.errors import AutoconvError, ConfigError, ProblemError
 from autoconv.kernels.families import FAMILY_NAMES
+from autoconv.problems.config import (
+    BUDGET_KEYS,
+    MODEL_KEYS,
+    PROBLEM_KEYS,
+    TOP_KEYS,
+    Budget,
+    TuneConfig,
+    load_config,
+    load_config_text,
+)
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem, resnet50
 from autoconv.problems.problem import make_problem, parse_spec
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -230,7 +238,8 @@ def test_models_expand_with_prefix_and_batch():
     (PROBLEM.replace("bias: false", "bias: 1"), "test.yaml:13: problems[0].bias: expected true or false, got 1"),
     (PROBLEM.replace("name: odd_layer", "name: odd layer"),
      "test.yaml:2: problems[0].name: 'odd layer' is not a valid name"),
-    (PROBLEM.replace("name: odd_layer", "name: 12"), "test.yaml:2: problems[0].name: expected a non-empty string, got 12"),
+    (PROBLEM.replace("name: odd_layer", "name: 12"),
+     "test.yaml:2: problems[0].name: expected a non-empty string, got 12"),
     (PROBLEM.replace("- name: odd_layer\n    N: 2", "- N: 2"),
      "test.yaml:2: problems[0]: missing 'name'"),
     (PROBLEM.replace("bias: false", "dtype: float16"),
@@ -275,7 +284,8 @@ def test_models_expand_with_prefix_and_batch():
     ("models:\n  - preset: resnet50\n    batch: 100000\n",
      "test.yaml:3: models[0].batch: size=15052800000: input N*C*H*W has 15052800000 elements"),
     ("models:\n  - batch: 2\n", "test.yaml:2: models[0]: missing 'preset' (one of resnet50)"),
-    ("models:\n  - {preset: resnet50, bacth: 2}\n", "test.yaml:2: models[0].bacth: unknown key (did you mean 'batch'?)"),
+    ("models:\n  - {preset: resnet50, bacth: 2}\n",
+     "test.yaml:2: models[0].bacth: unknown key (did you mean 'batch'?)"),
     ("models:\n  - {preset: resnet50}\nproblems:\n  - {name: resnet50.conv1, spec: 'N=1,C=1,H=4,W=4,K=1,R=1,S=1'}\n",
      "test.yaml:4: problems[0]: name 'resnet50.conv1' is already used by models[0] (line 2) for a different problem"),
     # the document as a whole

@@ -17,13 +17,13 @@ import pytest
 
 from autoconv.backends.base import Status
 from autoconv.commands.main import main
-from autoconv.kernels.limits import H100
-from autoconv.errors import SearchSpaceError
 from autoconv.emulator.check import EmulatedCheck, sample_configs, verify_configs, verify_plan
+from autoconv.errors import SearchSpaceError
 from autoconv.kernels.families import FAMILY_NAMES, get_family
+from autoconv.kernels.limits import H100
 from autoconv.problems.problem import ConvProblem, make_problem
-from autoconv.verify.reference import conv2d_reference, random_inputs
 from autoconv.verify.compare import POISON, check_result, relative_l2_error
+from autoconv.verify.reference import conv2d_reference, random_inputs
 
 # ---- awkward problems -----------------------------------------------------------------------
 # Together the shapes below cover N = 1..3, C in {1, 3, 13, 64}, odd K (a multiple of no
@@ -48,8 +48,8 @@ def _shape(rng, *, C, R, S, stride=1, dilation=1, padding=None, bias=None, hw=(5
         H, W = (int(v) for v in rng.integers(hw[0], hw[1] + 1, size=2))
         pad = _pad_upto(rng, R, S) if padding is None else padding
         try:
-            problem = make_problem(N=int(rng.integers(1, 4)), C=C, H=H, W=W, K=2 * int(rng.integers(1, 19)) + 1, R=R, S=S,
-                                   stride=stride, dilation=dilation, padding=pad,
+            problem = make_problem(N=int(rng.integers(1, 4)), C=C, H=H, W=W, K=2 * int(rng.integers(1, 19)) + 1,
+                                   R=R, S=S, stride=stride, dilation=dilation, padding=pad,
                                    bias=bool(rng.integers(0, 2)) if bias is None else bias)
         except ValueError:  # the dilated filter does not fit this H, W and padding
             continue
@@ -77,8 +77,13 @@ def _describe(problem: ConvProblem, check: EmulatedCheck) -> str:
             + (f"\n{check.details}" if check.details else ""))
 
 
+#: The tensor-core families' emulated products take 2 to 8 s a shape here: slow.
+FAMILIES_BY_SPEED = [pytest.param(name, marks=pytest.mark.slow) if get_family(name).tensor_cores else name
+                     for name in FAMILY_NAMES]
+
+
 @pytest.mark.parametrize("shape", list(PROBLEMS))
-@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+@pytest.mark.parametrize("family_name", FAMILIES_BY_SPEED)
 def test_family_matches_reference(family_name, shape, seed):
     rng = np.random.default_rng(seed)
     problem = PROBLEMS[shape](rng)
@@ -313,7 +318,8 @@ def test_check_result_reports_the_largest_difference():
     out = np.array([[[[1.0, 1.0], [1.1, 1.0]]]], dtype=np.float32)
     outcome = check_result(out, ref)
     assert not outcome.ok
-    assert outcome.error == pytest.approx(relative_l2_error(out, ref)) and outcome.error == pytest.approx(0.05, rel=1e-5)
+    assert outcome.error == pytest.approx(relative_l2_error(out, ref))
+    assert outcome.error == pytest.approx(0.05, rel=1e-5)
     assert "largest difference at [0, 0, 1, 0]" in outcome.message
 
 
@@ -328,6 +334,7 @@ def test_check_result_tolerance_and_shape():
 
 # ---- autoconv verify --emulate ---------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_verify_command_checks_every_family(capsys):
     spec = "N=2,C=3,H=9,W=8,K=5,R=3,S=2,stride=2x1,pad=1:0:1:1,dilation=1,bias=1"
     assert main(["verify", "--emulate", "--problem", spec, "--samples", "1", "--seed", "11"]) == 0

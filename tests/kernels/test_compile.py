@@ -22,11 +22,17 @@ from dataclasses import dataclass
 
 import pytest
 
-from autoconv.kernels.limits import H100
 from autoconv.errors import BackendUnavailable
 from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, get_family
-from autoconv.kernels.nvcc import (CompileReport, NvccError, NvccTimeout, compile_cubin, nvcc_available,
-                           parse_ptxas_report)
+from autoconv.kernels.limits import H100
+from autoconv.kernels.nvcc import (
+    CompileReport,
+    NvccError,
+    NvccTimeout,
+    compile_cubin,
+    nvcc_available,
+    parse_ptxas_report,
+)
 from autoconv.problems.problem import parse_spec
 
 needs_nvcc = pytest.mark.skipif(not nvcc_available(),
@@ -103,6 +109,7 @@ def _check(jobs: list[Compiled]) -> tuple[list[str], list[str]]:
     return failures, spilling
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("family_name", FAMILY_NAMES)
 def test_family_compiles_for_sm90(family_name, seed, record_property):
@@ -128,6 +135,7 @@ def test_family_compiles_for_sm90(family_name, seed, record_property):
     assert not failures, f"{len(failures)} of {len(jobs)} {family_name} kernels failed:\n" + "\n".join(failures)
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("family_name", FAMILY_NAMES)
 def test_resnet50_default_configs_compile_without_spills(family_name, record_property):

@@ -14,9 +14,22 @@ from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
-from autoconv.search.study import (EVALUATED, SearchHistory, claim, claimed_by_another, config_of, enqueue,
-                                   ok_trials, params_of, read_trial, read_trials, record_evaluation, refuse,
-                                   state_of, suggest)
+from autoconv.search.study import (
+    EVALUATED,
+    SearchHistory,
+    claim,
+    claimed_by_another,
+    config_of,
+    enqueue,
+    ok_trials,
+    params_of,
+    read_trial,
+    read_trials,
+    record_evaluation,
+    refuse,
+    state_of,
+    suggest,
+)
 
 PROBLEM = parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1")
 FAMILIES = ("direct", "im2col_gemm")

@@ -15,8 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoconv.errors import AutoconvError, ProblemError
-from autoconv.problems.problem import (INDEX_LIMIT, ConvProblem, did_you_mean, make_problem, parse_spec,
-                              same_padding, tensor_elements)
+from autoconv.problems.problem import (
+    INDEX_LIMIT,
+    ConvProblem,
+    did_you_mean,
+    make_problem,
+    parse_spec,
+    same_padding,
+    tensor_elements,
+)
 
 
 def count_windows(size: int, padded_extra: int, extent: int, stride: int) -> int:

@@ -17,12 +17,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autoconv.kernels.limits import H100
 from autoconv.errors import AutoconvError, ExpressionError, SearchSpaceError
-from autoconv.problems.expressions import FUNCTIONS, MAX_EXPONENT, compile_expression
 from autoconv.kernels.families import FAMILY_NAMES, get_family
-from autoconv.problems.problem import parse_spec
+from autoconv.kernels.limits import H100
 from autoconv.kernels.space import SearchSpace, parse_search_space
+from autoconv.problems.expressions import FUNCTIONS, MAX_EXPONENT, compile_expression
+from autoconv.problems.problem import parse_spec
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -358,6 +358,7 @@ ENUMERATION_PROBLEMS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_enumeration_equals_brute_force(family):
     space = get_family(family).space

@@ -5,7 +5,6 @@ needed; ``--dry-run`` really compiles with nvcc."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from autoconv.cache.winners import WinnerCache
-from autoconv.commands.main import main
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers import repo_env, run_cli
 
 CONFIG = """\
 problems:
@@ -46,20 +43,8 @@ def config(tmp_path):
     return path
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def test_tune_without_a_gpu_says_so_and_fails(config, tmp_path):
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "AUTOCONV_BACKEND": "cupy",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env = repo_env(CUDA_VISIBLE_DEVICES="", AUTOCONV_BACKEND="cupy")
     done = subprocess.run([sys.executable, "-m", "autoconv", "tune", str(config)], capture_output=True,
                           text=True, env=env, timeout=300, cwd=tmp_path)
     assert done.returncode == 2
@@ -70,7 +55,7 @@ def test_tune_without_a_gpu_says_so_and_fails(config, tmp_path):
 
 
 def test_tune_fills_storage_cache_and_summary_then_serves_from_cache(config, tmp_path, capsys, fake_gpu):
-    code, out, err = run(capsys, "tune", config)
+    code, out, err = run_cli(capsys, "tune", config)
     assert code == 0, err
     assert "odd" in out and "pointwise" in out and "tuned" in out
     assert "2/2 problems with a verified winner" in out
@@ -81,32 +66,32 @@ def test_tune_fills_storage_cache_and_summary_then_serves_from_cache(config, tmp
     with WinnerCache(tmp_path / "state" / "cache.sqlite") as cache:
         assert len(cache) == 2
 
-    code, out, err = run(capsys, "tune", config)
+    code, out, err = run_cli(capsys, "tune", config)
     assert code == 0 and "cache" in out and "tuned" not in out
 
     # More trials with --retune continue the same studies: 3 more each.
-    code, out, err = run(capsys, "tune", config, "--retune", "--trials", "9", "--families", "direct,im2col_gemm")
+    code, out, err = run_cli(capsys, "tune", config, "--retune", "--trials", "9", "--families", "direct,im2col_gemm")
     assert code == 0, err
     summary = json.loads((tmp_path / "results" / "tune.json").read_text())
     assert [(p["trials_run"], p["trials_total"]) for p in summary["problems"]] == [(3, 9), (3, 9)]
 
 
 def test_show_and_cache_export_clear_import(config, tmp_path, capsys, fake_gpu):
-    assert run(capsys, "tune", config)[0] == 0
+    assert run_cli(capsys, "tune", config)[0] == 0
     cache = tmp_path / "state" / "cache.sqlite"
-    code, out, _ = run(capsys, "show", config)
+    code, out, _ = run_cli(capsys, "show", config)
     assert code == 0 and "2 cached winners" in out and "current" in out and "17x3x3" in out
 
     exported = tmp_path / "winners.json"
-    code, out, _ = run(capsys, "cache", "export", exported, "--cache", cache)
+    code, out, _ = run_cli(capsys, "cache", "export", exported, "--cache", cache)
     assert code == 0 and "exported 2 winners" in out
-    code, out, _ = run(capsys, "cache", "clear", "--cache", cache)
+    code, out, _ = run_cli(capsys, "cache", "clear", "--cache", cache)
     assert code == 0 and not cache.exists()
-    code, out, _ = run(capsys, "show", "--cache", cache)
+    code, out, _ = run_cli(capsys, "show", "--cache", cache)
     assert code == 0 and "0 cached winners" in out
-    code, out, _ = run(capsys, "cache", "import", exported, "--cache", cache)
+    code, out, _ = run_cli(capsys, "cache", "import", exported, "--cache", cache)
     assert code == 0 and "imported 2 winners" in out
-    code, out, _ = run(capsys, "show", "--cache", cache)
+    code, out, _ = run_cli(capsys, "show", "--cache", cache)
     assert "2 cached winners" in out
 
 
@@ -115,21 +100,21 @@ def test_a_corrupt_cache_is_reported_with_the_way_out(config, tmp_path, capsys, 
     cache.parent.mkdir()
     cache.write_bytes(b"\x00garbage" * 100)
     for argv in (("show", config), ("tune", config)):
-        code, out, err = run(capsys, *argv)
+        code, out, err = run_cli(capsys, *argv)
         assert code == 2
         assert str(cache) in err and "autoconv cache clear" in err
-    assert run(capsys, "cache", "clear", "--cache", cache)[0] == 0
-    assert run(capsys, "tune", config)[0] == 0
+    assert run_cli(capsys, "cache", "clear", "--cache", cache)[0] == 0
+    assert run_cli(capsys, "tune", config)[0] == 0
 
 
 def test_bad_arguments_are_errors_not_tracebacks(config, tmp_path, capsys, fake_gpu):
-    code, _, err = run(capsys, "tune", config, "--families", "implicit_gem")
+    code, _, err = run_cli(capsys, "tune", config, "--families", "implicit_gem")
     assert code == 2 and "unknown kernel family 'implicit_gem'" in err and "implicit_gemm" in err
     bad = tmp_path / "bad.yaml"
     bad.write_text("problems:\n  - name: x\n    N: 0\n")
-    code, _, err = run(capsys, "tune", bad)
+    code, _, err = run_cli(capsys, "tune", bad)
     assert code == 2 and f"{bad}:3" in err
-    code, _, err = run(capsys, "cache", "import", tmp_path / "missing.json")
+    code, _, err = run_cli(capsys, "cache", "import", tmp_path / "missing.json")
     assert code == 2 and "no such file" in err
 
 
@@ -137,7 +122,7 @@ def test_bad_arguments_are_errors_not_tracebacks(config, tmp_path, capsys, fake_
 def test_dry_run_compiles_with_nvcc_without_a_gpu(config, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     monkeypatch.setenv("AUTOCONV_BACKEND", "cupy")  # would fail: --dry-run must not need it
-    code, out, err = run(capsys, "tune", config, "--dry-run", "--families", "direct")
+    code, out, err = run_cli(capsys, "tune", config, "--dry-run", "--families", "direct")
     assert code == 0, out + err
     assert "2 of 2 candidates compiled" in out and "nothing ran" in out
     assert not (tmp_path / "state").exists()  # no cache, no storage
@@ -159,11 +144,11 @@ def test_show_config_reads_the_cache_tune_wrote_into_the_storage_database(tmp_pa
     default = tmp_path / "default-cache.sqlite"
     monkeypatch.setenv("AUTOCONV_CACHE", str(default))
     config = _url_storage_config(tmp_path)
-    code, out, err = run(capsys, "tune", config)
+    code, out, err = run_cli(capsys, "tune", config)
     assert code == 0, out + err
     with WinnerCache(f"sqlite:///{tmp_path}/state/studies.db") as cache:
         assert len(cache) == 2
-    code, out, err = run(capsys, "show", config)
+    code, out, err = run_cli(capsys, "show", config)
     assert code == 0 and "2 cached winners" in out, out + err
     assert not default.exists()
 
@@ -181,7 +166,7 @@ def test_bench_reads_the_cache_tune_wrote_into_the_storage_database(tmp_path, ca
     default = tmp_path / "default-cache.sqlite"
     monkeypatch.setenv("AUTOCONV_CACHE", str(default))
     config = _url_storage_config(tmp_path)
-    assert run(capsys, "tune", config)[0] == 0
+    assert run_cli(capsys, "tune", config)[0] == 0
     monkeypatch.setattr(benchmark, "read_device", lambda device: (H100, FAKE_IDENTITY))
     session = TuneSession.load(config)
     side = benchmark.AutoconvSide(session)

@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from autoconv.commands import main as cli
-from autoconv.errors import BackendUnavailable
 from autoconv.bench.report import PLOTS, convergence, results_csv, write_report
 from autoconv.bench.results import SCHEMA_VERSION, ReportError, geomeans, load_results
+from autoconv.commands import main as cli
+from autoconv.errors import BackendUnavailable
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -216,9 +216,9 @@ def test_study_history_from_a_tuned_study(tmp_path):
     pytest.importorskip("optuna")
     import optuna
 
+    from autoconv.backends.fake import FakeBackend
     from autoconv.bench.benchmark import StudyHistory
     from autoconv.problems.config import Budget
-    from autoconv.backends.fake import FakeBackend
     from autoconv.problems.models import NamedProblem
     from autoconv.problems.problem import parse_spec
     from autoconv.search.storage import make_storage

@@ -14,33 +14,17 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError
+from autoconv.problems.problem import parse_spec
 from autoconv.search.fleet import parse_gpus
 from autoconv.search.outcome import ProblemOutcome, merge_outcomes
-from autoconv.problems.problem import parse_spec
 from autoconv.search.points import config_key
 from autoconv.search.study import EVALUATED, config_of
-
-REPO = Path(__file__).resolve().parent.parent
-
-CONFIG = """\
-problems:
-  - name: odd
-    spec: "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"
-  - name: pointwise
-    spec: "N=1,C=8,H=9,W=9,K=12,R=1,S=1,bias=1"
-families: [direct, im2col_gemm]
-budget: {{trials: {trials}}}
-cache: state/cache.sqlite
-storage: state/studies.journal
-results: results
-"""
-
+from tests.helpers import TWO_PROBLEMS, repo_env
 
 # ---- --gpus and merging ------------------------------------------------------------------
 
@@ -78,7 +62,8 @@ def test_passes_one_after_another_merge_into_the_last_winner_with_the_work_of_bo
                                  invalid=0, repeats=3, failures={"wrong_result": 1}, wall_s=0.5,
                                  stop_reason="8 trials")
     merged = merge_outcomes([first, second], parallel=False)
-    assert (merged.family, merged.time_ms, merged.trials_total, merged.stop_reason) == ("im2col_gemm", 2.0, 8, "8 trials")
+    assert (merged.family, merged.time_ms, merged.trials_total, merged.stop_reason) == \
+        ("im2col_gemm", 2.0, 8, "8 trials")
     assert (merged.trials_run, merged.invalid, merged.repeats) == (8, 2, 4)
     assert merged.failures == {"compile_failed": 1, "wrong_result": 1}
     assert (merged.compile_s, merged.gpu_s, merged.wall_s, merged.workers) == (6.0, 2.0, 5.5, 1)
@@ -97,8 +82,15 @@ def test_worker_messages_update_the_parents_view_of_the_worker():
     from autoconv.kernels.families import get_family
     from autoconv.kernels.limits import H100
     from autoconv.problems.models import NamedProblem
-    from autoconv.search.fleet import (FleetReporter, QueueReporter, WorkerDone, WorkerFailed, WorkerStarted,
-                                       WorkerState, _apply)
+    from autoconv.search.fleet import (
+        FleetReporter,
+        QueueReporter,
+        WorkerDone,
+        WorkerFailed,
+        WorkerStarted,
+        WorkerState,
+        _apply,
+    )
 
     class Recorder(FleetReporter):
         def __init__(self):
@@ -160,10 +152,7 @@ def storage(request, tmp_path):
 
 
 def fake_environment(**extra) -> dict:
-    environment = dict(os.environ, AUTOCONV_BACKEND="fake", AUTOCONV_FAKE_DEVICES="2",
-                       PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    environment.update({name: str(value) for name, value in extra.items()})
-    return environment
+    return repo_env(AUTOCONV_BACKEND="fake", AUTOCONV_FAKE_DEVICES="2", **extra)
 
 
 def studies(storage_url: str) -> dict[str, list]:
@@ -201,8 +190,9 @@ def check_shared_studies(storage_url: str, trials: int, workers: int, all_busy: 
 
 # ---- autoconv tune --gpus ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_two_workers_tune_a_config_together_and_the_cache_keeps_the_best(tmp_path, storage):
-    (tmp_path / "tune.yaml").write_text(CONFIG.format(trials=24))
+    (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=24))
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "all", "--storage", storage]
     done = subprocess.run(command, cwd=tmp_path, env=fake_environment(AUTOCONV_FAKE_DELAY_S=0.02),
                           capture_output=True, text=True, timeout=300)
@@ -226,9 +216,10 @@ def test_two_workers_tune_a_config_together_and_the_cache_keeps_the_best(tmp_pat
     assert all(p["trials_run"] >= 24 for p in summary["problems"])
 
 
+@pytest.mark.slow
 def test_workers_on_one_problem_spread_its_trials(tmp_path, storage):
     """With fewer problems than workers, they all tune the same study together."""
-    config = CONFIG.format(trials=30)
+    config = TWO_PROBLEMS.format(trials=30)
     config = config[:config.index("  - name: pointwise")] + config[config.index("families:"):]
     (tmp_path / "tune.yaml").write_text(config)
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "0,1", "--storage", storage]
@@ -240,7 +231,7 @@ def test_workers_on_one_problem_spread_its_trials(tmp_path, storage):
 
 
 def test_an_sqlite_url_is_refused_for_several_workers(tmp_path):
-    (tmp_path / "tune.yaml").write_text(CONFIG.format(trials=4))
+    (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=4))
     url = f"sqlite:///{tmp_path / 'studies.db'}"
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "0,1", "--storage", url]
     done = subprocess.run(command, cwd=tmp_path, env=fake_environment(), capture_output=True, text=True,
@@ -250,11 +241,12 @@ def test_an_sqlite_url_is_refused_for_several_workers(tmp_path):
     assert "journal file" in done.stderr and "postgresql" in done.stderr
 
 
+@pytest.mark.slow
 def test_killing_a_worker_loses_nothing(tmp_path, postgres_url):
     """SIGKILL one of two workers while it evaluates: the other finishes every problem,
     the killed worker's running trials are failed and their configurations evaluated by
     the survivor, and the summary says what happened."""
-    (tmp_path / "tune.yaml").write_text(CONFIG.format(trials=40))
+    (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=40))
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "0,1", "--storage", postgres_url]
     process = subprocess.Popen(command, cwd=tmp_path, env=fake_environment(AUTOCONV_FAKE_DELAY_S=0.1),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -303,6 +295,7 @@ def _wait_for_two_owners(storage_url: str, timeout_s: float) -> int:
 
 # ---- heartbeats (workers on other hosts) ------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite-url", "postgresql"])
 def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, monkeypatch, request):
     """A worker on another host (its process id means nothing here) is known dead only by
@@ -311,8 +304,8 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     import optuna
     from optuna.trial import TrialState
 
-    from autoconv.problems.config import Budget
     from autoconv.backends.fake import FakeBackend
+    from autoconv.problems.config import Budget
     from autoconv.search.optuna_adapter import trial_id
     from autoconv.search.storage import HEARTBEAT_GRACE_INTERVALS, make_storage
     from autoconv.search.tuner import Tuner
@@ -345,6 +338,7 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     assert "heartbeats" in retries[0].user_attrs["origin"]
 
 
+@pytest.mark.slow
 def test_the_trials_this_process_evaluates_keep_beating(tmp_path, monkeypatch):
     """:class:`autoconv.search.liveness.Liveness` beats for the trials it evaluates (in a
     thread, by trial number: no private trial ids), so they outlive the grace period a
@@ -376,10 +370,11 @@ def test_the_trials_this_process_evaluates_keep_beating(tmp_path, monkeypatch):
     assert study.trials[beating.number].user_attrs["status"] == "abandoned"
 
 
+@pytest.mark.slow
 def test_a_database_storage_holds_the_winners_too(tmp_path, postgres_url):
     """With ``--storage URL`` and no cache named anywhere, the winners go into the same
     database: every host sharing the studies then shares the winners."""
-    config = CONFIG.format(trials=6).replace("cache: state/cache.sqlite\n", "")
+    config = TWO_PROBLEMS.format(trials=6).replace("cache: state/cache.sqlite\n", "")
     (tmp_path / "tune.yaml").write_text(config)
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--gpus", "all", "--storage", postgres_url]
     environment = fake_environment(AUTOCONV_CACHE=tmp_path / "never-used.sqlite")
@@ -391,11 +386,12 @@ def test_a_database_storage_holds_the_winners_too(tmp_path, postgres_url):
     assert not (tmp_path / "never-used.sqlite").exists()
 
 
+@pytest.mark.slow
 def test_two_hosts_running_the_same_command_cooperate(tmp_path, postgres_url):
     """Two independent ``autoconv tune`` processes (as on two hosts) against one database:
     every study's budget kept, no configuration evaluated twice, both contributed, and the
     winners in the shared database are the best of both."""
-    config = CONFIG.format(trials=20).replace("cache: state/cache.sqlite\n", "")
+    config = TWO_PROBLEMS.format(trials=20).replace("cache: state/cache.sqlite\n", "")
     (tmp_path / "tune.yaml").write_text(config)
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--storage", postgres_url]
     environment = fake_environment(AUTOCONV_FAKE_DELAY_S=0.05, AUTOCONV_CACHE=tmp_path / "never-used.sqlite")

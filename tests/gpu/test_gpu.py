@@ -8,29 +8,27 @@ output poisoned first.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 import warnings
 from dataclasses import replace
-from pathlib import Path
 
 import numpy
 import pytest
 
-from autoconv.problems.config import Budget
-from autoconv.errors import ProblemError
 from autoconv.backends.base import Status
+from autoconv.errors import ProblemError
 from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, Launch, get_family
+from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
-from autoconv.verify.reference import conv2d_reference, random_inputs
 from autoconv.verify.compare import POISON, check_result
+from autoconv.verify.reference import conv2d_reference, random_inputs
+from tests.helpers import repo_env
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parent.parent
 
 #: Awkward shapes on purpose: sizes that divide no tile, non-square stride, asymmetric
 #: padding, dilation, bias, a 1x1 and a single-channel input.
@@ -114,6 +112,7 @@ def _random_awkward_problem(rng):
             continue
 
 
+@pytest.mark.slow
 def test_every_family_on_random_awkward_shapes(seed):
     """Six shapes drawn from the run's seed, a random valid config of each family on each
     (the default on the first), through the tuner's crash-isolated worker: each verifies
@@ -269,13 +268,14 @@ def test_backend_rejects_a_compile_error_and_resources_beyond_the_device():
 
 # ---- the tuner, the cache and the runtime ------------------------------------------------
 
+@pytest.mark.slow
 def test_tune_caches_a_verified_winner_that_conv2d_runs(tmp_path, seed):
     import cupy
 
     import autoconv
-    from autoconv.runtime import api as runtime
     from autoconv.cache.winners import WinnerCache
     from autoconv.gpu.backend import CupyBackend
+    from autoconv.runtime import api as runtime
     from autoconv.search.tuner import Tuner
 
     problem = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,bias=1")
@@ -400,6 +400,7 @@ def test_conv2d_with_pytorch_tensors(seed):
 
 # ---- the CLI -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_second_tune_is_served_from_the_cache(tmp_path):
     config = tmp_path / "tune.yaml"
     config.write_text(
@@ -408,7 +409,7 @@ def test_second_tune_is_served_from_the_cache(tmp_path):
         "    spec: \"N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1\"\n"
         "budget: {trials: 6}\n"
         "cache: cache.sqlite\nstorage: study.journal\nresults: results\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env = repo_env()
     command = [sys.executable, "-m", "autoconv", "tune", str(config)]
     first = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert first.returncode == 0, first.stdout + first.stderr

@@ -9,8 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoconv.emulator import (MAX_SHARED_BYTES, EmulatedKernelFault, EmulationTimeout, EmulatorCompileError,
-                               compile_program)
+from autoconv.emulator import (
+    MAX_SHARED_BYTES,
+    EmulatedKernelFault,
+    EmulationTimeout,
+    EmulatorCompileError,
+    compile_program,
+)
 from autoconv.kernels.families import Launch
 
 # Every kernel below follows autoconv's template conventions: pointers only, dynamic

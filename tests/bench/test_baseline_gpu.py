@@ -38,9 +38,9 @@ def test_cudnn_baseline_agrees_with_reference(case, mode, seed):
     _cudnn_or_skip()
     import cupy
 
-    from autoconv.bench.baseline import (TOLERANCES, CudnnConv, CudnnUnsupported, find_best_plan)
-    from autoconv.verify.reference import conv2d_reference, random_inputs
+    from autoconv.bench.baseline import TOLERANCES, CudnnConv, CudnnUnsupported, find_best_plan
     from autoconv.verify.compare import check_result
+    from autoconv.verify.reference import conv2d_reference, random_inputs
 
     problem = parse_spec(SHAPES[case])
     try:
@@ -139,6 +139,7 @@ storage: studies.journal
 """
 
 
+@pytest.mark.slow
 def test_bench_end_to_end(tmp_path, capsys):
     """`autoconv bench` tunes what is not cached, measures both sides, fills the cache's
     baseline columns, writes a results file `autoconv report` turns into a report; with
@@ -149,13 +150,13 @@ def test_bench_end_to_end(tmp_path, capsys):
 
     import cupy
 
-    from autoconv.commands import main as cli
     from autoconv.bench.baseline import CudnnConv
-    from autoconv.cache.winners import CacheKey, WinnerCache
-    from autoconv.gpu.device import read_device
-    from autoconv.verify.reference import conv2d_reference, random_inputs
     from autoconv.bench.results import load_results
+    from autoconv.cache.winners import CacheKey, WinnerCache
+    from autoconv.commands import main as cli
+    from autoconv.gpu.device import read_device
     from autoconv.verify.compare import check_result
+    from autoconv.verify.reference import conv2d_reference, random_inputs
 
     config = tmp_path / "bench.yaml"
     config.write_text(BENCH_CONFIG.format(trials=4))
@@ -216,13 +217,13 @@ def test_conv2d_runs_cudnn_where_the_cache_says_cudnn_was_faster(tmp_path, seed)
     import cupy
 
     import autoconv
-    from autoconv.runtime import api as runtime
     from autoconv.bench.baseline import CudnnConv
     from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
-    from autoconv.kernels.families import get_family
     from autoconv.gpu.device import read_device
-    from autoconv.verify.reference import conv2d_reference, random_inputs
+    from autoconv.kernels.families import get_family
+    from autoconv.runtime import api as runtime
     from autoconv.verify.compare import POISON, check_result
+    from autoconv.verify.reference import conv2d_reference, random_inputs
 
     problem = parse_spec("N=2,C=19,H=11,W=13,K=12,R=3,S=2,stride=1x2,pad=1,bias=1")
     limits, identity = read_device(0)

@@ -7,9 +7,9 @@ import warnings
 
 import pytest
 
-from autoconv.runtime import selection
 from autoconv.cache.winners import CacheEntry, CacheKey
 from autoconv.problems.problem import parse_spec
+from autoconv.runtime import selection
 
 PROBLEM = parse_spec("N=2,C=19,H=11,W=13,K=12,R=3,S=2,stride=1x2,pad=1,bias=1")
 KEY = CacheKey(gpu_name="NVIDIA H100 80GB HBM3", compute_capability="9.0", cuda_runtime=13020,

@@ -10,22 +10,14 @@ from dataclasses import replace
 
 import pytest
 
-from autoconv.cache.winners import (EXPORT_FORMAT, SCHEMA_VERSION, CacheEntry, CacheKey, WinnerCache,
-                            templates_hash)
-from autoconv.errors import CacheError
 from autoconv.backends.base import BackendIdentity
 from autoconv.backends.fake import FAKE_IDENTITY
+from autoconv.cache.winners import EXPORT_FORMAT, SCHEMA_VERSION, CacheKey, WinnerCache, templates_hash
+from autoconv.errors import CacheError
 from autoconv.problems.problem import parse_spec
+from tests.helpers import cache_entry as entry
 
 PROBLEM = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1")
-
-
-def entry(key: CacheKey, time_ms: float = 1.0, **changes) -> CacheEntry:
-    values = dict(key=key, family="implicit_gemm", config={"BM": 64, "BN": 32}, kernel_name="kernel_x",
-                  source_hash="0123456789abcdef", time_ms=time_ms, tflops=1.0 / time_ms, workspace_bytes=0,
-                  trials=5, study_name="study")
-    values.update(changes)
-    return CacheEntry(**values)
 
 
 @pytest.fixture
@@ -85,6 +77,7 @@ def _writer(path: str, worker: int, count: int) -> None:
             cache.put(entry(shared, 10.0 + worker * count + i, kernel_name=f"w{worker}_{i}"))
 
 
+@pytest.mark.slow
 def test_concurrent_writers_lose_nothing(tmp_path):
     path = str(tmp_path / "shared.sqlite")
     context = multiprocessing.get_context("spawn")
@@ -116,6 +109,7 @@ def _open_at(path: str, start: float, results) -> None:
         results.put(str(err))
 
 
+@pytest.mark.slow
 def test_processes_opening_a_new_cache_at_once_all_succeed(tmp_path):
     """Six processes open one new file at the same instant, eight times over. Before the WAL
     switch retried SQLite's deadlock refusal, about one race in ten failed one of them with

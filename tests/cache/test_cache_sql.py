@@ -20,29 +20,23 @@ from dataclasses import replace
 
 import pytest
 
-from autoconv.runtime import api as runtime
-from autoconv.cache.winners import CacheEntry, CacheKey, SCHEMA_VERSION, WinnerCache, default_location, is_url
-from autoconv.commands.main import main
-from autoconv.problems.config import load_config_text
-from autoconv.kernels.limits import H100
-from autoconv.errors import CacheError
 from autoconv.backends.base import BackendIdentity
 from autoconv.backends.fake import FAKE_IDENTITY
+from autoconv.cache.winners import SCHEMA_VERSION, CacheEntry, CacheKey, WinnerCache, default_location, is_url
+from autoconv.commands.main import main
+from autoconv.errors import CacheError
 from autoconv.kernels.families import get_family
+from autoconv.kernels.limits import H100
+from autoconv.problems.config import load_config_text
 from autoconv.problems.problem import parse_spec
+from autoconv.runtime import api as runtime
+from tests.helpers import cache_entry as entry
+from tests.helpers import run_cli
 
 PROBLEM = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1")
 OTHER_PROBLEM = parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1")
 #: A time that a 4-byte float cannot hold exactly (PostgreSQL's REAL would round it).
 PRECISE_MS = 0.123456789012345
-
-
-def entry(key: CacheKey, time_ms: float = 1.0, **changes) -> CacheEntry:
-    values = dict(key=key, family="implicit_gemm", config={"BM": 64, "BN": 32}, kernel_name="kernel_x",
-                  source_hash="0123456789abcdef", time_ms=time_ms, tflops=1.0 / time_ms, workspace_bytes=0,
-                  trials=5, study_name="study")
-    values.update(changes)
-    return CacheEntry(**values)
 
 
 @pytest.fixture
@@ -303,6 +297,7 @@ def _racer(url: str, worker: int, times: list[float], barrier) -> None:
             cache.put(entry(shared, time_ms, kernel_name=f"w{worker}_{time_ms:g}"))
 
 
+@pytest.mark.slow
 def test_concurrent_processes_create_the_schema_and_the_fastest_stays(url, seed):
     workers, count = 6, 12
     times = [1.0 + k for k in range(workers * count)]
@@ -331,6 +326,7 @@ def _opener(urls: list[str], barrier) -> None:
         WinnerCache(url).close()
 
 
+@pytest.mark.slow
 def test_processes_opening_fresh_databases_together_never_fail(databases):
     """The race of creating the tables, run several times (one round rarely hits it)."""
     workers, rounds = 6, 6
@@ -368,7 +364,8 @@ def test_conv2d_lookup_finds_the_winner_in_a_url_cache(url, monkeypatch):
     assert (origin, why) == ("cache", "") and found.source_hash == plan.source_hash
     assert dict(found.config) == config and got.kernel_name == plan.name
     # Another GPU's lookup finds nothing, and says where it looked (password masked).
-    plan_b, _, why_b, entry_b = runtime.REGISTRY.winner_plan(OTHER_PROBLEM, H100, replace(FAKE_IDENTITY, gpu_name="GPU B"))
+    plan_b, _, why_b, entry_b = runtime.REGISTRY.winner_plan(OTHER_PROBLEM, H100,
+                                                             replace(FAKE_IDENTITY, gpu_name="GPU B"))
     assert plan_b is None and entry_b is None and "no tuned kernel" in why_b
     assert url.split("@")[-1] in why_b and (_secret(url) is None or _secret(url) not in why_b)
     # $AUTOCONV_CACHE as a URL is where conv2d looks by default.
@@ -401,29 +398,23 @@ def test_the_config_cache_may_be_a_url(given, expected):
     assert config.cache == (expected if is_url(expected) else Path(expected)) and config.cache_given
 
 
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def test_show_export_import_clear_commands_with_a_url(databases, tmp_path, capsys, key):
     url = databases()
     secret = _secret(url)
     with WinnerCache(url) as cache:
         cache.put(entry(key))
         cache.put(entry(replace(key, problem_key=OTHER_PROBLEM.key()), 2.0))
-    code, out, _ = _run(capsys, "show", "--cache", url)
+    code, out, _ = run_cli(capsys, "show", "--cache", url)
     assert code == 0 and "2 cached winners" in out and (secret is None or secret not in out)
-    code, out, _ = _run(capsys, "cache", "export", tmp_path / "w.json", "--cache", url)
+    code, out, _ = run_cli(capsys, "cache", "export", tmp_path / "w.json", "--cache", url)
     assert code == 0 and "exported 2 winners" in out
-    code, out, _ = _run(capsys, "cache", "clear", "--cache", url)
+    code, out, _ = run_cli(capsys, "cache", "clear", "--cache", url)
     assert code == 0 and "dropped the tables autoconv_meta, autoconv_winners" in out
     assert (secret is None or secret not in out) and not {"autoconv_meta", "autoconv_winners"} & _tables(url)
-    code, out, _ = _run(capsys, "cache", "clear", "--cache", url)
+    code, out, _ = run_cli(capsys, "cache", "clear", "--cache", url)
     assert code == 0 and "no cache in" in out
     other = databases()
-    code, out, _ = _run(capsys, "cache", "import", tmp_path / "w.json", "--cache", other)
+    code, out, _ = run_cli(capsys, "cache", "import", tmp_path / "w.json", "--cache", other)
     assert code == 0 and "imported 2 winners" in out
     with WinnerCache(other) as cache:
         assert cache.get(key) == entry(key, measured_at=cache.get(key).measured_at)
@@ -436,11 +427,11 @@ def test_tune_stores_its_winner_in_a_url_cache_and_serves_it_from_there(database
     config = tmp_path / "tune.yaml"
     config.write_text(f"problems:\n  - name: small\n    spec: \"{OTHER_PROBLEM.spec()}\"\nfamilies: [direct]\n"
                       "budget: {trials: 3}\nstorage: state/studies.journal\nresults: results\n")
-    code, out, err = _run(capsys, "tune", config, "--cache", url)
+    code, out, err = run_cli(capsys, "tune", config, "--cache", url)
     assert code == 0, out + err
     with WinnerCache(url) as cache:
         winner, = cache.entries()
     assert winner.key == CacheKey.for_problem(FAKE_IDENTITY, OTHER_PROBLEM) and winner.family == "direct"
     assert not (tmp_path / "state" / "cache.sqlite").exists()
-    code, out, err = _run(capsys, "tune", config, "--cache", url)  # the second run finds it cached
+    code, out, err = run_cli(capsys, "tune", config, "--cache", url)  # the second run finds it cached
     assert code == 0 and "cache" in out and "tuned" not in out, out + err
