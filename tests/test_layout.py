@@ -23,14 +23,10 @@ from tests.helpers import REPO, repo_env
 PACKAGE = REPO / "autoconv"
 
 #: Cycles known when this test was written, each the set of its modules. A cycle listed
-#: here that no longer exists fails the test too: then remove it from the list.
-#: - autoconv.conv2d hands PyTorch tensors to the PyTorch operator (runtime.api imports
-#:   torch.functional inside conv2d), and the operator checks shapes with runtime.api's
-#:   check_shapes (torch.ops imports it at the top). Moving check_shapes below both
-#:   (next to the problem it checks, say) would end it.
-KNOWN_CYCLES = {
-    frozenset({"autoconv.runtime.api", "autoconv.torch.functional", "autoconv.torch.ops"}),
-}
+#: here that no longer exists fails the test too: then remove it from the list. (None: the
+#: last, runtime.api -> torch.functional -> torch.ops -> runtime.api, ended when
+#: check_shapes moved to runtime.arguments.)
+KNOWN_CYCLES: set[frozenset[str]] = set()
 
 #: Modules that may import the command line: the command line itself and ``python -m autoconv``.
 COMMAND_LINE = ("autoconv.commands", "autoconv.__main__")

@@ -36,6 +36,7 @@ from typing import Any
 
 from autoconv.errors import ProblemError
 from autoconv.problems.problem import make_problem
+from autoconv.runtime.arguments import check_shapes
 from autoconv.runtime.selection import REGISTRY, CudnnFallbackWarning, UntunedWarning
 
 __all__ = ["CudnnFallbackWarning", "UntunedWarning", "cache_path", "clear_loaded", "conv2d", "loaded_kernels",
@@ -153,20 +154,6 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None):
         else:
             runner.launcher((xa.data.ptr, wa.data.ptr, bias_ptr, oa.data.ptr, workspace), stream.ptr)
     return out if out is not None else oa
-
-
-def check_shapes(x_shape: tuple, w_shape: tuple, bias_shape: tuple | None) -> None:
-    """ProblemError unless x is (N, C, H, W), w is (K, C, R, S) and bias is (K,)."""
-    if len(x_shape) != 4:
-        raise ProblemError("x.shape", x_shape, "expected 4 dimensions (N, C, H, W)")
-    if len(w_shape) != 4:
-        raise ProblemError("w.shape", w_shape, "expected 4 dimensions (K, C, R, S)")
-    if x_shape[1] != w_shape[1]:
-        raise ProblemError("w.shape", w_shape,
-                           f"w has {w_shape[1]} input channels but x has {x_shape[1]} (x is N, C, H, W "
-                           "and w is K, C, R, S; groups are not supported)")
-    if bias_shape is not None and bias_shape != (w_shape[0],):
-        raise ProblemError("bias.shape", bias_shape, f"expected ({w_shape[0]},): one value per filter")
 
 
 # ---- arguments --------------------------------------------------------------------------

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 
 from autoconv.errors import AutoconvError, ProblemError
 from autoconv.problems.problem import ConvProblem
-from autoconv.runtime.api import check_shapes
+from autoconv.runtime.arguments import check_shapes
 from autoconv.runtime.selection import REGISTRY, Runner
 
 _Pair = tuple[int, int]

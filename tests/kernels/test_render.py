@@ -11,10 +11,10 @@ import re
 import pytest
 
 from autoconv.commands.main import main
-from autoconv.kernels.limits import H100
 from autoconv.kernels.families import BUFFER_NAMES, FAMILY_NAMES, get_family
-from autoconv.problems.problem import parse_spec
+from autoconv.kernels.limits import H100
 from autoconv.kernels.render import GENERATED_BANNER
+from autoconv.problems.problem import parse_spec
 
 RENDER_PROBLEMS = (
     "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1",

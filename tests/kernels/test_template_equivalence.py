@@ -4,11 +4,11 @@ the ones the templates render now.
 Before changing templates, save a corpus of plans (sources, launches, workspace) rendered by the
 current code::
 
-    PYTHONPATH=$PWD python tests/test_template_equivalence.py save /tmp/corpus
+    PYTHONPATH=$PWD python tests/kernels/test_template_equivalence.py save /tmp/corpus
 
 After the change, compare::
 
-    AUTOCONV_TEMPLATE_CORPUS=/tmp/corpus pytest tests/test_template_equivalence.py
+    AUTOCONV_TEMPLATE_CORPUS=/tmp/corpus pytest tests/kernels/test_template_equivalence.py
 
 The corpus holds, for every family and a set of awkward problems (odd C, non-square filters and
 strides, asymmetric padding, dilation, batch 1, 1x1), the default config, up to two configs per
@@ -153,7 +153,7 @@ def test_renders_match_the_saved_corpus():
     if nvcc is None:
         pytest.fail(f"sources differ in code ({sorted(to_compile)}) and nvcc is absent to compare cubins")
     with tempfile.TemporaryDirectory(prefix="autoconv-equivalence-") as tmp:
-        for family, pairs in sorted(to_compile.items()):
+        for pairs in (to_compile[family] for family in sorted(to_compile)):
             for old, new in pairs[::max(1, len(pairs) // compile_per_family)][:compile_per_family]:
                 before = code_sections(old["source"], nvcc, Path(tmp), "before")
                 after = code_sections(new["source"], nvcc, Path(tmp), "after")
