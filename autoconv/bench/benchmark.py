@@ -42,18 +42,14 @@ import numpy
 from autoconv._version import __version__
 from autoconv.backends.base import Status
 from autoconv.bench.baseline import (
-    STRICT,
-    TF32,
     TOLERANCES,
-    CudnnConv,
     OperandSets,
-    cudnn_versions,
     find_best_plan,
-    import_cudnn,
     reference_output,
     time_torch,
     torch_unavailable_reason,
 )
+from autoconv.bench.cudnn import STRICT, TF32, CudnnConv, cudnn_versions, import_cudnn
 from autoconv.bench.peak import measure_fp32_peak
 from autoconv.bench.results import SCHEMA_VERSION, geomeans
 from autoconv.cache.winners import CacheKey

@@ -36,12 +36,12 @@ def test_the_winner_runs_unless_cudnn_was_measured_faster(case):
 
 
 def test_cudnn_faster_but_unusable_warns_and_runs_the_winner(monkeypatch):
-    import autoconv.bench.baseline as baseline
+    import autoconv.bench.cudnn as cudnn
 
     def missing_frontend():
-        raise baseline.BackendUnavailable("the cuDNN frontend cannot be imported (test)")
+        raise cudnn.BackendUnavailable("the cuDNN frontend cannot be imported (test)")
 
-    monkeypatch.setattr(baseline, "import_cudnn", missing_frontend)
+    monkeypatch.setattr(cudnn, "import_cudnn", missing_frontend)
     with pytest.warns(selection.CudnnFallbackWarning, match=r"0\.5 ms vs 1 ms.*cannot be imported"):
         assert selection._cudnn_if_faster(PROBLEM, entry(baseline_time_ms=0.5, baseline_plan=PLAN)) is None
     with pytest.warns(selection.CudnnFallbackWarning, match="malformed"):
