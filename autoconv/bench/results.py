@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from autoconv.errors import AutoconvError
-from autoconv.files import write_atomically
+from autoconv.files import path_problem, write_atomically
 from autoconv.gpu.timing import geometric_mean
 
 #: Version of the results JSON layout ``autoconv bench`` writes and ``autoconv report`` reads.
@@ -48,11 +48,18 @@ def load_results(path: str | Path) -> dict[str, Any]:
             entry without the fields a report needs (naming the entry and the fields).
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
+    problem = path_problem(path)
+    if problem == "no such file or folder":
         raise ReportError(f"{path}: no such results file; write one with `autoconv bench CONFIG "
-                          f"--out {path}`") from None
+                          f"--out {path}`")
+    if problem:
+        raise ReportError(f"{path}: {problem}; pass the results JSON `autoconv bench` wrote")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise ReportError(f"{path}: cannot be read ({err.strerror or err})") from None
+    except UnicodeDecodeError:
+        raise ReportError(f"{path}: not a results JSON (not UTF-8 text)") from None
     try:
         results = json.loads(text)
     except json.JSONDecodeError as err:
@@ -75,6 +82,8 @@ def check_results(results: Any, where: str = "results") -> None:
     if not isinstance(results["problems"], list) or not results["problems"]:
         raise ReportError(f"{where}: 'problems' must be a non-empty list")
     for i, problem in enumerate(results["problems"]):
+        if not isinstance(problem, dict):
+            raise ReportError(f"{where}: problem #{i} is not a JSON object")
         missing = [f for f in PROBLEM_FIELDS if f not in problem]
         if missing:
             label = problem.get("name", f"#{i}") if isinstance(problem, dict) else f"#{i}"

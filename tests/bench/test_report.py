@@ -193,6 +193,31 @@ def test_report_command(results, tmp_path, capsys):
     assert "autoconv report: error:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name", ["report.md", "results.csv", "results.json", "speedup.png"])
+def test_report_out_never_replaces_files_it_did_not_write(results, tmp_path, capsys, name):
+    """Issue 18: --out into a folder holding someone's file of a report's name is refused
+    (exit status 2, one line naming it) and nothing there changes; a report's own files
+    (the last run's) are replaced."""
+    plots = name.endswith(".png")
+    if plots:
+        pytest.importorskip("matplotlib")
+    flags = [] if plots else ["--no-plots"]
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(results))
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / name).write_bytes(b"\x89PNG\r\n\x1a\n my own picture" if plots else b"my own notes\n")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    code = cli.main(["report", "--results", str(source), "--out", str(out), *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and name in err and str(out) in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+    fresh = tmp_path / "fresh"
+    assert cli.main(["report", "--results", str(source), "--out", str(fresh), *flags]) == 0
+    assert cli.main(["report", "--results", str(source), "--out", str(fresh), *flags]) == 0  # its own: replaced
+
+
 def test_bench_table(results):
     from autoconv.commands.bench import format_table
 
