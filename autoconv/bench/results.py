@@ -90,12 +90,48 @@ def check_results(results: Any, where: str = "results") -> None:
             raise ReportError(f"{where}: problem {label} lacks {', '.join(missing)}")
 
 
+def results_target_problem(path: str | os.PathLike) -> str | None:
+    """Why the results JSON cannot be written at ``path``, or None: a folder, device or
+    FIFO there, a file there that is not a results file ``autoconv bench`` wrote (never
+    replaced), or a folder on the way that is a file or cannot be written. A missing
+    folder is fine (it is created)."""
+    target = Path(path)
+    if target.exists() or target.is_symlink():
+        problem = path_problem(target)
+        if problem:
+            return problem
+        try:
+            check_results(json.loads(target.read_bytes().decode("utf-8")))
+        except (OSError, ValueError, AutoconvError):
+            return ("a file that is not a results JSON of `autoconv bench` is there, and `autoconv bench` does "
+                    "not overwrite it; pass another --out")
+        return None
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable"
+    return None
+
+
 def write_results(results: Mapping[str, Any], path: str | os.PathLike) -> Path:
     """Write the results JSON atomically (a reader never sees half a file), creating its
-    folder; returns the path."""
+    folder; returns the path.
+
+    Raises:
+        ReportError: :func:`results_target_problem` (nothing is written then), or the
+            write failed (naming the path and why)."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return write_atomically(target, json.dumps(results, indent=2) + "\n")
+    problem = results_target_problem(target)
+    if problem:
+        raise ReportError(f"cannot write the results to {target}: {problem}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return write_atomically(target, json.dumps(results, indent=2) + "\n")
+    except OSError as err:
+        raise ReportError(f"cannot write the results to {target}: {err.strerror or err}") from None
 
 
 # ---- numbers -----------------------------------------------------------------------------------
