@@ -24,10 +24,14 @@ tuners, two hosts, an import), the faster one stays, decided by the database in 
 upsert itself, so concurrent writers never lose the faster entry.
 
 Values are JSON and numbers, never pickles. The cache carries its format name and schema
-version in a ``meta`` table (``autoconv_meta`` in a URL database); a file that is not
-such a database, a newer schema, or a corrupt or truncated file raises
-:class:`~autoconv.errors.CacheError` naming the file (or the URL, password masked) and
-the way out (``autoconv cache clear``, or deleting the file), never a wrong kernel.
+version in a ``meta`` table (``autoconv_meta`` in a URL database); a newer schema, or a
+corrupt or truncated cache raises :class:`~autoconv.errors.CacheError` naming the file
+(or the URL, password masked) and the way out (``autoconv cache clear``, or deleting the
+file), never a wrong kernel. A file or tables that are not an autoconv cache raise one
+that asks for another cache: autoconv never writes into them, and :meth:`WinnerCache.clear`
+refuses to delete them (:func:`cache_file_problem`, ``SqlDatabase.owner_problem``).
+
+``cache import`` takes only entries autoconv could have tuned (:func:`entry_problem`).
 
 Columns ``baseline_*`` hold cuDNN's time and plan for the same key; the benchmark fills
 them (:meth:`WinnerCache.set_baseline`).
@@ -577,8 +581,8 @@ def entry_problem(entry: CacheEntry) -> str | None:
     :data:`MIN_PLAUSIBLE_MS`). For an entry of this autoconv and these templates
     (:attr:`CacheKey.is_current`, the ones ``autoconv.conv2d`` would run) also: the
     config is valid in the family's search space for the problem (on a device of the
-    key's compute capability with the H100's limits) and renders the kernel the entry
-    names (name, source hash, workspace)."""
+    key's compute capability with the H100's limits, SMs to spare) and renders the kernel
+    the entry names (name, source hash, workspace)."""
     import math
 
     from autoconv.errors import AutoconvError, ProblemError
@@ -614,7 +618,10 @@ def entry_problem(entry: CacheEntry) -> str | None:
         major, minor = (int(part) for part in key.compute_capability.split("."))
     except ValueError:
         return f"compute capability {key.compute_capability!r} is not MAJOR.MINOR"
-    device = replace(H100, name=key.gpu_name, compute_capability=(major, minor))
+    # The H100's limits (its shared memory per block is the largest of any NVIDIA GPU) at the
+    # key's compute capability, with SMs to spare: a config valid on some GPU of that kind
+    # passes; autoconv.conv2d checks it again against the GPU it runs on.
+    device = replace(H100, name=key.gpu_name, compute_capability=(major, minor), sm_count=1024)
     family = get_family(entry.family)
     reason = family.unsupported_reason(problem)
     if reason:
