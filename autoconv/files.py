@@ -9,6 +9,7 @@ write of the same target.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from autoconv.processes import process_alive
@@ -51,3 +52,52 @@ def _remove_orphans(target: Path) -> None:
 
 def _glob_escape(name: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+# ---- checking paths before reading or writing them -------------------------------------------
+
+def path_problem(path: str | os.PathLike, *, want: str = "file") -> str | None:
+    """Why ``path`` cannot be read as a ``want`` ("file": a regular file; "folder"), or None.
+
+    Never opens the path: a FIFO or a device (``/dev/zero``) would block or never end."""
+    target = Path(path)
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return "no such file or folder"
+    except NotADirectoryError:
+        return "a part of the path is a file, not a folder"
+    except OSError as err:
+        return f"cannot be read ({err.strerror or err})"
+    if want == "folder":
+        return None if stat.S_ISDIR(mode) else "not a folder"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a device, FIFO or socket)"
+    if not os.access(target, os.R_OK):
+        return "cannot be read (permission denied)"
+    return None
+
+
+def write_problem(path: str | os.PathLike) -> str | None:
+    """Why a file cannot be written (created or replaced) at ``path``, or None. Checks the
+    path only: whether an existing file there may be replaced is the caller's decision."""
+    target = Path(path)
+    if target.is_symlink() or target.exists():
+        try:
+            mode = target.stat().st_mode
+        except OSError as err:
+            return f"cannot be read ({err.strerror or err})"
+        if stat.S_ISDIR(mode):
+            return "is a folder, not a file"
+        if not stat.S_ISREG(mode):
+            return "not a regular file (a device, FIFO or socket)"
+    folder = target.parent
+    if not folder.exists():
+        return f"its folder {folder} does not exist"
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its folder {folder} is not writable"
+    return None

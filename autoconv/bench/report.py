@@ -23,12 +23,14 @@ import csv
 import io
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from autoconv.bench.results import PROBLEM_FIELDS, check_results, geomeans, is_positive, tflops
-from autoconv.errors import BackendUnavailable
+from autoconv.bench.results import PROBLEM_FIELDS, ReportError, check_results, geomeans, is_positive, tflops
+from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.files import path_problem, write_atomically
 from autoconv.formatting import format_params
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 
@@ -92,7 +94,9 @@ def write_report(results: Mapping[str, Any], out_dir: str | Path, *, plots: bool
             command line, both named in ``report.md``.
 
     Raises:
-        ReportError: ``results`` is not a schema-1 results dict.
+        ReportError: ``results`` is not a schema-1 results dict; ``out_dir`` cannot be
+            created or written, is not a folder, or holds a file of a report's name that
+            ``autoconv report`` did not write (nothing is replaced then).
         BackendUnavailable: ``plots`` and matplotlib cannot be imported.
     """
     check_results(results)
@@ -100,25 +104,82 @@ def write_report(results: Mapping[str, Any], out_dir: str | Path, *, plots: bool
     results["geomean"] = geomeans(results["problems"])
     out = Path(out_dir)
     pyplot = _pyplot() if plots else None  # fail before writing anything
-    out.mkdir(parents=True, exist_ok=True)
+    _prepare_folder(out)
 
-    plot_paths: list[Path] = []
+    files: dict[str, bytes] = {}
     if pyplot is not None:
         for name, draw in (("speedup.png", plot_speedup), ("tflops.png", plot_tflops),
                            ("convergence.png", plot_convergence), ("families.png", plot_families)):
             figure = draw(pyplot, results)
             if figure is None:  # nothing to draw (no trials, no family times)
                 continue
-            figure.savefig(out / name, dpi=120, bbox_inches="tight")
+            image = io.BytesIO()
+            figure.savefig(image, format="png", dpi=120, bbox_inches="tight", metadata={"Software": PNG_SOFTWARE})
             pyplot.close(figure)
-            plot_paths.append(out / name)
+            files[name] = image.getvalue()
+    plot_names = list(files)
+    files["results.json"] = (json.dumps(results, indent=2) + "\n").encode()
+    files["results.csv"] = results_csv(results).encode()
+    files["report.md"] = report_markdown(results, plot_names, results_path=results_path, command=command).encode()
+    foreign = [name for name in files if (out / name).exists() and not _written_by_report(out, name)]
+    if foreign:
+        raise ReportError(f"{out}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} there and not "
+                          "written by `autoconv report`, so it does not overwrite them; pass another --out folder")
+    for name in ("results.json", "results.csv", "report.md", *plot_names):
+        try:
+            write_atomically(out / name, files[name])
+        except OSError as err:
+            raise ReportError(f"cannot write {out / name}: {err.strerror or err}") from None
+    return [out / "report.md", out / "results.csv", out / "results.json"] + [out / name for name in plot_names]
 
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "results.csv").write_text(results_csv(results))
-    (out / "report.md").write_text(report_markdown(results, [p.name for p in plot_paths],
-                                                   results_path=results_path, command=command))
-    written = [out / "report.md", out / "results.csv", out / "results.json"] + plot_paths
-    return written
+
+#: The ``Software`` text of the plots' PNG files: how a later report knows them as its own.
+PNG_SOFTWARE = "autoconv report"
+
+
+def _prepare_folder(out: Path) -> None:
+    """Create ``out`` (and its parents) unless it is there; ReportError naming it when it
+    cannot be, or is not a folder, or cannot be written."""
+    if out.exists() or out.is_symlink():
+        problem = path_problem(out, want="folder")
+        if problem:
+            raise ReportError(f"--out {out}: {problem}; pass a folder for the report")
+    else:
+        try:
+            out.mkdir(parents=True)
+        except OSError as err:
+            raise ReportError(f"--out {out}: cannot create the folder ({err.strerror or err})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ReportError(f"--out {out}: the folder is not writable")
+
+
+def _written_by_report(out: Path, name: str) -> bool:
+    """Whether the file ``out/name`` is one ``autoconv report`` (or ``bench``) wrote, so that
+    it may be replaced: each kind is recognised by its content."""
+    path = out / name
+    if path_problem(path):
+        return False
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    if name == "report.md":
+        return data.startswith(b"# autoconv vs cuDNN on ")
+    if name == "results.csv":
+        return data.startswith(",".join(f for f in PROBLEM_FIELDS if f not in ("params", "family_best_ms",
+                                                                                 "trials")).encode())
+    if name == "results.json":
+        try:
+            check_results(json.loads(data.decode("utf-8")))
+        except (ValueError, AutoconvError):
+            return False
+        return True
+    if name.endswith(".png"):  # this report's plots, or the plots of a report made before the tag
+        if not data.startswith(b"\x89PNG"):
+            return False
+        head = data[:4096]
+        return PNG_SOFTWARE.encode() in head or (b"matplotlib" in head and _written_by_report(out, "report.md"))
+    return False
 
 
 def results_csv(results: Mapping[str, Any]) -> str:

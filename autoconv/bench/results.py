@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from autoconv.errors import AutoconvError
-from autoconv.files import write_atomically
+from autoconv.files import path_problem, write_atomically
 from autoconv.gpu.timing import geometric_mean
 
 #: Version of the results JSON layout ``autoconv bench`` writes and ``autoconv report`` reads.
@@ -48,11 +48,18 @@ def load_results(path: str | Path) -> dict[str, Any]:
             entry without the fields a report needs (naming the entry and the fields).
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
+    problem = path_problem(path)
+    if problem == "no such file or folder":
         raise ReportError(f"{path}: no such results file; write one with `autoconv bench CONFIG "
-                          f"--out {path}`") from None
+                          f"--out {path}`")
+    if problem:
+        raise ReportError(f"{path}: {problem}; pass the results JSON `autoconv bench` wrote")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise ReportError(f"{path}: cannot be read ({err.strerror or err})") from None
+    except UnicodeDecodeError:
+        raise ReportError(f"{path}: not a results JSON (not UTF-8 text)") from None
     try:
         results = json.loads(text)
     except json.JSONDecodeError as err:
@@ -75,18 +82,56 @@ def check_results(results: Any, where: str = "results") -> None:
     if not isinstance(results["problems"], list) or not results["problems"]:
         raise ReportError(f"{where}: 'problems' must be a non-empty list")
     for i, problem in enumerate(results["problems"]):
+        if not isinstance(problem, dict):
+            raise ReportError(f"{where}: problem #{i} is not a JSON object")
         missing = [f for f in PROBLEM_FIELDS if f not in problem]
         if missing:
             label = problem.get("name", f"#{i}") if isinstance(problem, dict) else f"#{i}"
             raise ReportError(f"{where}: problem {label} lacks {', '.join(missing)}")
 
 
+def results_target_problem(path: str | os.PathLike) -> str | None:
+    """Why the results JSON cannot be written at ``path``, or None: a folder, device or
+    FIFO there, a file there that is not a results file ``autoconv bench`` wrote (never
+    replaced), or a folder on the way that is a file or cannot be written. A missing
+    folder is fine (it is created)."""
+    target = Path(path)
+    if target.exists() or target.is_symlink():
+        problem = path_problem(target)
+        if problem:
+            return problem
+        try:
+            check_results(json.loads(target.read_bytes().decode("utf-8")))
+        except (OSError, ValueError, AutoconvError):
+            return ("a file that is not a results JSON of `autoconv bench` is there, and `autoconv bench` does "
+                    "not overwrite it; pass another --out")
+        return None
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable"
+    return None
+
+
 def write_results(results: Mapping[str, Any], path: str | os.PathLike) -> Path:
     """Write the results JSON atomically (a reader never sees half a file), creating its
-    folder; returns the path."""
+    folder; returns the path.
+
+    Raises:
+        ReportError: :func:`results_target_problem` (nothing is written then), or the
+            write failed (naming the path and why)."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return write_atomically(target, json.dumps(results, indent=2) + "\n")
+    problem = results_target_problem(target)
+    if problem:
+        raise ReportError(f"cannot write the results to {target}: {problem}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return write_atomically(target, json.dumps(results, indent=2) + "\n")
+    except OSError as err:
+        raise ReportError(f"cannot write the results to {target}: {err.strerror or err}") from None
 
 
 # ---- numbers -----------------------------------------------------------------------------------

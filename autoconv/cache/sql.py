@@ -7,7 +7,11 @@ the wording of errors differ, and they live here.
 Both have ``meta`` and ``winners`` (table names), ``integer`` and ``real`` (column
 types), ``kind`` and ``shared`` (whether other tables are expected), ``location`` (for
 messages; a URL's password masked), and ``tables()``, ``ready()``, ``query()``,
-``write()``, ``schema()``, ``error()``, ``recovery()`` and ``close()``.
+``write()``, ``schema()``, ``error()``, ``foreign()``, ``recovery()`` and ``close()``.
+
+Opened with ``create=False`` (readers: ``autoconv show``, ``cache export``), neither
+creates anything: a missing file (or a SQLite URL's missing file) raises
+:class:`NoCache`.
 """
 
 from __future__ import annotations
@@ -20,12 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from autoconv.errors import CacheError
+from autoconv.files import path_problem
 from autoconv.search.storage import first_line, masked_url
 
 #: Seconds a writer waits for another process's transaction before giving up.
 BUSY_TIMEOUT_S = 60.0
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+#: The format name in the ``meta`` table: what makes a file or tables autoconv's.
+FORMAT = "autoconv-winners-cache"
 
 #: A statement and its named parameters (``:name`` placeholders, as both sqlite3 and
 #: SQLAlchemy's ``text()`` take them).
@@ -35,6 +43,17 @@ Statement = tuple[str, Mapping[str, Any]]
 def lock_conflict(message: str) -> bool:
     """Whether an SQLite error message says another connection holds the lock."""
     return "locked" in message or "busy" in message
+
+
+class NoCache(CacheError):
+    """There is no winners' cache at the location, and the reader asked not to create one."""
+
+
+def not_ours_advice(location) -> str:
+    """The way out when ``location`` holds something autoconv did not create (autoconv will
+    neither write into it nor delete it)."""
+    return (f"autoconv leaves {location} alone: pass another cache (--cache PATH or URL, `cache:` in the "
+            "config, or AUTOCONV_CACHE), or move it away yourself if it is yours to move")
 
 
 def still_locked(location) -> CacheError:
@@ -51,9 +70,10 @@ class SqliteFile:
     kind = "an SQLite database"
     shared = False  # every table in the file is the cache's
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, create: bool = True):
         self.path = path
         self.location = str(path)
+        self.create = create
         self.connection = self._connect()
 
     def recovery(self) -> str:
@@ -64,16 +84,29 @@ class SqliteFile:
     def error(self, what: str) -> CacheError:
         return CacheError(f"cache {self.path}: {what}; {self.recovery()}")
 
+    def foreign(self, what: str) -> CacheError:
+        """The error of a file that is not an autoconv cache (never written, never deleted)."""
+        return CacheError(f"cache {self.path}: {what}; {not_ours_advice(self.path)}")
+
     def _connect(self) -> sqlite3.Connection:
-        if self.path.exists():
-            if self.path.is_dir():
-                raise CacheError(f"cache {self.path} is a directory; pass the path of a cache file")
+        if self.path.exists() or self.path.is_symlink():
+            problem = path_problem(self.path)
+            if problem:
+                raise CacheError(f"cache {self.path}: {problem}; pass the path of a cache file")
             with open(self.path, "rb") as handle:
                 head = handle.read(len(SQLITE_MAGIC))
             if head and head != SQLITE_MAGIC:
-                raise self.error("not an SQLite database (it does not start with the SQLite header)")
+                raise self.foreign("not an SQLite database (it does not start with the SQLite header), "
+                                   "so not an autoconv cache")
+        elif not self.create:
+            raise NoCache(f"no cache at {self.path}")
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            parent = self.path.parent
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise CacheError(f"cache {self.path}: cannot create its folder {parent} "
+                                 f"({err.strerror or err})") from None
         try:
             connection = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except sqlite3.Error as err:
@@ -173,8 +206,9 @@ class SqlDatabase:
     #: pg_advisory_xact_lock key of autoconv's schema changes ("autoconv" in ASCII).
     SCHEMA_LOCK = 0x6175746F636F6E76
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, *, create: bool = True):
         self.location = masked_url(url)
+        self.create = create
         self.engine = self._connect(url)
         self.dialect = self.engine.dialect.name
 
@@ -184,6 +218,10 @@ class SqlDatabase:
 
     def error(self, what: str) -> CacheError:
         return CacheError(f"cache {self.location}: {what}; {self.recovery()}")
+
+    def foreign(self, what: str) -> CacheError:
+        """The error of tables autoconv did not create (never written, never dropped)."""
+        return CacheError(f"cache {self.location}: {what}; {not_ours_advice(self.location)}")
 
     def _connect(self, url: str):
         from sqlalchemy import create_engine
@@ -197,7 +235,12 @@ class SqlDatabase:
             if parsed.get_backend_name() == "sqlite":
                 database = parsed.database or ""
                 if database and database != ":memory:" and not database.startswith("file:"):
-                    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                    file = Path(database).expanduser()
+                    if not self.create and not file.exists():
+                        raise NoCache(f"no cache at {self.location}")
+                    if file.exists() and path_problem(file):
+                        raise CacheError(f"cache {self.location}: {file} {path_problem(file)}")
+                    file.parent.mkdir(parents=True, exist_ok=True)
                 # The driver begins no transactions itself (isolation_level None): writes
                 # begin theirs explicitly (see _begin), reads run alone.
                 options["connect_args"] = {"timeout": BUSY_TIMEOUT_S, "isolation_level": None}
@@ -206,6 +249,8 @@ class SqlDatabase:
             engine = create_engine(parsed, **options)
             with engine.connect():
                 pass
+        except CacheError:
+            raise
         except Exception as err:  # SQLAlchemy's and the drivers' errors alike: name the URL
             if engine is not None:
                 engine.dispose()
@@ -301,13 +346,41 @@ class SqlDatabase:
     def close(self) -> None:
         self.engine.dispose()
 
+    def owner_problem(self) -> str | None:
+        """Why the tables ``autoconv_meta``/``autoconv_winners`` here are not autoconv's
+        (their ``autoconv_meta`` lacks autoconv's format row), or None: they are (of any
+        schema version), or there are none."""
+        ours = self.tables() & {self.meta, self.winners}
+        if not ours:
+            return None
+        if self.meta not in ours:
+            return f"a table {self.winners} without {self.meta}: not autoconv's"
+        try:
+            rows = self.query(f"SELECT value FROM {self.meta} WHERE name = 'format'")
+        except CacheError:
+            return f"a table {self.meta} that is not autoconv's (it has no name/value columns)"
+        fmt = rows[0][0] if rows else None
+        if fmt != FORMAT:
+            return f"a table {self.meta} with format {fmt!r}, not autoconv's"
+        return None
+
     @classmethod
     def drop(cls, url: str) -> bool:
-        """Drop autoconv's tables at ``url`` (never another table); whether there were any."""
-        database = cls(url)
+        """Drop autoconv's tables at ``url`` (never another table); whether there were any.
+
+        Raises:
+            CacheError: tables of those names are there but were not made by autoconv
+                (nothing is dropped).
+        """
+        database = cls(url, create=False)
         try:
+            problem = database.owner_problem()
+            if problem:
+                raise database.foreign(f"{problem}, so `autoconv cache clear` does not drop it")
             ours = database.tables() & {cls.meta, cls.winners}
-            database.schema([(f"DROP TABLE IF EXISTS {cls.winners}", {}), (f"DROP TABLE IF EXISTS {cls.meta}", {})])
+            if ours:
+                database.schema([(f"DROP TABLE IF EXISTS {cls.winners}", {}),
+                                 (f"DROP TABLE IF EXISTS {cls.meta}", {})])
         finally:
             database.close()
         return bool(ours)

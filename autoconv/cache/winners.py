@@ -24,10 +24,14 @@ tuners, two hosts, an import), the faster one stays, decided by the database in 
 upsert itself, so concurrent writers never lose the faster entry.
 
 Values are JSON and numbers, never pickles. The cache carries its format name and schema
-version in a ``meta`` table (``autoconv_meta`` in a URL database); a file that is not
-such a database, a newer schema, or a corrupt or truncated file raises
-:class:`~autoconv.errors.CacheError` naming the file (or the URL, password masked) and
-the way out (``autoconv cache clear``, or deleting the file), never a wrong kernel.
+version in a ``meta`` table (``autoconv_meta`` in a URL database); a newer schema, or a
+corrupt or truncated cache raises :class:`~autoconv.errors.CacheError` naming the file
+(or the URL, password masked) and the way out (``autoconv cache clear``, or deleting the
+file), never a wrong kernel. A file or tables that are not an autoconv cache raise one
+that asks for another cache: autoconv never writes into them, and :meth:`WinnerCache.clear`
+refuses to delete them (:func:`cache_file_problem`, ``SqlDatabase.owner_problem``).
+
+``cache import`` takes only entries autoconv could have tuned (:func:`entry_problem`).
 
 Columns ``baseline_*`` hold cuDNN's time and plan for the same key; the benchmark fills
 them (:meth:`WinnerCache.set_baseline`).
@@ -39,20 +43,20 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import sqlite3
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from autoconv._version import __version__
-from autoconv.cache.sql import SqlDatabase, SqliteFile
+from autoconv.cache.sql import FORMAT, SQLITE_MAGIC, NoCache, SqlDatabase, SqliteFile, not_ours_advice
 from autoconv.errors import CacheError
-from autoconv.files import write_atomically
+from autoconv.files import path_problem, write_atomically, write_problem
 from autoconv.kernels.resources import search_spaces_dir, templates_dir
 from autoconv.search.storage import is_url
 
-FORMAT = "autoconv-winners-cache"
 EXPORT_FORMAT = "autoconv-winners-export"
 SCHEMA_VERSION = 1
 
@@ -194,7 +198,8 @@ CREATE TABLE IF NOT EXISTS {winners} (
 class WinnerCache:
     """The winners' cache at ``location`` (created on first use): the path of an SQLite
     file, or a SQLAlchemy URL (:func:`is_url`; see the module docstring). None:
-    :func:`default_location`.
+    :func:`default_location`. With ``create=False`` (a reader) nothing is created or
+    written: where there is no cache yet, :class:`~autoconv.cache.sql.NoCache` is raised.
 
     Attributes:
         location: the file path, or the URL with its password masked (for messages).
@@ -206,14 +211,15 @@ class WinnerCache:
             names the file or URL (password masked) and how to recover.
     """
 
-    def __init__(self, location: str | os.PathLike | None = None):
+    def __init__(self, location: str | os.PathLike | None = None, *, create: bool = True):
         location = default_location() if location is None else location
+        self.create = create
         if is_url(location):
             self.path: Path | None = None
-            self._database: SqliteFile | SqlDatabase = SqlDatabase(str(location))
+            self._database: SqliteFile | SqlDatabase = SqlDatabase(str(location), create=create)
         else:
             self.path = Path(location)
-            self._database = SqliteFile(self.path)
+            self._database = SqliteFile(self.path, create=create)
         self.location = self._database.location
         try:
             self._prepare()
@@ -231,10 +237,12 @@ class WinnerCache:
         tables = database.tables()
         ours = tables & {database.meta, database.winners} if database.shared else tables
         if ours:
-            if database.meta not in ours:
-                raise self._error(f"{database.kind} of something else (tables {', '.join(sorted(ours))}), "
-                                  "not an autoconv cache")
+            if database.meta not in ours or not ours <= {database.meta, database.winners}:
+                raise database.foreign(f"{database.kind} of something else (tables {', '.join(sorted(ours))}), "
+                                       "not an autoconv cache")
             self._check_format()
+        elif not self.create:
+            raise NoCache(f"no cache at {self.location}")
         database.ready()
         if not ours:
             self._initialise()
@@ -255,9 +263,15 @@ class WinnerCache:
     def _check_format(self) -> None:
         """CacheError unless the database is an autoconv cache of this schema (reads only)."""
         database = self._database
-        meta = {name: value for name, value in database.query(f"SELECT name, value FROM {database.meta}")}
+        try:
+            meta = {name: value for name, value in database.query(f"SELECT name, value FROM {database.meta}")}
+        except CacheError:
+            if database.shared:  # a table autoconv_meta of another shape: someone else's
+                raise database.foreign(f"a table {database.meta} that is not autoconv's (no name/value "
+                                       "columns), not an autoconv cache") from None
+            raise
         if meta.get("format") != FORMAT:
-            raise self._error(f"{database.kind} with format {meta.get('format')!r}, not an autoconv cache")
+            raise database.foreign(f"{database.kind} with format {meta.get('format')!r}, not an autoconv cache")
         version = str(meta.get("schema_version", ""))
         if not version.isdigit():
             raise self._error(f"schema version {version!r} is not a number")
@@ -338,29 +352,48 @@ class WinnerCache:
 
     # ---- moving entries between machines -------------------------------------------
     def export(self, path: str | os.PathLike) -> int:
-        """Write every entry to the JSON file ``path`` (replaced atomically); returns the count."""
+        """Write every entry to the JSON file ``path`` (replaced atomically); returns the count.
+
+        Raises:
+            CacheError: ``path`` cannot be written (no such folder, a folder, a device, not
+                writable), or a file is there that is not an autoconv export (never
+                overwritten)."""
+        target = Path(path)
+        problem = write_problem(target)
+        if problem is None and target.exists() and not _is_export(target):
+            problem = ("a file that is not an autoconv cache export is there, so `autoconv cache export` "
+                       "does not overwrite it; choose another name or move it away")
+        if problem:
+            raise CacheError(f"cannot export to {target}: {problem}")
         entries = self.entries()
         document = {"format": EXPORT_FORMAT, "schema_version": SCHEMA_VERSION, "exported_at": now_iso(),
                     "entries": [entry.as_dict() for entry in entries]}
-        write_atomically(path, json.dumps(document, indent=1, sort_keys=True) + "\n")
+        try:
+            write_atomically(target, json.dumps(document, indent=1, sort_keys=True) + "\n")
+        except OSError as err:
+            raise CacheError(f"cannot export to {target}: {err.strerror or err}") from None
         return len(entries)
 
-    def import_file(self, path: str | os.PathLike) -> tuple[int, int]:
+    def import_file(self, path: str | os.PathLike) -> ImportResult:
         """Merge the entries of an export; per key the faster entry stays.
 
-        Returns:
-            (stored, kept): entries taken from the file, and entries of the file not taken
-            because the cache already had one at least as fast.
+        Each entry is checked as if it had been tuned here (:func:`entry_problem`: a known
+        family, a config valid in its search space for the problem, the kernel this
+        autoconv renders for it, plausible times); entries that fail are not imported and
+        are listed in the result with the reason.
 
         Raises:
-            CacheError: the file is missing, not an export, or has a malformed entry
-                (nothing is imported then).
+            CacheError: the file is missing or unreadable, not an export, or has an entry
+                of the wrong structure (nothing is imported then).
         """
         source = Path(path)
+        problem = path_problem(source)
+        if problem:
+            raise CacheError(f"{source}: {problem}")
         try:
-            document = json.loads(source.read_text())
-        except FileNotFoundError:
-            raise CacheError(f"{source}: no such file") from None
+            document = json.loads(source.read_bytes().decode("utf-8"))
+        except OSError as err:
+            raise CacheError(f"{source}: cannot be read ({err.strerror or err})") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise CacheError(f"{source}: not an autoconv cache export (invalid JSON: {err})") from None
         if not isinstance(document, dict) or document.get("format") != EXPORT_FORMAT:
@@ -380,33 +413,235 @@ class WinnerCache:
             except (TypeError, KeyError, ValueError) as err:
                 raise CacheError(f"{source}: entries[{index}] is malformed: {err}") from None
             entries.append(entry)
-        stored = 0
-        for entry in entries:
+        result = ImportResult()
+        for index, entry in enumerate(entries):
+            reason = entry_problem(entry)
+            if reason:
+                result.rejected.append(f"entries[{index}] ({entry.key.problem_key}, {entry.family!r}): {reason}")
+                continue
+            existing = self.get(entry.key)
+            if existing is not None and _same_measurement(existing, entry):
+                result.identical += 1
+                continue
             if self.put(entry):
-                stored += 1
+                result.stored += 1
                 if entry.baseline_time_ms is not None and entry.baseline_name is not None:
                     self.set_baseline(entry.key, name=entry.baseline_name, plan=entry.baseline_plan,
                                       time_ms=entry.baseline_time_ms, tflops=entry.baseline_tflops or 0.0,
                                       measured_at=entry.baseline_measured_at)
-        return stored, len(entries) - stored
+            else:
+                result.kept += 1
+        return result
 
     @staticmethod
     def clear(location: str | os.PathLike | None = None) -> bool:
         """Delete the cache, readable or not: a file with its WAL and shared-memory files;
         in a URL database, the tables ``autoconv_meta`` and ``autoconv_winners`` (never
-        another table). Returns whether there was a cache."""
+        another table). Returns whether there was a cache.
+
+        Only what autoconv created goes (:func:`cache_file_problem`): a file or tables that
+        are not an autoconv cache raise :class:`CacheError` with the reason, and stay."""
         target = default_location() if location is None else location
         if is_url(target):
-            return SqlDatabase.drop(str(target))
+            try:
+                return SqlDatabase.drop(str(target))
+            except NoCache:
+                return False
         target = Path(target)
-        existed = target.exists()
+        if not (target.exists() or target.is_symlink()):
+            return False
+        problem = cache_file_problem(target)
+        if problem:
+            raise CacheError(f"cache {target}: {problem}, so `autoconv cache clear` does not delete it; "
+                             f"{not_ours_advice(target)}")
         for candidate in (target, target.with_name(target.name + "-wal"),
                           target.with_name(target.name + "-shm")):
             try:
                 candidate.unlink()
             except FileNotFoundError:
                 pass
-        return existed
+            except OSError as err:
+                raise CacheError(f"cache {target}: cannot delete {candidate} ({err.strerror or err})") from None
+        return True
+
+
+def _schema_statements() -> dict[str, str]:
+    """The ``CREATE TABLE`` text of the file cache's tables, as SQLite stores it (whitespace
+    folded)."""
+    creates = _SCHEMA.format(meta=SqliteFile.meta, winners=SqliteFile.winners, integer=SqliteFile.integer,
+                             real=SqliteFile.real, primary_key=", ".join(_KEY_COLUMNS))
+    statements = {}
+    for statement in creates.split(";"):
+        if statement.strip():
+            text = " ".join(statement.replace("IF NOT EXISTS ", "").split())
+            statements[text.split()[2]] = text
+    return statements
+
+
+def _first_page_holds_our_schema(path: Path) -> bool:
+    """Whether the first page of the SQLite file at ``path`` (where SQLite keeps the schema)
+    holds exactly autoconv's two ``CREATE TABLE`` statements, as autoconv wrote them."""
+    with open(path, "rb") as handle:
+        head = handle.read(100)
+        size = int.from_bytes(head[16:18], "big") if len(head) >= 18 else 0
+        page_size = 65536 if size == 1 else size
+        if page_size < 512:
+            return False
+        page = head + handle.read(page_size - len(head))
+    creates = _SCHEMA.format(meta=SqliteFile.meta, winners=SqliteFile.winners, integer=SqliteFile.integer,
+                             real=SqliteFile.real, primary_key=", ".join(_KEY_COLUMNS))
+    statements = [statement.strip().replace("IF NOT EXISTS ", "").encode()
+                  for statement in creates.split(";") if statement.strip()]
+    return page.count(b"CREATE TABLE") == len(statements) and all(text in page for text in statements)
+
+
+def cache_file_problem(path: str | os.PathLike) -> str | None:
+    """Why the file at ``path`` is not an autoconv cache file, or None when it is: an
+    SQLite database whose ``meta`` table has autoconv's format row (any schema version),
+    or a damaged one whose schema is autoconv's two tables, or an empty file or database
+    (one autoconv may have begun; nothing in it to lose). Reads only (never opens a FIFO
+    or a device); the file is opened read-only."""
+    path = Path(path)
+    problem = path_problem(path)
+    if problem:
+        return problem
+    if path.stat().st_size == 0:
+        return None
+    with open(path, "rb") as handle:
+        head = handle.read(len(SQLITE_MAGIC))
+    if head != SQLITE_MAGIC:
+        return "not an SQLite database, so not an autoconv cache"
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as err:
+        return f"an SQLite database that cannot be opened ({err}), so it cannot be told to be an autoconv cache"
+    try:
+        try:
+            schema = {name: sql for name, sql in connection.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error as err:
+            if _first_page_holds_our_schema(path):  # damaged past its first page: autoconv's all the same
+                return None
+            return (f"an SQLite database whose schema cannot be read ({err}), so it cannot be told to be "
+                    "an autoconv cache")
+        if not schema:
+            return None
+        if set(schema) != {SqliteFile.meta, SqliteFile.winners}:
+            return f"an SQLite database of something else (tables {', '.join(sorted(schema))})"
+        try:
+            row = connection.execute(f"SELECT value FROM {SqliteFile.meta} WHERE name = 'format'").fetchone()
+        except sqlite3.Error:
+            row = None  # damaged: the schema decides
+        if row is not None:
+            return None if row[0] == FORMAT else f"an SQLite database with format {row[0]!r}, not an autoconv cache"
+        expected = _schema_statements()
+        if all(" ".join((schema[name] or "").split()) == text for name, text in expected.items()):
+            return None
+        return "an SQLite database whose tables meta and winners are not autoconv's"
+    finally:
+        connection.close()
+
+@dataclass
+class ImportResult:
+    """What :meth:`WinnerCache.import_file` did with a file's entries."""
+
+    stored: int = 0      # taken (new, or faster than the cached one)
+    kept: int = 0        # not taken: the cache had a faster (or as fast) different entry
+    identical: int = 0   # already in the cache, the same measurement
+    rejected: list[str] = field(default_factory=list)  # not imported: "entries[i] (...): why"
+
+
+def _same_measurement(a: CacheEntry, b: CacheEntry) -> bool:
+    return (a.family, dict(a.config), a.kernel_name, a.source_hash, a.time_ms, a.measured_at) == \
+        (b.family, dict(b.config), b.kernel_name, b.source_hash, b.time_ms, b.measured_at)
+
+
+def _is_export(path: Path) -> bool:
+    """Whether the regular file at ``path`` is an autoconv cache export (JSON with its format)."""
+    try:
+        document = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(document, dict) and document.get("format") == EXPORT_FORMAT
+
+
+#: No GPU computes a float32-accurate convolution faster than this (an H100's FP32 FMA peak
+#: is ~67 TFLOP/s, its dense TF32 tensor cores ~495): a generous bound an entry's time
+#: must respect.
+MAX_PLAUSIBLE_TFLOPS = 5000.0
+#: No kernel completes in less (a nanosecond: a couple of GPU clock cycles; a real launch
+#: takes microseconds, but the fake backend of the tests reports nanoseconds).
+MIN_PLAUSIBLE_MS = 1e-6
+
+
+def entry_problem(entry: CacheEntry) -> str | None:
+    """Why ``entry`` could not have been tuned by autoconv, or None: the problem parses
+    and matches the key's dtype; the family is one of this autoconv's; the times are
+    finite, positive and not faster than :data:`MAX_PLAUSIBLE_TFLOPS` (nor
+    :data:`MIN_PLAUSIBLE_MS`). For an entry of this autoconv and these templates
+    (:attr:`CacheKey.is_current`, the ones ``autoconv.conv2d`` would run) also: the
+    config is valid in the family's search space for the problem (on a device of the
+    key's compute capability with the H100's limits, SMs to spare) and renders the kernel
+    the entry names (name, source hash, workspace)."""
+    import math
+
+    from autoconv.errors import AutoconvError, ProblemError
+    from autoconv.kernels.families import FAMILY_NAMES, get_family
+    from autoconv.kernels.limits import H100
+    from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
+    from autoconv.problems.problem import parse_spec
+
+    key = entry.key
+    try:
+        problem = parse_spec(key.problem_key)
+    except ProblemError as err:
+        return f"the problem is not a valid spec ({err})"
+    if problem.dtype != key.dtype:
+        return f"the key's dtype {key.dtype!r} is not the problem's ({problem.dtype!r})"
+    if entry.family not in FAMILY_NAMES:
+        return f"{entry.family!r} is not a kernel family of this autoconv ({', '.join(FAMILY_NAMES)})"
+    for name in ("time_ms", "baseline_time_ms"):
+        value = getattr(entry, name)
+        if value is None and name.startswith("baseline"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            return f"{name}={value!r} is not a positive finite time"
+        rate = problem.flops / (value * 1e-3) / 1e12
+        if value < MIN_PLAUSIBLE_MS or rate > MAX_PLAUSIBLE_TFLOPS:
+            return (f"{name}={value!r} is implausibly fast ({rate:.3g} TFLOP/s; no GPU exceeds "
+                    f"{MAX_PLAUSIBLE_TFLOPS:g}, no launch takes under {MIN_PLAUSIBLE_MS:g} ms)")
+    if not math.isfinite(entry.tflops) or entry.tflops > MAX_PLAUSIBLE_TFLOPS:
+        return f"tflops={entry.tflops!r} is implausible"
+    if not key.is_current:
+        return None  # never run (another autoconv or other templates): kept for the record
+    try:
+        major, minor = (int(part) for part in key.compute_capability.split("."))
+    except ValueError:
+        return f"compute capability {key.compute_capability!r} is not MAJOR.MINOR"
+    # The H100's limits (its shared memory per block is the largest of any NVIDIA GPU) at the
+    # key's compute capability, with SMs to spare: a config valid on some GPU of that kind
+    # passes; autoconv.conv2d checks it again against the GPU it runs on.
+    device = replace(H100, name=key.gpu_name, compute_capability=(major, minor), sm_count=1024)
+    family = get_family(entry.family)
+    reason = family.unsupported_reason(problem)
+    if reason:
+        return reason
+    config = dict(entry.config)
+    limit = max(DEFAULT_WORKSPACE_LIMIT, entry.workspace_bytes)
+    try:
+        broken = family.space.violations(config, problem, device, limit)
+        if broken:
+            return f"config {config} is outside {entry.family}'s search space for this problem: {broken[0]}"
+        plan = family.plan(problem, config, device, limit)
+    except AutoconvError as err:
+        return f"config {config} cannot be planned ({str(err).splitlines()[0]})"
+    if plan.name != entry.kernel_name:
+        return f"kernel name {entry.kernel_name!r} is not the one this config renders ({plan.name!r})"
+    if plan.source_hash != entry.source_hash:
+        return f"source hash {entry.source_hash!r} is not the one this config renders ({plan.source_hash!r})"
+    if plan.workspace_bytes != entry.workspace_bytes:
+        return f"workspace_bytes={entry.workspace_bytes} is not the plan's ({plan.workspace_bytes})"
+    return None
 
 
 def _row(entry: CacheEntry) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from autoconv.bench.benchmark import run_bench
-from autoconv.bench.results import geomeans, is_positive, write_results
+from autoconv.bench.results import ReportError, geomeans, is_positive, results_target_problem, write_results
 from autoconv.errors import AutoconvError
 from autoconv.search.session import TuneSession
 
@@ -46,10 +46,13 @@ def bench_command(config_path: str, *, tune: bool = True, out: str | None = None
     if rounds < 1 or samples < 1:
         raise AutoconvError(f"--rounds and --samples must be >= 1 (got {rounds} and {samples})")
     session = TuneSession.load(config_path)
+    path = Path(out) if out else Path(session.config.results) / "results.json"
+    problem = results_target_problem(path)  # before the measuring, not after it
+    if problem:
+        raise ReportError(f"cannot write the results to {path}: {problem}")
     command = "autoconv " + shlex.join(argv if argv is not None else ["bench", config_path])
     results = run_bench(session, tune=tune, rounds=rounds, samples=samples, torch=torch,
                         command=command, log=print)
-    path = Path(out) if out else Path(session.config.results) / "results.json"
     write_results(results, path)
     print()
     print(format_table(results))

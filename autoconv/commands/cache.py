@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import argparse
 
+from autoconv.cache.sql import NoCache
 from autoconv.cache.winners import WinnerCache, default_location, is_url
 from autoconv.commands.console import shown, stdout_console
-from autoconv.errors import AutoconvError
+from autoconv.errors import AutoconvError, CacheError
 
-ACTIONS = (("clear", "delete the cache file (also a corrupt one), or a URL database's autoconv tables"),
+#: How many rejected entries ``cache import`` lists (with the reason) before "... and N more".
+SHOWN_REJECTIONS = 5
+
+ACTIONS = (("clear", "delete the cache file (also a corrupt one), or a URL database's autoconv tables; "
+                     "never a file or table autoconv did not create"),
            ("export", "write every cached winner to a JSON file"),
-           ("import", "merge winners from an exported JSON file (the faster entry stays)"))
+           ("import", "merge winners from an exported JSON file (the faster entry stays; entries "
+                      "autoconv could not have tuned are rejected, exit status 1)"))
 
 
 def add_parser(commands) -> None:
@@ -30,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cache_command(action: str, file: str | None = None, cache: str | None = None) -> int:
-    """Clear the cache (a file is deleted, a URL database loses autoconv's tables only),
-    export it to ``file`` or merge ``file`` into it."""
+    """Clear the cache (a file is deleted, a URL database loses autoconv's tables only;
+    anything autoconv did not create is refused), export it to ``file`` or merge ``file``
+    into it. Exit status 1 when ``import`` rejected entries."""
     console = stdout_console()
     if action == "clear":
         target = cache or default_location()
@@ -44,12 +51,29 @@ def cache_command(action: str, file: str | None = None, cache: str | None = None
         return 0
     if file is None:
         raise AutoconvError(f"cache {action} needs a FILE")
-    with WinnerCache(cache) as winners:
-        if action == "export":
+    if action == "export":
+        try:
+            winners = WinnerCache(cache, create=False)  # a reader: creates no cache
+        except NoCache as err:
+            raise CacheError(f"{err}: nothing to export") from None
+        with winners:
             count = winners.export(file)
-            console.print(f"exported {count} winner{'s' if count != 1 else ''} from {winners.location} to {file}")
-        else:
-            stored, kept = winners.import_file(file)
-            console.print(f"imported {stored} winner{'s' if stored != 1 else ''} into {winners.location}"
-                          + (f"; kept {kept} faster existing entr{'ies' if kept != 1 else 'y'}" if kept else ""))
+        console.print(f"exported {count} winner{'s' if count != 1 else ''} from {winners.location} to {file}")
+        return 0
+    with WinnerCache(cache) as winners:
+        result = winners.import_file(file)
+    parts = [f"imported {result.stored} winner{'s' if result.stored != 1 else ''} into {winners.location}"]
+    if result.identical:
+        parts.append(f"{result.identical} already there (identical)")
+    if result.kept:
+        parts.append(f"kept {result.kept} faster existing entr{'ies' if result.kept != 1 else 'y'}")
+    if result.rejected:
+        parts.append(f"rejected {len(result.rejected)} entr{'ies' if len(result.rejected) != 1 else 'y'}")
+    console.print("; ".join(parts), highlight=False, markup=False)
+    if result.rejected:
+        for reason in result.rejected[:SHOWN_REJECTIONS]:
+            console.print(f"  rejected {reason}", highlight=False, markup=False)
+        if len(result.rejected) > SHOWN_REJECTIONS:
+            console.print(f"  ... and {len(result.rejected) - SHOWN_REJECTIONS} more", highlight=False, markup=False)
+        return 1
     return 0

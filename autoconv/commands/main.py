@@ -1,7 +1,8 @@
 """The ``autoconv`` command line: the parser built from the command modules, and the
 dispatch. Each module of :mod:`autoconv.commands` adds its subcommand
 (``add_parser``) and runs it (``run``); errors autoconv raises on purpose are printed
-as one line on stderr, without a traceback, with exit status 2.
+as one line on stderr, without a traceback, with exit status 2; so is an ``OSError`` no
+command foresaw (the file it names and why).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except AutoconvError as err:
         print(f"autoconv {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a path the checks did not foresee: still one line naming it
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"autoconv {args.command}: error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"autoconv {args.command}: interrupted", file=sys.stderr)

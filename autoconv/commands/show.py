@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from autoconv.cache.sql import NoCache
 from autoconv.cache.winners import WinnerCache
 from autoconv.commands.console import cache_table, stdout_console
 from autoconv.search.session import TuneSession
@@ -25,7 +26,12 @@ def show_command(cache: str | None = None, config_path: str | None = None) -> in
     """List ``cache``; else the cache ``autoconv tune`` uses for the config at
     ``config_path`` (:class:`~autoconv.search.session.TuneSession`); else the default one."""
     location = cache or (TuneSession.load(config_path).cache if config_path else None)
-    with WinnerCache(location) as winners:
+    try:
+        winners = WinnerCache(location, create=False)  # a reader: creates no file, folder or table
+    except NoCache as err:
+        stdout_console().print(cache_table([], f"{err}: 0 cached winners"))
+        return 0
+    with winners:
         entries = winners.entries()
         title = f"{winners.location}: {len(entries)} cached winner{'s' if len(entries) != 1 else ''}"
     stdout_console().print(cache_table(entries, title))

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from autoconv.bench.report import PLOTS, convergence, results_csv, write_report
-from autoconv.bench.results import SCHEMA_VERSION, ReportError, geomeans, load_results
+from autoconv.bench.results import SCHEMA_VERSION, ReportError, geomeans, load_results, write_results
 from autoconv.commands import main as cli
 from autoconv.errors import BackendUnavailable
 
@@ -191,6 +191,60 @@ def test_report_command(results, tmp_path, capsys):
 
     assert cli.main(["report", "--results", str(tmp_path / "nope.json")]) == 2
     assert "autoconv report: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["report.md", "results.csv", "results.json", "speedup.png"])
+def test_report_out_never_replaces_files_it_did_not_write(results, tmp_path, capsys, name):
+    """Issue 18: --out into a folder holding someone's file of a report's name is refused
+    (exit status 2, one line naming it) and nothing there changes; a report's own files
+    (the last run's) are replaced."""
+    plots = name.endswith(".png")
+    if plots:
+        pytest.importorskip("matplotlib")
+    flags = [] if plots else ["--no-plots"]
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(results))
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / name).write_bytes(b"\x89PNG\r\n\x1a\n my own picture" if plots else b"my own notes\n")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    code = cli.main(["report", "--results", str(source), "--out", str(out), *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and name in err and str(out) in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+    fresh = tmp_path / "fresh"
+    assert cli.main(["report", "--results", str(source), "--out", str(fresh), *flags]) == 0
+    assert cli.main(["report", "--results", str(source), "--out", str(fresh), *flags]) == 0  # its own: replaced
+
+
+@pytest.mark.parametrize("kind", ["text", "folder", "under-a-file"])
+def test_bench_out_is_checked_before_measuring_and_never_replaces_a_foreign_file(results, tmp_path, capsys,
+                                                                               kind):
+    """Issue 18: ``bench --out`` that cannot take the results (someone's file, a folder, a
+    path through a file) is refused before anything is measured (no GPU is needed to see
+    it), and ``write_results`` refuses it too; a results file of its own is replaced."""
+    from tests.helpers import ONE_PROBLEM
+
+    config = tmp_path / "bench.yaml"
+    config.write_text(ONE_PROBLEM)
+    target = tmp_path / "out.json"
+    if kind == "text":
+        target.write_text("my notes\n")
+    elif kind == "folder":
+        target.mkdir()
+    else:
+        (tmp_path / "file").write_text("x")
+        target = tmp_path / "file" / "out.json"
+    code = cli.main(["bench", str(config), "--out", str(target), "--no-tune"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and str(target) in err, err
+    with pytest.raises(ReportError, match="cannot write the results"):
+        write_results(results, target)
+    assert kind != "text" or target.read_text() == "my notes\n"
+    own = tmp_path / "own.json"
+    write_results(results, own)
+    write_results(results, own)  # its own: replaced
 
 
 def test_bench_table(results):

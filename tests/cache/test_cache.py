@@ -12,9 +12,10 @@ import pytest
 
 from autoconv.backends.base import BackendIdentity
 from autoconv.backends.fake import FAKE_IDENTITY
-from autoconv.cache.winners import EXPORT_FORMAT, SCHEMA_VERSION, CacheKey, WinnerCache, templates_hash
+from autoconv.cache.winners import EXPORT_FORMAT, SCHEMA_VERSION, CacheKey, ImportResult, WinnerCache, templates_hash
 from autoconv.errors import CacheError
 from autoconv.problems.problem import parse_spec
+from tests.cache.entries import tuned_entry
 from tests.helpers import cache_entry as entry
 
 PROBLEM = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1")
@@ -165,7 +166,10 @@ def test_a_file_that_is_not_a_cache_gives_a_clear_error(tmp_path):
     with pytest.raises(CacheError) as caught:
         WinnerCache(path)
     message = str(caught.value)
-    assert str(path) in message and "not an SQLite database" in message and "autoconv cache clear" in message
+    assert str(path) in message and "not an SQLite database" in message and "another cache" in message
+    assert "autoconv cache clear" not in message  # it is not autoconv's to delete
+    with pytest.raises(CacheError, match="does not delete it"):
+        WinnerCache.clear(path)
     assert path.read_text().startswith("these are my notes")  # untouched
 
     foreign = tmp_path / "foreign.sqlite"
@@ -173,8 +177,12 @@ def test_a_file_that_is_not_a_cache_gives_a_clear_error(tmp_path):
     connection.execute("CREATE TABLE photos (id INTEGER)")
     connection.commit()
     connection.close()
-    with pytest.raises(CacheError, match="something else"):
+    with pytest.raises(CacheError, match="something else") as caught:
         WinnerCache(foreign)
+    assert "autoconv cache clear" not in str(caught.value)
+    with pytest.raises(CacheError, match=r"tables photos\), so `autoconv cache clear` does not delete it"):
+        WinnerCache.clear(foreign)
+    assert foreign.exists()
 
 
 def test_a_truncated_cache_gives_a_clear_error_and_clear_recovers(tmp_path, key):
@@ -210,19 +218,20 @@ def test_a_newer_schema_is_refused(tmp_path):
 def test_export_import_round_trip_keeps_the_faster(tmp_path, key):
     other = replace(key, problem_key="N=1,C=1,H=4,W=4,K=1,R=1,S=1")
     with WinnerCache(tmp_path / "a.sqlite") as a:
-        a.put(entry(key, 1.0))
-        a.put(entry(other, 5.0))
+        a.put(tuned_entry(key, 1.0))
+        a.put(tuned_entry(other, 5.0))
         a.set_baseline(key, name="cudnn", plan=None, time_ms=0.9, tflops=1.1)
         assert a.export(tmp_path / "winners.json") == 2
     document = json.loads((tmp_path / "winners.json").read_text())
     assert document["format"] == EXPORT_FORMAT and len(document["entries"]) == 2
     with WinnerCache(tmp_path / "b.sqlite") as b:
-        b.put(entry(other, 2.0, kernel_name="faster_here"))
-        assert b.import_file(tmp_path / "winners.json") == (1, 1)
-        assert b.get(other).kernel_name == "faster_here"
+        b.put(tuned_entry(other, 2.0, study_name="faster_here"))
+        assert b.import_file(tmp_path / "winners.json") == ImportResult(stored=1, kept=1)
+        assert b.get(other).study_name == "faster_here"
         imported = b.get(key)
         assert imported.time_ms == 1.0 and imported.baseline_time_ms == 0.9
-        assert b.import_file(tmp_path / "winners.json") == (0, 2)
+        # Again: the entry taken is there already (identical), the faster one here stays.
+        assert b.import_file(tmp_path / "winners.json") == ImportResult(identical=1, kept=1)
 
 
 @pytest.mark.parametrize("content, match", [

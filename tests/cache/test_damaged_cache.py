@@ -1,6 +1,10 @@
 """Reliability (issue 7): a corrupt, truncated or foreign winners' cache stops ``tune``
 and ``show`` with a clear error naming the file and the way out (exit status 2, no
-traceback), is left as it was, and never gives ``autoconv.conv2d`` a wrong kernel."""
+traceback), is left as it was, and never gives ``autoconv.conv2d`` a wrong kernel.
+
+Issue 18: the way out of a damaged autoconv cache is ``autoconv cache clear``; a file that
+is not (or cannot be told to be) an autoconv cache is not autoconv's to delete: ``clear``
+refuses it (exit status 2, the reason) and the way out is another cache."""
 
 from __future__ import annotations
 
@@ -18,6 +22,9 @@ from autoconv.problems.problem import parse_spec
 from autoconv.runtime import api as runtime
 from tests.helpers import ONE_PROBLEM, run_cli
 
+#: The way out where the file is not recognisably an autoconv cache.
+NOT_OURS = "pass another cache"
+
 
 def _sqlite_file(path: Path, statement: str) -> None:
     connection = sqlite3.connect(path)
@@ -27,18 +34,23 @@ def _sqlite_file(path: Path, statement: str) -> None:
 
 
 def _damage_cache(kind: str, path: Path, good: bytes) -> str:
-    """Damage the cache at ``path`` (a good one's bytes: ``good``); the fix the error must name."""
+    """Damage the cache at ``path`` (a good one's bytes: ``good``); the fix the error must name
+    (:data:`NOT_OURS` where the file is no longer recognisably autoconv's)."""
     if kind == "garbage":
         path.write_bytes(os.urandom(3000))
+        return NOT_OURS
     elif kind == "cut-header":
         path.write_bytes(good[:10])
+        return NOT_OURS
     elif kind == "cut-in-half":
         path.write_bytes(good[: len(good) // 2])
     elif kind == "foreign-sqlite":
         path.unlink()
         _sqlite_file(path, "CREATE TABLE photos (id INTEGER, jpeg BLOB)")
+        return NOT_OURS
     elif kind == "text":
         path.write_text("my notes\n" * 100)
+        return NOT_OURS
     elif kind == "newer-schema":
         _sqlite_file(path, f"UPDATE meta SET value = '{SCHEMA_VERSION + 1}' WHERE name = 'schema_version'")
         return "upgrade autoconv"
@@ -79,6 +91,12 @@ def test_a_damaged_cache_stops_tune_with_the_file_and_the_way_out(tmp_path, caps
                                                   FAKE_IDENTITY)
     assert plan is None and str(cache) in why
 
-    assert run_cli(capsys, "cache", "clear", "--cache", cache)[0] == 0
+    code, out, err = run_cli(capsys, "cache", "clear", "--cache", cache)
+    if fix == NOT_OURS:  # not autoconv's to delete: refused, with the reason, and left as it was
+        assert code == 2 and f"autoconv cache: error: cache {cache}: " in err and "does not delete it" in err
+        assert len(err.strip().splitlines()) == 1 and cache.read_bytes() == damaged
+        cache.unlink()  # the owner moves it away
+    else:
+        assert code == 0, err
     code, out, err = run_cli(capsys, "tune", config)
     assert code == 0 and "cache" in out  # the studies were kept: the winner comes back at once
