@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -63,7 +64,7 @@ from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from autoconv.cache.winners import default_location as default_cache_location
 from autoconv.cache.winners import is_url
-from autoconv.errors import ConfigError, ProblemError
+from autoconv.errors import ConfigError, ProblemError, quoted
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem
 from autoconv.problems.problem import SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
@@ -75,6 +76,8 @@ DEFAULT_STORAGE = ".autoconv/studies.journal"
 DEFAULT_RESULTS = "results"
 DEFAULT_WORKSPACE_LIMIT_MB = 1024
 DEFAULT_TRIALS = 50
+#: Largest config file read (checked before reading; a real one is a few KiB).
+CONFIG_MAX_BYTES = 1024 * 1024
 
 #: Problem names end up in study names and file names: keep them to safe characters.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
@@ -146,16 +149,34 @@ def load_config(path: str | os.PathLike) -> TuneConfig:
             (or ``file: message`` when the file cannot be read).
     """
     path = Path(path)
+    shown = str(path) if len(str(path)) <= 200 else quoted(str(path), 200)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            # Before reading: a FIFO, a device (/dev/zero) or a huge file would be read
+            # without end; a config is a few kilobytes.
+            info = os.fstat(handle.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise ConfigError([f"{shown}: is a directory, expected a YAML file"])
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError([f"{shown}: not a regular file (a device, pipe or socket); "
+                                   "expected a YAML file"])
+            if info.st_size > CONFIG_MAX_BYTES:
+                raise ConfigError([f"{shown}: {info.st_size} bytes; a config has at most "
+                                   f"{CONFIG_MAX_BYTES} bytes ({CONFIG_MAX_BYTES // 1024} KiB)"])
+            data = handle.read(CONFIG_MAX_BYTES + 1)  # (it may have grown meanwhile)
     except FileNotFoundError:
-        raise ConfigError([f"{path}: no such file"]) from None
+        raise ConfigError([f"{shown}: no such file"]) from None
     except IsADirectoryError:
-        raise ConfigError([f"{path}: is a directory, expected a YAML file"]) from None
-    except UnicodeDecodeError as err:
-        raise ConfigError([f"{path}: not UTF-8 text ({err.reason} at byte {err.start})"]) from None
+        raise ConfigError([f"{shown}: is a directory, expected a YAML file"]) from None
     except OSError as err:
-        raise ConfigError([f"{path}: cannot read: {err.strerror or err}"]) from None
+        raise ConfigError([f"{shown}: cannot read: {err.strerror or err}"]) from None
+    if len(data) > CONFIG_MAX_BYTES:
+        raise ConfigError([f"{shown}: more than {CONFIG_MAX_BYTES} bytes; a config has at most "
+                           f"{CONFIG_MAX_BYTES // 1024} KiB"])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError([f"{shown}: not UTF-8 text ({err.reason} at byte {err.start})"]) from None
     return load_config_text(text, str(path), base_dir=path.resolve().parent)
 
 
@@ -363,7 +384,7 @@ class _ConfigReader(NodeReader):
         if value is INVALID:
             return value
         if not NAME_PATTERN.fullmatch(value):
-            return self.error(node, path, f"{value!r} is not a valid name: use letters, digits, "
+            return self.error(node, path, f"{quoted(value)} is not a valid name: use letters, digits, "
                               "'_', '.' and '-' (at most 128, not starting with '.' or '-')")
         return value
 
@@ -384,7 +405,7 @@ class _ConfigReader(NodeReader):
             preset = self.string(preset_node, f"{path}.preset")
             if preset is not INVALID and preset not in MODEL_PRESETS:
                 preset = self.error(preset_node, f"{path}.preset",
-                                    f"unknown preset {preset!r}{did_you_mean(preset, MODEL_PRESETS)}; "
+                                    f"unknown preset {quoted(preset)}{did_you_mean(preset, MODEL_PRESETS)}; "
                                     f"presets: {', '.join(MODEL_PRESETS)}")
             batch = self.integer(value_of(fields, "batch"), f"{path}.batch", 1, default=1)
             prefix = self.name(fields["name"][1], f"{path}.name") if "name" in fields else preset
@@ -421,7 +442,7 @@ class _ConfigReader(NodeReader):
             if name is INVALID:
                 continue
             if name not in registered:
-                self.error(item, path, f"unknown kernel family {name!r}"
+                self.error(item, path, f"unknown kernel family {quoted(name)}"
                            f"{did_you_mean(name, registered)}; families: {', '.join(registered)}")
             elif name in names:
                 self.error(item, path, f"{name!r} is listed twice")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -352,6 +353,9 @@ def parse_spec(spec: str) -> ConvProblem:
     """
     if not isinstance(spec, str):
         raise ProblemError("spec", spec, f"expected a string like {SPEC_EXAMPLE}")
+    if len(spec) > SPEC_MAX_LENGTH:
+        raise ProblemError("spec", spec, f"{len(spec)} characters; a spec has at most "
+                           f"{SPEC_MAX_LENGTH}, e.g. {SPEC_EXAMPLE}")
     values: dict[str, str] = {}
     for item in (part.strip() for part in spec.split(",")):
         if not item:
@@ -387,11 +391,17 @@ def parse_spec(spec: str) -> ConvProblem:
                         dtype=values.get("dtype", "float32"), layout=values.get("layout", "NCHW"))
 
 
+#: An integer in a spec: ASCII digits only (int() would also take '1_0', ' 1' and other
+#: scripts' digits), at most 19 of them.
+_INT_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
+#: Longest spec string accepted (a real one is under 100 characters).
+SPEC_MAX_LENGTH = 1000
+
+
 def _parse_int(name: str, text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise ProblemError(name, text, "expected an integer") from None
+    if not _INT_TEXT.fullmatch(text):
+        raise ProblemError(name, text, "expected an integer (ASCII digits 0-9)")
+    return int(text)
 
 
 def _parse_pair(name: str, text: str) -> tuple[int, int]:
