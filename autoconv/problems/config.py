@@ -53,9 +53,12 @@ as one :class:`ConfigError`.
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -64,7 +67,7 @@ from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from autoconv.cache.winners import default_location as default_cache_location
 from autoconv.cache.winners import is_url
-from autoconv.errors import ConfigError, ProblemError, quoted
+from autoconv.errors import ConfigError, ProblemError, UsageError, quoted
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem
 from autoconv.problems.problem import SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
@@ -91,13 +94,62 @@ BUDGET_KEYS = ("trials", "seconds", "patience")
 
 
 
+# ---- the rules numeric settings follow, in a config file and on the command line --------
+
+def count_problem(value) -> str | None:
+    """Why ``value`` is not a count >= 1 (trials, patience, --per-family, --jobs), or None."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "expected an integer"
+    return "must be >= 1" if value < 1 else None
+
+
+def seconds_problem(value) -> str | None:
+    """Why ``value`` is not a finite number of seconds > 0, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "expected a number of seconds"
+    return "must be > 0" if value <= 0 else None
+
+
+#: The rule of each budget field; :class:`Budget`, the config reader and the command line's
+#: ``--trials``, ``--seconds`` and ``--patience`` all check with these.
+BUDGET_RULES: dict[str, Callable[[object], str | None]] = {
+    "trials": count_problem, "seconds": seconds_problem, "patience": count_problem}
+
+
+def argument_type(rule: Callable[[object], str | None], parse: Callable[[str], object] = int):
+    """An argparse ``type=`` that parses the text and checks it with ``rule``: a bad value
+    exits with status 2 and ``argument --flag: <why>, got '<text>'``."""
+    def convert(text: str):
+        try:
+            value = parse(text)
+        except ValueError:
+            value = text
+        reason = rule(value)
+        if reason:
+            raise argparse.ArgumentTypeError(f"{reason}, got {quoted(text)}")
+        return value
+    convert.__name__ = "number"  # (argparse names the type in some messages)
+    return convert
+
+
 @dataclass(frozen=True)
 class Budget:
-    """How long to tune each problem: stop at whichever limit comes first."""
+    """How long to tune each problem: stop at whichever limit comes first.
+
+    Raises:
+        UsageError: a field breaks its rule (:data:`BUDGET_RULES`), e.g. ``trials=0``.
+    """
 
     trials: int | None = DEFAULT_TRIALS  # valid trials that ran
     seconds: float | None = None  # wall time
     patience: int | None = None  # trials without improvement before giving up
+
+    def __post_init__(self) -> None:
+        for name, rule in BUDGET_RULES.items():
+            value = getattr(self, name)
+            reason = None if value is None else rule(value)
+            if reason:
+                raise UsageError(name, value, reason)
 
     def describe(self) -> str:
         parts = []
@@ -457,16 +509,17 @@ class _ConfigReader(NodeReader):
         if fields is INVALID:
             return fields
         given = {k: v for k, (_, v) in fields.items() if not is_null(v)}
-        trials = self.integer(given.get("trials"), "budget.trials", 1)
-        patience = self.integer(given.get("patience"), "budget.patience", 1)
-        seconds = None
-        if "seconds" in given:
-            seconds = self.typed(given["seconds"], "budget.seconds",
-                                 lambda v: is_int(v) or (isinstance(v, float) and v == v
-                                                          and v != float("inf")),
-                                 "a number of seconds")
-            if seconds is not INVALID and seconds <= 0:
-                seconds = self.error(given["seconds"], "budget.seconds", f"must be > 0, got {seconds}")
+        values = {}
+        for key, rule in BUDGET_RULES.items():
+            if key not in given:
+                values[key] = None
+                continue
+            path = f"budget.{key}"
+            value = self.typed(given[key], path, lambda v: not isinstance(v, str), "a number")
+            reason = None if value is INVALID else rule(value)  # (the same rule as Budget's)
+            values[key] = (self.error(given[key], path, f"{reason}, got {self.describe(given[key])}")
+                           if reason else value)
+        trials, seconds, patience = values["trials"], values["seconds"], values["patience"]
         if INVALID in (trials, seconds, patience):
             return INVALID
         if trials is None and seconds is None:
