@@ -61,7 +61,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
@@ -509,7 +509,7 @@ class _ConfigReader(NodeReader):
         if fields is INVALID:
             return fields
         given = {k: v for k, (_, v) in fields.items() if not is_null(v)}
-        values = {}
+        values: dict[str, Any] = {}
         for key, rule in BUDGET_RULES.items():
             if key not in given:
                 values[key] = None
@@ -519,9 +519,9 @@ class _ConfigReader(NodeReader):
             reason = None if value is INVALID else rule(value)  # (the same rule as Budget's)
             values[key] = (self.error(given[key], path, f"{reason}, got {self.describe(given[key])}")
                            if reason else value)
-        trials, seconds, patience = values["trials"], values["seconds"], values["patience"]
-        if INVALID in (trials, seconds, patience):
+        if INVALID in values.values():
             return INVALID
+        trials, seconds, patience = values["trials"], values["seconds"], values["patience"]
         if trials is None and seconds is None:
             return self.error(node, "budget", "give 'trials' and/or 'seconds' per problem")
         return Budget(trials=trials, seconds=None if seconds is None else float(seconds),
