@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import resource
+import stat
 
 import pytest
 
@@ -63,8 +64,8 @@ def test_a_config_beyond_the_size_limit_is_refused_before_reading(tmp_path):
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
 def test_devices_are_refused_without_reading_them(device, capsys):
-    if not os.path.exists(device):
-        pytest.skip(f"no {device}")
+    if not (os.path.exists(device) and stat.S_ISCHR(os.stat(device).st_mode)):
+        pytest.skip(f"{device} is not a character device here")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     code, out, err = run_cli(capsys, "check", device)
     assert code == 2 and "not a regular file" in err
