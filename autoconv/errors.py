@@ -7,6 +7,18 @@ faults, times out) are not exceptions: they are results with a status, see
 
 from __future__ import annotations
 
+#: Messages quote at most this many characters of a bad value (it may be megabytes).
+QUOTE_LIMIT = 80
+
+
+def quoted(value, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)``, cut to ``limit`` characters with a note of the full length."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = len(value) if isinstance(value, str) else len(text)
+    return f"{text[:limit]}... ({size} characters)"
+
 
 class AutoconvError(Exception):
     """Base class of every error autoconv raises on purpose (the CLI prints these
@@ -19,7 +31,7 @@ class ProblemError(AutoconvError, ValueError):
     def __init__(self, field: str, value, message: str):
         self.field = field
         self.value = value
-        super().__init__(f"{field}={value!r}: {message}")
+        super().__init__(f"{field}={quoted(value)}: {message}")
 
 
 class UsageError(AutoconvError, ValueError):
@@ -28,7 +40,7 @@ class UsageError(AutoconvError, ValueError):
     def __init__(self, field: str, value, message: str):
         self.field = field
         self.value = value
-        super().__init__(f"{field}: {message}" if value is None else f"{field}={value!r}: {message}")
+        super().__init__(f"{field}: {message}" if value is None else f"{field}={quoted(value)}: {message}")
 
 
 class ConfigError(AutoconvError):

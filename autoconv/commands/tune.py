@@ -30,6 +30,7 @@ from autoconv.commands.console import (
 )
 from autoconv.errors import BackendUnavailable, UsageError
 from autoconv.files import write_atomically
+from autoconv.problems.config import BUDGET_RULES, argument_type, count_problem
 from autoconv.search.dry_run import dry_run
 from autoconv.search.fleet import parse_gpus, tune_on_gpus
 from autoconv.search.outcome import ProblemOutcome
@@ -48,13 +49,15 @@ def add_parser(commands) -> None:
                       help="with --model: where to write the config (default: FACTORY_INPUT.yaml here)")
     tune.add_argument("--families", action="append", metavar="F[,F...]",
                       help="kernel families to search (default: the config's, else all)")
-    tune.add_argument("--trials", type=int, metavar="N", help="evaluated trials per problem (overrides the config)")
-    tune.add_argument("--seconds", type=float, metavar="S", help="wall seconds per problem (overrides the config)")
-    tune.add_argument("--patience", type=int, metavar="N",
+    tune.add_argument("--trials", type=argument_type(BUDGET_RULES["trials"]), metavar="N",
+                      help="evaluated trials per problem (overrides the config)")
+    tune.add_argument("--seconds", type=argument_type(BUDGET_RULES["seconds"], float), metavar="S",
+                      help="wall seconds per problem (overrides the config)")
+    tune.add_argument("--patience", type=argument_type(BUDGET_RULES["patience"]), metavar="N",
                       help="stop a problem after N trials without improvement (overrides the config)")
     tune.add_argument("--dry-run", action="store_true",
                       help="no GPU: render each family's default (--per-family N: N configs) and compile with nvcc")
-    tune.add_argument("--per-family", type=int, default=1, metavar="N",
+    tune.add_argument("--per-family", type=argument_type(count_problem), default=1, metavar="N",
                       help="with --dry-run: configs compiled per family and problem (default 1)")
     tune.add_argument("--storage", metavar="URL", help="Optuna storage: a journal file path or a SQLAlchemy "
                       "URL (default: the config's); with a URL and no cache configured, the winners go "

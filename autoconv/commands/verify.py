@@ -16,6 +16,7 @@ from autoconv.commands.options import add_problem_arg
 from autoconv.emulator.check import LABELS, STATUSES, EmulatedCheck, family_seed, sample_families, verify_configs
 from autoconv.errors import AutoconvError
 from autoconv.kernels.families import all_families, get_family
+from autoconv.problems.config import argument_type, count_problem
 from autoconv.problems.problem import parse_spec
 
 
@@ -31,7 +32,7 @@ def add_parser(commands) -> None:
                         help="configs per family: the default plus N-1 random valid ones (default 3)")
     verify.add_argument("--seed", type=int, metavar="S",
                         help="seed of the config sample and the inputs (default: random, printed)")
-    verify.add_argument("--jobs", type=int, metavar="J",
+    verify.add_argument("--jobs", type=argument_type(count_problem), metavar="J",
                         help="configs compiled and run at a time (default: the CPU count)")
     verify.add_argument("--verbose", action="store_true",
                         help="print the full compiler or sanitizer report of a failure")

@@ -53,17 +53,21 @@ as one :class:`ConfigError`.
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import re
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from autoconv.cache.winners import default_location as default_cache_location
 from autoconv.cache.winners import is_url
-from autoconv.errors import ConfigError, ProblemError
+from autoconv.errors import ConfigError, ProblemError, UsageError, quoted
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem
 from autoconv.problems.problem import SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
@@ -75,6 +79,8 @@ DEFAULT_STORAGE = ".autoconv/studies.journal"
 DEFAULT_RESULTS = "results"
 DEFAULT_WORKSPACE_LIMIT_MB = 1024
 DEFAULT_TRIALS = 50
+#: Largest config file read (checked before reading; a real one is a few KiB).
+CONFIG_MAX_BYTES = 1024 * 1024
 
 #: Problem names end up in study names and file names: keep them to safe characters.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
@@ -88,13 +94,62 @@ BUDGET_KEYS = ("trials", "seconds", "patience")
 
 
 
+# ---- the rules numeric settings follow, in a config file and on the command line --------
+
+def count_problem(value) -> str | None:
+    """Why ``value`` is not a count >= 1 (trials, patience, --per-family, --jobs), or None."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "expected an integer"
+    return "must be >= 1" if value < 1 else None
+
+
+def seconds_problem(value) -> str | None:
+    """Why ``value`` is not a finite number of seconds > 0, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "expected a number of seconds"
+    return "must be > 0" if value <= 0 else None
+
+
+#: The rule of each budget field; :class:`Budget`, the config reader and the command line's
+#: ``--trials``, ``--seconds`` and ``--patience`` all check with these.
+BUDGET_RULES: dict[str, Callable[[object], str | None]] = {
+    "trials": count_problem, "seconds": seconds_problem, "patience": count_problem}
+
+
+def argument_type(rule: Callable[[object], str | None], parse: Callable[[str], object] = int):
+    """An argparse ``type=`` that parses the text and checks it with ``rule``: a bad value
+    exits with status 2 and ``argument --flag: <why>, got '<text>'``."""
+    def convert(text: str):
+        try:
+            value = parse(text)
+        except ValueError:
+            value = text
+        reason = rule(value)
+        if reason:
+            raise argparse.ArgumentTypeError(f"{reason}, got {quoted(text)}")
+        return value
+    convert.__name__ = "number"  # (argparse names the type in some messages)
+    return convert
+
+
 @dataclass(frozen=True)
 class Budget:
-    """How long to tune each problem: stop at whichever limit comes first."""
+    """How long to tune each problem: stop at whichever limit comes first.
+
+    Raises:
+        UsageError: a field breaks its rule (:data:`BUDGET_RULES`), e.g. ``trials=0``.
+    """
 
     trials: int | None = DEFAULT_TRIALS  # valid trials that ran
     seconds: float | None = None  # wall time
     patience: int | None = None  # trials without improvement before giving up
+
+    def __post_init__(self) -> None:
+        for name, rule in BUDGET_RULES.items():
+            value = getattr(self, name)
+            reason = None if value is None else rule(value)
+            if reason:
+                raise UsageError(name, value, reason)
 
     def describe(self) -> str:
         parts = []
@@ -146,16 +201,34 @@ def load_config(path: str | os.PathLike) -> TuneConfig:
             (or ``file: message`` when the file cannot be read).
     """
     path = Path(path)
+    shown = str(path) if len(str(path)) <= 200 else quoted(str(path), 200)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            # Before reading: a FIFO, a device (/dev/zero) or a huge file would be read
+            # without end; a config is a few kilobytes.
+            info = os.fstat(handle.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise ConfigError([f"{shown}: is a directory, expected a YAML file"])
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError([f"{shown}: not a regular file (a device, pipe or socket); "
+                                   "expected a YAML file"])
+            if info.st_size > CONFIG_MAX_BYTES:
+                raise ConfigError([f"{shown}: {info.st_size} bytes; a config has at most "
+                                   f"{CONFIG_MAX_BYTES} bytes ({CONFIG_MAX_BYTES // 1024} KiB)"])
+            data = handle.read(CONFIG_MAX_BYTES + 1)  # (it may have grown meanwhile)
     except FileNotFoundError:
-        raise ConfigError([f"{path}: no such file"]) from None
+        raise ConfigError([f"{shown}: no such file"]) from None
     except IsADirectoryError:
-        raise ConfigError([f"{path}: is a directory, expected a YAML file"]) from None
-    except UnicodeDecodeError as err:
-        raise ConfigError([f"{path}: not UTF-8 text ({err.reason} at byte {err.start})"]) from None
+        raise ConfigError([f"{shown}: is a directory, expected a YAML file"]) from None
     except OSError as err:
-        raise ConfigError([f"{path}: cannot read: {err.strerror or err}"]) from None
+        raise ConfigError([f"{shown}: cannot read: {err.strerror or err}"]) from None
+    if len(data) > CONFIG_MAX_BYTES:
+        raise ConfigError([f"{shown}: more than {CONFIG_MAX_BYTES} bytes; a config has at most "
+                           f"{CONFIG_MAX_BYTES // 1024} KiB"])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError([f"{shown}: not UTF-8 text ({err.reason} at byte {err.start})"]) from None
     return load_config_text(text, str(path), base_dir=path.resolve().parent)
 
 
@@ -363,7 +436,7 @@ class _ConfigReader(NodeReader):
         if value is INVALID:
             return value
         if not NAME_PATTERN.fullmatch(value):
-            return self.error(node, path, f"{value!r} is not a valid name: use letters, digits, "
+            return self.error(node, path, f"{quoted(value)} is not a valid name: use letters, digits, "
                               "'_', '.' and '-' (at most 128, not starting with '.' or '-')")
         return value
 
@@ -384,7 +457,7 @@ class _ConfigReader(NodeReader):
             preset = self.string(preset_node, f"{path}.preset")
             if preset is not INVALID and preset not in MODEL_PRESETS:
                 preset = self.error(preset_node, f"{path}.preset",
-                                    f"unknown preset {preset!r}{did_you_mean(preset, MODEL_PRESETS)}; "
+                                    f"unknown preset {quoted(preset)}{did_you_mean(preset, MODEL_PRESETS)}; "
                                     f"presets: {', '.join(MODEL_PRESETS)}")
             batch = self.integer(value_of(fields, "batch"), f"{path}.batch", 1, default=1)
             prefix = self.name(fields["name"][1], f"{path}.name") if "name" in fields else preset
@@ -421,7 +494,7 @@ class _ConfigReader(NodeReader):
             if name is INVALID:
                 continue
             if name not in registered:
-                self.error(item, path, f"unknown kernel family {name!r}"
+                self.error(item, path, f"unknown kernel family {quoted(name)}"
                            f"{did_you_mean(name, registered)}; families: {', '.join(registered)}")
             elif name in names:
                 self.error(item, path, f"{name!r} is listed twice")
@@ -436,18 +509,19 @@ class _ConfigReader(NodeReader):
         if fields is INVALID:
             return fields
         given = {k: v for k, (_, v) in fields.items() if not is_null(v)}
-        trials = self.integer(given.get("trials"), "budget.trials", 1)
-        patience = self.integer(given.get("patience"), "budget.patience", 1)
-        seconds = None
-        if "seconds" in given:
-            seconds = self.typed(given["seconds"], "budget.seconds",
-                                 lambda v: is_int(v) or (isinstance(v, float) and v == v
-                                                          and v != float("inf")),
-                                 "a number of seconds")
-            if seconds is not INVALID and seconds <= 0:
-                seconds = self.error(given["seconds"], "budget.seconds", f"must be > 0, got {seconds}")
-        if INVALID in (trials, seconds, patience):
+        values: dict[str, Any] = {}
+        for key, rule in BUDGET_RULES.items():
+            if key not in given:
+                values[key] = None
+                continue
+            path = f"budget.{key}"
+            value = self.typed(given[key], path, lambda v: not isinstance(v, str), "a number")
+            reason = None if value is INVALID else rule(value)  # (the same rule as Budget's)
+            values[key] = (self.error(given[key], path, f"{reason}, got {self.describe(given[key])}")
+                           if reason else value)
+        if INVALID in values.values():
             return INVALID
+        trials, seconds, patience = values["trials"], values["seconds"], values["patience"]
         if trials is None and seconds is None:
             return self.error(node, "budget", "give 'trials' and/or 'seconds' per problem")
         return Budget(trials=trials, seconds=None if seconds is None else float(seconds),

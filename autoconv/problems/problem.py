@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -112,6 +113,54 @@ class ConvProblem:
                     "size", count,
                     f"{label} has {count} elements, beyond the 32-bit indexing of autoconv's "
                     f"kernels ({INDEX_LIMIT}); {fix}")
+        self._check_index_bounds()
+
+    def _check_index_bounds(self) -> None:
+        """Every index expression the kernels compute in 32-bit ``int`` must fit.
+
+        The templates (templates/*.cu.j2) compute, besides the element counts checked
+        afterwards: the dilated filter extent ``(R-1)*dilation + 1`` and the tap offset
+        ``r*dilation``; the window corner ``p*stride - pad_top`` for every output row p
+        (up to ``stride*P``) and the input row ``h`` it reaches, from ``-pad_top`` to
+        ``H + pad_bottom - 1`` (so the padded extent ``H + pad_top + pad_bottom``); and the
+        element offset ``img*C*H*W + (c*H + h)*W + w`` of such a (possibly padded) position,
+        before testing whether it lies inside the image. Byte offsets are formed by
+        pointer arithmetic (64-bit) from these element offsets.
+        """
+        top, bottom, left, right = self.padding
+        for axis, size, kernel, dilation, stride, before, after in (
+                ("height", self.H, self.R, self.dilation[0], self.stride[0], top, bottom),
+                ("width", self.W, self.S, self.dilation[1], self.stride[1], left, right)):
+            extent = (kernel - 1) * dilation + 1
+            if extent > INDEX_LIMIT:
+                raise ProblemError(
+                    f"dilation ({axis})", dilation,
+                    f"the dilated filter {axis} (filter - 1) * dilation + 1 = {extent} is beyond "
+                    f"the 32-bit indexing of autoconv's kernels ({INDEX_LIMIT})")
+            if size + before + after > INDEX_LIMIT:
+                raise ProblemError(
+                    f"padding ({axis})", (before, after),
+                    f"the padded input {axis} {size} + {before} + {after} = "
+                    f"{size + before + after} is beyond the 32-bit indexing of autoconv's "
+                    f"kernels ({INDEX_LIMIT})")
+            if extent <= size + before + after:  # (else the extent check below refuses it)
+                out = (size + before + after - extent) // stride + 1
+                if stride * out > INDEX_LIMIT:
+                    raise ProblemError(
+                        f"stride ({axis})", stride,
+                        f"stride * output {axis} = {stride} * {out} = {stride * out} is beyond "
+                        f"the 32-bit indexing of autoconv's kernels ({INDEX_LIMIT}); use a "
+                        "stride no larger than the padded input")
+        # Offsets of padded positions: from (-1 for rows past the end) - (pad_top*W + pad_left)
+        # up to N*C*H*W + pad_bottom*W + pad_right.
+        elements = self.N * self.C * self.H * self.W
+        low = 1 + top * self.W + left
+        high = elements + bottom * self.W + right
+        if max(low, high) > INDEX_LIMIT:
+            raise ProblemError(
+                "padding", self.padding,
+                f"element offsets of the padded input reach {-low if low > high else high}, beyond "
+                f"the 32-bit indexing of autoconv's kernels ({INDEX_LIMIT}); use less padding")
 
     # ---- derived sizes -------------------------------------------------------------
     @property
@@ -304,6 +353,9 @@ def parse_spec(spec: str) -> ConvProblem:
     """
     if not isinstance(spec, str):
         raise ProblemError("spec", spec, f"expected a string like {SPEC_EXAMPLE}")
+    if len(spec) > SPEC_MAX_LENGTH:
+        raise ProblemError("spec", spec, f"{len(spec)} characters; a spec has at most "
+                           f"{SPEC_MAX_LENGTH}, e.g. {SPEC_EXAMPLE}")
     values: dict[str, str] = {}
     for item in (part.strip() for part in spec.split(",")):
         if not item:
@@ -339,11 +391,17 @@ def parse_spec(spec: str) -> ConvProblem:
                         dtype=values.get("dtype", "float32"), layout=values.get("layout", "NCHW"))
 
 
+#: An integer in a spec: ASCII digits only (int() would also take '1_0', ' 1' and other
+#: scripts' digits), at most 19 of them.
+_INT_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
+#: Longest spec string accepted (a real one is under 100 characters).
+SPEC_MAX_LENGTH = 1000
+
+
 def _parse_int(name: str, text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise ProblemError(name, text, "expected an integer") from None
+    if not _INT_TEXT.fullmatch(text):
+        raise ProblemError(name, text, "expected an integer (ASCII digits 0-9)")
+    return int(text)
 
 
 def _parse_pair(name: str, text: str) -> tuple[int, int]:

@@ -18,7 +18,11 @@ from typing import Final
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from autoconv.errors import quoted
 from autoconv.problems.problem import did_you_mean
+
+#: Keys longer than this are unknown keys, quoted cut short.
+KEY_MAX_LENGTH = 64
 
 _TAG = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null")}
@@ -144,6 +148,10 @@ class NodeReader:
                     merged.setdefault(name, pair)
                 continue
             name = key_node.value
+            if len(name) > KEY_MAX_LENGTH:  # not echoed whole, nor compared with difflib
+                self.error(key_node, path, f"unknown key {quoted(name)}; "
+                           f"{what + ' takes' if what else 'expected'} {', '.join(keys)}")
+                continue
             key_path = join_path(path, name)
             if name in entries:
                 self.error(key_node, key_path, f"duplicate key (first given on line "

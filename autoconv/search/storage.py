@@ -17,10 +17,13 @@ Two things can go wrong with a journal that autoconv takes care of:
   a killed process leaves behind; the next run waits 30 s before it breaks it. autoconv
   locks with ``flock`` instead (:class:`JournalFlock`), which the kernel releases when
   the process dies.
-- **A damaged file.** :func:`check_journal` reads it first: a last record cut short (a
-  write that never completed; the next append would glue a record to it and make the
-  file unreadable) is removed; anything else that is not a journal record is a
-  :class:`~autoconv.errors.StorageError` naming the file, the line and the way out.
+- **A damaged file.** :func:`check_journal` reads it first and repairs only what a crash
+  leaves: a last record cut short (a write that never completed; the next append would
+  glue a record to it and make the file unreadable) is removed. Anything else is a
+  :class:`~autoconv.errors.StorageError` naming the file, the line or byte and the way
+  out, and the file is left as it is: a line that is not a record, an unknown op code, a
+  record for a study or trial no earlier record created, and a file shorter than its
+  writers left it (the lock file records that length), which has lost completed trials.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from autoconv.errors import StorageError
+from autoconv.errors import StorageError, quoted
 
 # Optuna and SQLAlchemy are imported where they are used: the winners' cache imports this
 # module (for :func:`is_url`, :func:`shown`, :func:`first_line`), and ``autoconv.conv2d``
@@ -76,7 +79,7 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
         # (JournalFlock has the acquire and release of Optuna's lock class, not the class:
         # subclassing it would import Optuna with this module.)
         return JournalStorage(JournalFileBackend(str(path), lock_obj=_journal_lock(path)))  # type: ignore[arg-type]
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:  # Optuna replaying junk
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, AssertionError) as err:  # replaying junk
         raise StorageError(_journal_damage(path, f"Optuna cannot replay it ({first_line(err)})")) from None
 
 
@@ -165,35 +168,54 @@ def _rdb_storage(url: str):
 
 
 def check_journal(path: Path) -> int:
-    """Check that ``path`` (if it exists) is an Optuna journal: lines of JSON objects,
-    each with an integer ``op_code``. A last line without its newline is the trace of a
-    write that never completed (Optuna ignores it, but the next append would glue a
-    record to it and make the file unreadable): it is cut off, under the writers' lock.
-    Returns the number of bytes cut off.
+    """Check that ``path`` (if it exists) is an Optuna journal, and repair only what a
+    crash leaves: a last line without its newline that is the start of a record (a write
+    that never completed; Optuna ignores it, but the next append would glue a record to
+    it and make the file unreadable) is cut off, under the writers' lock. Returns the
+    number of bytes cut off.
+
+    Anything else stops with a :class:`~autoconv.errors.StorageError` naming the file and
+    the line or byte offset, and nothing is changed: a line that is not a record, a record
+    with an unknown op code or for a study or trial that no earlier record created, and a
+    file shorter than autoconv's writers last left it (:class:`JournalFlock` records that
+    length in the lock file): cut anywhere but in its last write, it has lost completed
+    trials, maybe whole studies, which a repair would drop without a word.
 
     Raises:
-        StorageError: the file is a folder, unreadable, or has a malformed record.
+        StorageError: the file is a folder, unreadable, damaged or cut short.
     """
     if not path.exists():
+        _forget_mark(path)  # (a journal that starts afresh where an inode number is reused)
         return 0
     if path.is_dir():
         raise StorageError(f"study storage {path} is a folder; pass the path of a journal file "
                            "(--storage or `storage:` in the config)")
     try:
+        mark = _read_mark(path)  # (before the size: writers only add to both)
         complete, _ = _valid_journal_prefix(path)
-        if complete == path.stat().st_size:
+        size = path.stat().st_size
+        _check_not_shorter(path, size, mark)
+        if complete == size:
             return 0
         with _locked(path):  # no autoconv writer is appending now
+            mark = _read_mark(path)
             complete, lines = _valid_journal_prefix(path)
             size = path.stat().st_size
+            _check_not_shorter(path, size, mark)
             if complete == size:
                 return 0
             with open(path, "rb") as handle:
                 handle.seek(complete)
-                tail = handle.read(64)
-            # Optuna writes each record as {"op_code":...}: anything else is not a cut-short record.
-            if not (tail.startswith(_RECORD_START) or _RECORD_START.startswith(tail)):
-                raise StorageError(_journal_damage(path, f"line {lines + 1} is not an Optuna journal record"))
+                tail = handle.read(_MAX_CUT_RECORD + 1)
+            # A cut record is the start of one Optuna wrote ({"op_code":...}), in the writes
+            # since the last completed one.
+            if not (len(tail) <= _MAX_CUT_RECORD and _is_cut_record(tail)):
+                raise StorageError(_journal_damage(
+                    path, f"line {lines + 1} (byte {complete}) is not an Optuna journal record"))
+            if mark is not None and complete < mark:
+                raise StorageError(_journal_damage(
+                    path, f"it was cut at byte {size}, inside records completed before (the writers "
+                          f"left it {mark} bytes long); completed trials, maybe whole studies, are lost"))
             os.truncate(path, complete)
             return size - complete
     except OSError as err:
@@ -202,27 +224,128 @@ def check_journal(path: Path) -> int:
 
 #: How every record of an Optuna journal begins.
 _RECORD_START = b'{"op_code":'
+#: A cut-short last record longer than this is not one (Optuna's records are < 64 KiB).
+_MAX_CUT_RECORD = 1 << 20
+#: Optuna's journal op codes (optuna.storages.journal.JournalOperation), by what they name.
+_STUDY_OPS = {0: "create study", 1: "delete study", 2: "set study user attr", 3: "set study system attr",
+              4: "create trial"}
+_TRIAL_OPS = {5: "set trial param", 6: "set trial state", 7: "set intermediate value", 8: "set trial user attr",
+              9: "set trial system attr"}
+_OTHER_OPS = {10: "discard trials"}
+
+
+def _check_not_shorter(path: Path, size: int, mark: int | None) -> None:
+    if mark is not None and size < mark:
+        raise StorageError(_journal_damage(
+            path, f"it is {size} bytes long, but its writers left it {mark} bytes long; it was cut short "
+                  "(or overwritten), and completed trials, maybe whole studies, are lost"))
+
+
+def _is_cut_record(tail: bytes) -> bool:
+    """Whether ``tail`` (no newline) is the start of a record: the start of
+    ``{"op_code":`` or longer, UTF-8 but maybe for a character cut at the end, and a
+    prefix of some JSON text."""
+    if not (tail.startswith(_RECORD_START) or _RECORD_START.startswith(tail)):
+        return False
+    text = tail.decode("utf-8", errors="ignore")
+    if text.encode("utf-8") != tail[:len(text.encode("utf-8"))] or len(tail) - len(text.encode("utf-8")) > 3:
+        return False
+    return _is_json_prefix(text)
+
+
+#: What may be missing after the last complete token of a cut JSON text, before its closing brackets.
+_JSON_FILLERS = ("", "0", ":0", '"":0', "rue", "ue", "e", "alse", "lse", "se", "ull", "ll", "l")
+
+
+def _is_json_prefix(text: str) -> bool:
+    """Whether some JSON text starts with ``text``: close an open string (and escape),
+    try the few things a cut can leave unfinished (a number, a literal, a key without its
+    value), then close the open brackets."""
+    closers: list[str] = []
+    in_string = escape = False
+    hex_left = 0
+    for char in text:
+        if in_string:
+            if hex_left:
+                if char not in "0123456789abcdefABCDEF":
+                    return False
+                hex_left -= 1
+            elif escape:
+                escape = False
+                if char == "u":
+                    hex_left = 4
+                elif char not in '"\\/bfnrt':
+                    return False
+            elif char == "\\":
+                escape = True
+            elif char == '"':
+                in_string = False
+            elif ord(char) < 0x20:
+                return False
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "{[":
+            closers.append("}" if char == "{" else "]")
+        elif char in "}]":
+            if not closers or closers.pop() != char:
+                return False
+    if in_string:
+        text += ("n" if escape else "") + "0" * hex_left + '"'
+    closing = "".join(reversed(closers))
+    for filler in _JSON_FILLERS:
+        try:
+            json.loads(text + filler + closing)
+            return True
+        except ValueError:
+            continue
+    return False
 
 
 def _valid_journal_prefix(path: Path) -> tuple[int, int]:
     """(bytes, lines) of the complete, well-formed records at the start of the journal;
-    StorageError when a complete line is not a record."""
+    StorageError when a complete line is not a record, has an op code Optuna does not
+    know, or names a study or trial that no earlier record created."""
     offset = lines = 0
+    studies = trials = 0  # Optuna numbers studies and trials 0, 1, ... as it creates them
+    names: set[object] = set()
     with open(path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.endswith(b"\n"):
                 break  # the last line, cut short
+            where = f"line {number} (byte {offset})"
             try:
                 record = json.loads(line.decode("utf-8"))  # as Optuna writes it (not json's guess)
             except UnicodeDecodeError:
-                raise StorageError(_journal_damage(path, f"line {number} is not UTF-8 text")) from None
+                raise StorageError(_journal_damage(path, f"{where} is not UTF-8 text")) from None
             except json.JSONDecodeError as err:
-                raise StorageError(_journal_damage(path, f"line {number} is not JSON ({err.msg} at column "
+                raise StorageError(_journal_damage(path, f"{where} is not JSON ({err.msg} at column "
                                                          f"{err.colno})")) from None
-            if not isinstance(record, dict) or isinstance(record.get("op_code"), bool) \
-                    or not isinstance(record.get("op_code"), int):
-                raise StorageError(_journal_damage(path, f"line {number} is not an Optuna journal record "
+            op = record.get("op_code") if isinstance(record, dict) else None
+            if isinstance(op, bool) or not isinstance(op, int):
+                raise StorageError(_journal_damage(path, f"{where} is not an Optuna journal record "
                                                          "(no integer op_code)"))
+            if op == 0:
+                name = record.get("study_name")
+                if name not in names:  # (a second create of a name is a race Optuna ignores)
+                    names.add(name)
+                    studies += 1
+            elif op in _STUDY_OPS:
+                study = record.get("study_id")
+                if isinstance(study, bool) or not isinstance(study, int) or not 0 <= study < studies:
+                    raise StorageError(_journal_damage(
+                        path, f"{where} ({_STUDY_OPS[op]}) names study {quoted(study)}, which no earlier "
+                              "record created (records are missing before it)"))
+                trials += op == 4
+            elif op in _TRIAL_OPS:
+                trial = record.get("trial_id")
+                if isinstance(trial, bool) or not isinstance(trial, int) or not 0 <= trial < trials:
+                    raise StorageError(_journal_damage(
+                        path, f"{where} ({_TRIAL_OPS[op]}) names trial {quoted(trial)}, which no earlier "
+                              "record created (records are missing before it)"))
+            elif op not in _OTHER_OPS:
+                raise StorageError(_journal_damage(
+                    path, f"{where} has op code {op}, which this Optuna does not know"))
             offset += len(line)
             lines = number
     return offset, lines
@@ -246,8 +369,9 @@ class JournalFlock:
     calls ``acquire`` and ``release``): an exclusive ``flock`` of ``<journal>.flock``. The
     kernel drops it when its process dies, so a killed writer never blocks the next."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, mark: bool = True):
         self.path = path
+        self.mark = mark  # record the journal's length on release (see _write_mark)
         self._held: int | None = None
 
     def acquire(self) -> bool:
@@ -257,7 +381,11 @@ class JournalFlock:
     def release(self) -> None:
         held, self._held = self._held, None
         if held is not None:
-            _release_flock(held)
+            try:
+                if self.mark:
+                    _write_mark(held, self.path)
+            finally:
+                _release_flock(held)
 
 
 def _journal_lock(path: Path) -> JournalFlock | None:
@@ -282,10 +410,59 @@ def _release_flock(descriptor: int) -> None:
         os.close(descriptor)
 
 
+#: The lock file holds the journal's length as its writers left it: a file shorter than
+#: that was cut (or overwritten) after a completed write, which no crash does.
+_MARK = b"autoconv journal length"
+
+
+def _write_mark(descriptor: int, journal: Path) -> None:
+    """Record, in the lock file (``descriptor``, held), the journal's length now and which
+    file it is (device and inode: a journal moved away and started afresh is not compared
+    with the old one's length)."""
+    try:
+        info = os.stat(journal)
+    except OSError:
+        return
+    data = _MARK + f" {info.st_dev} {info.st_ino} {info.st_size}\n".encode()
+    os.pwrite(descriptor, data, 0)
+    os.ftruncate(descriptor, len(data))
+
+
+def _forget_mark(journal: Path) -> None:
+    """Clear the recorded length of a journal that does not exist (now, under the lock)."""
+    if fcntl is None or not os.path.exists(f"{journal}.flock"):
+        return
+    try:
+        descriptor = _acquire_flock(journal)
+    except OSError:
+        return
+    try:
+        if not journal.exists():
+            os.ftruncate(descriptor, 0)
+    finally:
+        _release_flock(descriptor)
+
+
+def _read_mark(journal: Path) -> int | None:
+    """The journal's length as its writers last left it, or None (no mark, an old lock
+    file, or a mark of another file at this path)."""
+    try:
+        with open(f"{journal}.flock", "rb") as handle:
+            words = handle.read(200).split()
+        info = os.stat(journal)
+    except OSError:
+        return None
+    if len(words) != 6 or b" ".join(words[:3]) != _MARK or not all(w.isdigit() for w in words[3:]):
+        return None
+    device, inode, size = (int(w) for w in words[3:])
+    return size if (device, inode) == (info.st_dev, info.st_ino) else None
+
+
 @contextlib.contextmanager
 def _locked(path: Path):
-    """``with _locked(journal):`` holds the journal writers' lock (nothing without fcntl)."""
-    lock = _journal_lock(path)
+    """``with _locked(journal):`` holds the journal writers' lock (nothing without fcntl);
+    it records no length: the holder checks the journal, it does not write records."""
+    lock = JournalFlock(path, mark=False) if fcntl is not None else None
     if lock is not None:
         lock.acquire()
     try:

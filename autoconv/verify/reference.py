@@ -1,11 +1,12 @@
 """The reference convolution every kernel is checked against, in float64.
 
 Written from the definition in :mod:`autoconv.problems.problem`, independently of the templates:
-the input is zero-padded (each side by its own amount), and for every filter tap (r, s)
-the strided, dilated window of the padded input that the tap sees is a plain slice
-``x_padded[:, :, r*dh : ... : sh, s*dw : ... : sw]`` of shape N x C x P x Q, contracted
-with ``w[:, :, r, s]`` over C by ``tensordot`` (a matrix product, in float64). Summing the
-R*S products gives y. No im2col matrix is built, so memory stays at a few copies of x.
+for every filter tap (r, s), the strided, dilated window of the zero-padded input that the
+tap sees is an N x C x P x Q array (zero where it reads padding, a strided slice of x
+elsewhere), contracted with ``w[:, :, r, s]`` over C by ``tensordot`` (a matrix product, in
+float64). Summing the R*S products gives y. Neither an im2col matrix nor the padded input is
+built (padding may be as large as the 32-bit limit), so memory stays at a few copies of x
+and of the output.
 
 The functions are array-module generic: pass ``xp=cupy`` with CuPy arrays and the same
 code runs on the GPU (the tuner verifies there); only functions NumPy and CuPy share are
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy
 
-from autoconv.problems.problem import ConvProblem
+from autoconv.problems.problem import ConvProblem, ceil_div
 
 
 def conv2d_reference(problem: ConvProblem, x, w, bias=None, xp: Any = numpy):
@@ -45,27 +46,42 @@ def conv2d_reference(problem: ConvProblem, x, w, bias=None, xp: Any = numpy):
     if problem.layout != "NCHW":
         raise ValueError(f"conv2d_reference implements layout NCHW, not {problem.layout}")
 
-    top, bottom, left, right = problem.padding
-    stride_h, stride_w = problem.stride
-    dilation_h, dilation_w = problem.dilation
+    top, _, left, _ = problem.padding
     x64 = xp.asarray(x, dtype=xp.float64)
     w64 = xp.asarray(w, dtype=xp.float64)
-    padded = xp.pad(x64, ((0, 0), (0, 0), (top, bottom), (left, right)))
 
     # Accumulated as K x N x P x Q (tensordot puts w's remaining axis first).
     y = xp.zeros((problem.K, problem.N, problem.P, problem.Q), dtype=xp.float64)
+    window = xp.zeros((problem.N, problem.C, problem.P, problem.Q), dtype=xp.float64)
     for r in range(problem.R):
-        h0 = r * dilation_h  # padded row that output row 0 reads through tap r
-        rows = slice(h0, h0 + (problem.P - 1) * stride_h + 1, stride_h)
+        rows_out, rows_in = _inside(problem.P, problem.stride[0], r * problem.dilation[0] - top,
+                                    problem.H)
+        if rows_out is None:
+            continue
         for s in range(problem.S):
-            w0 = s * dilation_w
-            cols = slice(w0, w0 + (problem.Q - 1) * stride_w + 1, stride_w)
-            window = padded[:, :, rows, cols]  # N x C x P x Q: what tap (r, s) multiplies
+            cols_out, cols_in = _inside(problem.Q, problem.stride[1],
+                                        s * problem.dilation[1] - left, problem.W)
+            if cols_out is None:
+                continue
+            window[...] = 0  # N x C x P x Q: what tap (r, s) multiplies; padding reads zero
+            window[:, :, rows_out, cols_out] = x64[:, :, rows_in, cols_in]
             y += xp.tensordot(w64[:, :, r, s], window, axes=([1], [1]))
     y = xp.ascontiguousarray(y.transpose(1, 0, 2, 3))
     if bias is not None:
         y += xp.asarray(bias, dtype=xp.float64).reshape(1, problem.K, 1, 1)
     return y
+
+
+def _inside(outputs: int, stride: int, first: int, size: int) -> tuple[slice, slice] | tuple[None, None]:
+    """The outputs o = 0 .. outputs-1 whose input position ``first + o*stride`` lies in
+    [0, size), as a slice of the outputs and the matching strided slice of the input; or
+    (None, None) when none does. The padding is never materialized (it may be ~2^31)."""
+    lo = ceil_div(-first, stride) if first < 0 else 0  # the first o with position >= 0
+    hi = min(outputs - 1, (size - 1 - first) // stride)  # the last with position < size
+    if hi < lo:
+        return None, None
+    start = first + lo * stride
+    return slice(lo, hi + 1), slice(start, start + (hi - lo) * stride + 1, stride)
 
 
 def random_inputs(problem: ConvProblem, rng: numpy.random.Generator):

@@ -28,12 +28,12 @@ GOOD_RECORD = b'{"op_code":0,"worker_id":"w","study_name":"s","directions":[1]}\
 
 
 @pytest.mark.parametrize("content, fragment", [
-    (b"\x00\x01binary junk" * 40, "line 1 is not an Optuna journal record"),
-    (b"line one\nline two\n", "line 1 is not JSON"),
-    (b'{"a": 1}\n', "line 1 is not an Optuna journal record (no integer op_code)"),
+    (b"\x00\x01binary junk" * 40, "line 1 (byte 0) is not an Optuna journal record"),
+    (b"line one\nline two\n", "line 1 (byte 0) is not JSON"),
+    (b'{"a": 1}\n', "line 1 (byte 0) is not an Optuna journal record (no integer op_code)"),
     (GOOD_RECORD + b'{"op_code": 0, "worker_id": "w"}\n', "Optuna cannot replay it"),
-    (GOOD_RECORD + b"\x00" * 64 + b"\n" + GOOD_RECORD, "line 2 is not JSON"),
-    (GOOD_RECORD + b"\xff\xfe\n", "line 2 is not UTF-8 text"),
+    (GOOD_RECORD + b"\x00" * 64 + b"\n" + GOOD_RECORD, f"line 2 (byte {len(GOOD_RECORD)}) is not JSON"),
+    (GOOD_RECORD + b"\xff\xfe\n", f"line 2 (byte {len(GOOD_RECORD)}) is not UTF-8 text"),
 ], ids=["binary", "text", "foreign-json", "bad-record", "hole", "not-utf8"])
 def test_a_damaged_journal_stops_tune_with_the_file_and_the_way_out(tmp_path, capsys, fake_gpu,
                                                                     content, fragment):
@@ -60,14 +60,13 @@ def test_a_journal_cut_short_is_repaired_and_the_study_resumes(tmp_path, capsys,
     data = journal.read_bytes()
     before = {trial_key(t) for trials in load_studies(journal).values() for t in completed(trials)}
 
-    # Cut inside a record (as a write that never completed would): at a random byte of
-    # the last quarter that is not just after a newline.
+    # A write that never completed: the start of a record after the last complete one
+    # (here a copy of the last record, cut at a random byte of it).
     rng = random.Random(seed)
-    cut = rng.randrange(3 * len(data) // 4, len(data) - 1)
-    while data[cut - 1:cut] == b"\n":
-        cut -= 1
-    journal.write_bytes(data[:cut])
-    kept = data[:cut].rfind(b"\n") + 1
+    last = data[data.rstrip(b"\n").rfind(b"\n") + 1:]
+    partial = last[:rng.randrange(1, len(last) - 1)]
+    journal.write_bytes(data + partial)
+    cut, kept = len(data) + len(partial), len(data)
     # Without the cached winner, tune opens the study again (and re-verifies its best).
     assert run_cli(capsys, "cache", "clear", "--cache", tmp_path / "state" / "cache.sqlite")[0] == 0
     code, out, err = run_cli(capsys, "tune", config)
@@ -77,9 +76,7 @@ def test_a_journal_cut_short_is_repaired_and_the_study_resumes(tmp_path, capsys,
     after = load_studies(journal)
     keys = [trial_key(t) for trials in after.values() for t in completed(trials)]
     assert len(keys) == len(set(keys)) == 3
-    survived = {trial_key(t) for trials in load_studies_from_bytes(tmp_path, data[:kept]).values()
-                for t in completed(trials)}
-    assert survived <= set(keys) and survived <= before
+    assert before <= set(keys)  # nothing completed was lost
 
 
 def load_studies_from_bytes(tmp_path: Path, content: bytes) -> dict[str, list]:
@@ -96,7 +93,7 @@ def test_check_journal_cuts_only_a_record_cut_short(tmp_path):
     journal.write_bytes(GOOD_RECORD + b'{"op_co')  # shorter than a record's start
     assert check_journal(journal) == 7
     journal.write_bytes(GOOD_RECORD + b"junk without a newline")
-    with pytest.raises(StorageError, match="line 2 is not an Optuna journal record"):
+    with pytest.raises(StorageError, match=rf"line 2 \(byte {len(GOOD_RECORD)}\) is not an Optuna journal record"):
         check_journal(journal)
     assert journal.read_bytes() == GOOD_RECORD + b"junk without a newline"
     with pytest.raises(StorageError, match="is a folder"):
@@ -158,3 +155,104 @@ def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch)
     monkeypatch.setattr(autoconv.search.liveness, "UNCLAIMED_TRIAL_AGE_S", 0.0)
     tuner.tune_problem(SMALL)
     assert state() == (TrialState.FAIL, "abandoned")
+
+
+# ---- damage a crash cannot cause: an error, never a quiet repair (issue 18, finding 3) ----
+
+def _tuned_journal(tmp_path, capsys, problems: str = ONE_PROBLEM) -> tuple[Path, Path, bytes]:
+    config = tmp_path / "tune.yaml"
+    config.write_text(problems)
+    assert run_cli(capsys, "tune", config)[0] == 0
+    journal = tmp_path / "state" / "studies.journal"
+    assert run_cli(capsys, "cache", "clear", "--cache", tmp_path / "state" / "cache.sqlite")[0] == 0
+    return config, journal, journal.read_bytes()
+
+
+@pytest.mark.parametrize("where", ["mid-record", "at-a-newline"])
+def test_a_journal_cut_to_half_is_an_error_not_a_repair(tmp_path, capsys, fake_gpu, where):
+    config, journal, data = _tuned_journal(tmp_path, capsys)
+    half = len(data) // 2
+    if where == "at-a-newline":
+        half = data[:half].rfind(b"\n") + 1
+    elif data[half - 1:half] == b"\n":
+        half -= 1
+    with open(journal, "r+b") as handle:  # in place, as a full disk or a bad copy would
+        handle.truncate(half)
+    code, out, err = run_cli(capsys, "tune", config)
+    assert code == 2, out + err
+    assert f"study storage {journal}: it is {half} bytes long, but its writers left it {len(data)} bytes" in err
+    assert "completed trials, maybe whole studies, are lost" in err and "Move it away" in err
+    assert "removed an incomplete" not in err
+    assert journal.read_bytes() == data[:half]  # left as it was
+
+
+def _record(**fields) -> bytes:
+    import json
+    return json.dumps(fields, separators=(",", ":")).encode() + b"\n"
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (_record(op_code=6, worker_id="w", trial_id=10_000, state=1, values=[1.0], datetime_complete=None),
+     "(set trial state) names trial 10000, which no earlier record created"),
+    (_record(op_code=4, worker_id="w", study_id=77, datetime_start=None),
+     "(create trial) names study 77, which no earlier record created"),
+    (_record(op_code=99, worker_id="w"), "has op code 99, which this Optuna does not know"),
+], ids=["unknown-trial", "unknown-study", "unknown-op-code"])
+def test_records_naming_what_does_not_exist_are_errors(tmp_path, capsys, fake_gpu, extra, fragment):
+    config, journal, data = _tuned_journal(tmp_path, capsys)
+    journal.write_bytes(data + extra)
+    lines = data.count(b"\n")
+    code, out, err = run_cli(capsys, "tune", config)
+    assert code == 2, out + err
+    assert f"study storage {journal}: line {lines + 1} (byte {len(data)}) {fragment}" in err, err
+    assert "Traceback" not in err and "AssertionError" not in err
+    assert journal.read_bytes() == data + extra
+
+
+def test_a_lost_first_half_is_an_error(tmp_path):
+    """Records whose study or trial was created in a part of the file that is gone."""
+    journal = tmp_path / "j.journal"
+    study = _record(op_code=0, worker_id="w", study_name="s", directions=[1])
+    trial = _record(op_code=4, worker_id="w", study_id=0, datetime_start=None)
+    update = _record(op_code=8, worker_id="w", trial_id=0, user_attr={"a": 1})
+    journal.write_bytes(study + trial + update)
+    assert check_journal(journal) == 0
+    journal.write_bytes(update)
+    with pytest.raises(StorageError, match=r"line 1 \(byte 0\) \(set trial user attr\) names trial 0"):
+        check_journal(journal)
+    journal.write_bytes(trial + update)
+    with pytest.raises(StorageError, match=r"line 1 \(byte 0\) \(create trial\) names study 0"):
+        check_journal(journal)
+
+
+def test_only_a_prefix_of_json_after_the_writers_mark_is_repaired(tmp_path):
+    journal = tmp_path / "j.journal"
+    journal.write_bytes(GOOD_RECORD)
+    lock = JournalFlock(journal)
+    lock.acquire()
+    lock.release()  # records the length the writers left: len(GOOD_RECORD)
+    for tail in (b'{"op_code":0,"worker_id":"w","study_name":"s","direc', b'{"op_code":5,"x":"\\u00',
+                 b'{"op_code":0,"worker_id":"w","study_name":"s","directions":[1]}'):
+        journal.write_bytes(GOOD_RECORD + tail)
+        assert check_journal(journal) == len(tail), tail
+        assert journal.read_bytes() == GOOD_RECORD
+    for tail in (b'{"op_code":0,"a"}', b'{"op_code":0]', b'{"op_code":0,"a":xyz', b'{"op_code":0,"\x00'):
+        journal.write_bytes(GOOD_RECORD + tail)
+        with pytest.raises(StorageError, match="line 2"):
+            check_journal(journal)
+        assert journal.read_bytes() == GOOD_RECORD + tail
+    # Cut inside the completed record: shorter than the writers left it.
+    journal.write_bytes(GOOD_RECORD[:30])
+    with pytest.raises(StorageError, match="it is 30 bytes long, but its writers left it"):
+        check_journal(journal)
+    # A journal moved away (the way out the message gives) or deleted and started afresh
+    # is not compared with the old one's length.
+    journal.rename(tmp_path / "old.journal")
+    journal.write_bytes(GOOD_RECORD[:30])
+    assert check_journal(journal) == 30
+    lock.acquire()
+    lock.release()
+    journal.unlink()
+    assert check_journal(journal) == 0  # (forgets the length)
+    journal.write_bytes(GOOD_RECORD[:20])
+    assert check_journal(journal) == 20
