@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from autoconv.cache.sql import NoCache
 from autoconv.cache.winners import CacheKey, WinnerCache, default_location, is_url
 from autoconv.errors import AutoconvError, CacheError
 from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, get_family
 from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
 from autoconv.problems.problem import ConvProblem
 from autoconv.runtime.launcher import Launcher
+from autoconv.search.storage import masked_url
 
 #: The family whose default config runs untuned problems.
 FALLBACK_FAMILY = "implicit_gemm"
@@ -163,11 +165,11 @@ class KernelRegistry:
         """``(plan, "cache", "", entry)`` for the cached winner, or ``(None, "", why, entry)``
         where none is usable (``entry`` None where the cache has none for this problem)."""
         location = self.cache_location()
-        if not is_url(location) and not Path(location).exists():  # a reader creates no file
-            return None, "", f"no winners' cache at {location}", None
         try:
-            with WinnerCache(location) as winners:
+            with WinnerCache(location, create=False) as winners:  # a reader creates no file or table
                 entry = winners.get(CacheKey.for_problem(identity, problem))
+        except NoCache:
+            return None, "", f"no winners' cache at {masked_url(str(location))}", None
         except CacheError as err:
             return None, "", f"the winners' cache cannot be used ({err})", None
         if entry is None:

@@ -46,3 +46,17 @@ def test_cudnn_faster_but_unusable_warns_and_runs_the_winner(monkeypatch):
         assert selection._cudnn_if_faster(PROBLEM, entry(baseline_time_ms=0.5, baseline_plan=PLAN)) is None
     with pytest.warns(selection.CudnnFallbackWarning, match="malformed"):
         assert selection._cudnn_if_faster(PROBLEM, entry(baseline_time_ms=0.5, baseline_plan="{not json")) is None
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite-url"])
+def test_the_runtime_lookup_creates_no_cache(kind, tmp_path):
+    from autoconv.backends.fake import FAKE_IDENTITY
+    from autoconv.kernels.limits import H100
+    from autoconv.runtime.selection import KernelRegistry
+
+    path = tmp_path / "absent" / "winners.sqlite3"
+    registry = KernelRegistry()
+    registry.set_cache(path if kind == "file" else f"sqlite:///{path}")
+    plan, origin, why, entry = registry.winner_plan(PROBLEM, H100, FAKE_IDENTITY)
+    assert (plan, entry) == (None, None) and "no winners' cache" in why
+    assert not path.exists() and not path.parent.exists()
