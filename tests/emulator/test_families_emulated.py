@@ -83,7 +83,8 @@ PROBLEMS = {
     "1x1-C32-bias-PQ4": lambda rng: _shape(rng, C=32, R=1, S=1, padding=0, bias=True, hw=(4, 10), pq4=True),
 }
 
-#: Configurations checked per family and problem: the default plus random valid ones.
+#: Configurations checked per family and problem, at least: the default, configs that take every
+#: valid value of every code-path switch (check.SWITCHES; up to 5 more), then random valid ones.
 CONFIGS_PER_PROBLEM = 4
 
 
@@ -416,7 +417,9 @@ def test_verify_command_checks_every_family(capsys):
     out = capsys.readouterr().out
     for name in FAMILY_NAMES:
         assert re.search(rf"^  {name}\s+{name}_\S+\s+error \d\.\d\de-\d\d  ok$", out, re.MULTILINE), out
-    assert f"summary: {len(FAMILY_NAMES)} config" in out and " 0 mismatch, 0 fault" in out
+    # --samples 1: the default and the configs that cover the switches (check.SWITCHES), all ok
+    summary = re.search(rf"summary: (\d+) configs of {len(FAMILY_NAMES)} families: (\d+) ok, 0 mismatch, 0 fault", out)
+    assert summary and summary[1] == summary[2] and int(summary[1]) > len(FAMILY_NAMES), out
 
 
 def test_verify_command_fails_on_a_wrong_result(capsys, monkeypatch):
@@ -426,7 +429,8 @@ def test_verify_command_fails_on_a_wrong_result(capsys, monkeypatch):
     assert main(["verify", "--emulate", "--problem", "N=1,C=2,H=5,W=6,K=3,R=3,S=3", "--family", "implicit_gemm",
                  "--samples", "1", "--seed", "1"]) == 1
     out = capsys.readouterr().out
-    assert "MISMATCH" in out and "are NaN or infinite" in out and "1 mismatch" in out
+    assert "MISMATCH" in out and "are NaN or infinite" in out
+    assert re.search(r"summary: (\d+) configs? of 1 family: 0 ok, \1 mismatch", out), out
 
 
 def test_verify_without_emulate_says_what_to_use(capsys):
