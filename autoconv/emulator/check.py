@@ -62,39 +62,73 @@ class EmulatedCheck:
         return LABELS[self.status]
 
 
-#: Random draws from all combinations of choices before :func:`sample_configs` lists the
-#: valid space outright (listing costs seconds for the larger spaces).
-SAMPLE_DRAWS = 4000
+#: The values that switch a family's kernels between code paths (a Jinja ``if``, an ``if
+#: constexpr`` or a different instantiation in its templates), each with the values to cover:
+#: None for all of a parameter's choices, or the values a derived one takes. Sampling covers
+#: every value of each that is valid for the problem (:func:`sample_configs`), so a bug in one
+#: path is found by construction, not when a random draw happens to take it. Values fixed by
+#: the problem alone (HAS_BIAS, OUT_VEC: P*Q % 4) are the test shapes' to cover.
+SWITCHES: dict[str, dict[str, tuple | None]] = {
+    "direct": {"WEIGHT_VEC": (1, 4)},
+    "im2col_gemm": {"COLUMNS": None, "A_VEC": (1, 4), "FRAG_M": (1, 4), "FRAG_N": (1, 4)},
+    "implicit_gemm": {"GATHER": None, "SPLIT_K": None, "MIN_BLOCKS": None},
+    "implicit_gemm_3xtf32": {"GATHER": None, "SPLIT_K": None, "MIN_BLOCKS": None, "STAGES": None},
+    "implicit_gemm_mma": {"SPLIT": None, "ACCUMULATE": None, "GATHER": None, "SPLIT_K": None, "MIN_BLOCKS": None,
+                          "STAGES": None},
+    "implicit_gemm_wgmma": {"MMA_OVERLAP": None, "GATHER": None, "SPLIT_K": None, "MIN_BLOCKS": None,
+                            "STAGES": None},
+}
+
+
+def switch_values(family: Family) -> dict[str, tuple]:
+    """:data:`SWITCHES` of ``family``, each with the values to cover."""
+    return {name: family.space.params[name] if values is None else values
+            for name, values in SWITCHES.get(family.name, {}).items()}
+
+
+def switch_pairs(family: Family, config: Mapping[str, object], problem: ConvProblem,
+                 device: DeviceLimits = H100) -> frozenset[tuple[str, object]]:
+    """The (switch, value) pairs a configuration takes (see :data:`SWITCHES`)."""
+    switches = switch_values(family)
+    if all(name in config for name in switches):
+        values: Mapping[str, object] = config
+    else:  # a derived switch
+        values = family.space.context(config, problem, device)
+    return frozenset((name, values[name]) for name in switches)
 
 
 def sample_configs(family: Family, problem: ConvProblem, samples: int, rng: numpy.random.Generator,
                    device: DeviceLimits = H100) -> list[dict[str, object]]:
-    """``samples`` distinct valid configurations of ``family`` for ``problem``: the default
-    first, the others uniformly from the whole valid space (all of it when it is smaller).
+    """Distinct valid configurations of ``family`` for ``problem``, stratified: the default
+    first; then configurations that together take every value of every switch
+    (:data:`SWITCHES`) that some valid configuration takes; then uniform draws from the rest
+    of the valid space until there are ``samples`` (all of it when it is smaller). So there
+    may be more than ``samples``: coverage of the code paths comes first.
 
-    Draws combinations of choices at random and keeps the valid ones (rejection sampling:
-    uniform over the valid points, without listing them); a space so sparse that
-    :data:`SAMPLE_DRAWS` draws do not find enough is listed.
+    The valid space is listed (:meth:`~autoconv.kernels.space.SearchSpace.points`, well
+    under a second). Coverage is a greedy set cover in an order drawn from ``rng``: each
+    step takes the first configuration, in that order, that takes the most values not yet
+    covered.
 
     Raises:
         SearchSpaceError: the family has no valid configuration for the problem.
     """
     space = family.space
     chosen = [space.default_config(problem, device)]
-    seen = {_config_key(chosen[0])}
-    for _ in range(SAMPLE_DRAWS):
-        if len(chosen) >= samples:
-            return chosen
-        config = {name: choices[int(rng.integers(len(choices)))] for name, choices in space.params.items()}
-        key = _config_key(config)
-        if key not in seen:
-            seen.add(key)
-            if space.is_valid(config, problem, device):
-                chosen.append(config)
-    others = [config for config in space.points(problem, device) if _config_key(config) not in
-              {_config_key(c) for c in chosen}]
-    picks = rng.choice(len(others), size=min(max(samples - len(chosen), 0), len(others)), replace=False)
-    return chosen + [others[i] for i in sorted(picks)]
+    points = space.points(problem, device)
+    keys = {_config_key(chosen[0])}
+    others = [config for config in points if _config_key(config) not in keys]
+    order = [others[i] for i in rng.permutation(len(others))]
+    if switch_values(family):
+        pairs = [switch_pairs(family, config, problem, device) for config in order]
+        wanted = frozenset().union(*pairs) - switch_pairs(family, chosen[0], problem, device)
+        while wanted:
+            gains = [len(p & wanted) for p in pairs]
+            best = int(numpy.argmax(gains))
+            chosen.append(order[best])
+            wanted -= pairs[best]
+            del order[best], pairs[best]
+    return chosen + order[:max(samples - len(chosen), 0)]
 
 
 def _config_key(config: Mapping[str, object]) -> tuple:
@@ -169,7 +203,8 @@ def family_seed(seed: int, family: Family) -> int:
 
 def sample_families(problem: ConvProblem, families: Sequence[Family], samples: int, seed: int
                     ) -> tuple[list[tuple[Family, list[dict[str, object]]]], list[tuple[Family, str]]]:
-    """The configurations to verify of each family (:func:`sample_configs`, seeded by
+    """The configurations to verify of each family (:func:`sample_configs`: the default, every
+    switch value, then random ones up to ``samples``; seeded by
     :func:`family_seed`), and the families left out with the reason (the problem is not
     one they support, or they have no valid configuration for it), both in family order."""
     plans: list[tuple[Family, list[dict[str, object]]]] = []

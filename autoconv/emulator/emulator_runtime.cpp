@@ -206,12 +206,22 @@ public:
     }
 
 private:
-    //! Releases the warps whose live lanes all wait at a warp-level sync; failing that, the
+    //! Releases one warp whose live lanes all wait at a warp-level sync; failing that, the
     //! block barrier if every live thread waits there. Returns false when all threads
     //! have returned.
+    //!
+    //! One warp at a time, the same one while it can go on: between two block barriers the
+    //! warps run skewed as far as a schedule can skew them, the first warp (in blocks of even
+    //! linear index; the last in the others) up to its next __syncthreads() before another
+    //! moves. Released all at once, warps that sync the same number of times (wmma calls, say)
+    //! would run in lockstep and hide a missing __syncthreads() between warps, which the GPU's
+    //! warps, drifting apart, do not.
     bool release_barriers(unsigned threads) {
-        bool released = false, at_block_barrier = false, at_warp_barrier = false;
-        for (unsigned warp0 = 0; warp0 < threads; warp0 += warp_size) {
+        bool at_block_barrier = false, at_warp_barrier = false;
+        const unsigned warps = (threads + warp_size - 1) / warp_size;
+        const unsigned linear_block = block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z);
+        for (unsigned w = 0; w < warps; ++w) {
+            const unsigned warp0 = (linear_block % 2 == 0 ? w : warps - 1 - w) * warp_size;
             const unsigned end = std::min(threads, warp0 + warp_size);
             unsigned waiting = 0, live = 0;
             for (unsigned i = warp0; i < end; ++i) {
@@ -222,11 +232,9 @@ private:
                 for (unsigned i = warp0; i < end; ++i)
                     if (fibers_[i].state == Fiber::State::at_warp_barrier)
                         fibers_[i].state = Fiber::State::runnable;
-                released = true;
+                return true;
             }
         }
-        if (released)
-            return true;
         for (unsigned i = 0; i < threads; ++i) {
             at_block_barrier |= fibers_[i].state == Fiber::State::at_block_barrier;
             at_warp_barrier |= fibers_[i].state == Fiber::State::at_warp_barrier;

@@ -39,7 +39,7 @@ from autoconv.problems.problem import ConvProblem, did_you_mean
 #: Workspace a configuration may use unless the caller says otherwise (1 GiB).
 DEFAULT_WORKSPACE_LIMIT = 1 << 30
 
-_TOP_KEYS = ("family", "description", "params", "derived", "constraints", "default", "seeds")
+_TOP_KEYS = ("family", "description", "params", "derived", "constraints", "default", "fallbacks", "seeds")
 
 
 def problem_variables(problem: ConvProblem) -> dict[str, int]:
@@ -75,6 +75,10 @@ class SearchSpace:
     #: Configs a tuning study tries right after the default (the best ones measured on other
     #: shapes); each a value for every parameter, not necessarily valid for every problem.
     seeds: tuple[Mapping[str, object], ...] = ()
+    #: Configs :meth:`default_config` takes, the first valid one, where the default is not
+    #: valid for a problem, before the nearest valid point (which may be one ptxas handles
+    #: badly: a fallback is a config checked to compile well where the default does not fit).
+    fallbacks: tuple[Mapping[str, object], ...] = ()
 
     # ---- evaluation ----------------------------------------------------------------
     def context(self, config: Mapping[str, object], problem: ConvProblem, device: DeviceLimits,
@@ -203,16 +207,18 @@ class SearchSpace:
 
     def default_config(self, problem: ConvProblem, device: DeviceLimits,
                        workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> dict[str, object]:
-        """The family's default, or the valid point nearest to it when the default does
-        not fit this problem (nearest: fewest parameters changed, then smallest index
-        distance in each parameter's choice list).
+        """The family's default; where it does not fit this problem, its first valid
+        fallback (``fallbacks`` in the YAML); else the valid point nearest to the default
+        (nearest: fewest parameters changed, then smallest index distance in each
+        parameter's choice list).
 
         Raises:
             SearchSpaceError: no configuration of this family is valid for the problem.
         """
         default = dict(self.default)
-        if self.is_valid(default, problem, device, workspace_limit):
-            return default
+        for config in (default, *self.fallbacks):
+            if self.is_valid(config, problem, device, workspace_limit):
+                return dict(config)
         points = self.points(problem, device, workspace_limit)
         if not points:
             raise SearchSpaceError(
@@ -304,8 +310,13 @@ def parse_search_space(text: str, origin: str = "<string>") -> SearchSpace:
     if not isinstance(raw_seeds, list):
         raise SearchSpaceError(f"{origin}: 'seeds' must be a list of configs")
     seeds = tuple(_complete_config(origin, f"seeds[{i}]", seed, params) for i, seed in enumerate(raw_seeds))
+    raw_fallbacks = doc.get("fallbacks") or []
+    if not isinstance(raw_fallbacks, list):
+        raise SearchSpaceError(f"{origin}: 'fallbacks' must be a list of configs")
+    fallbacks = tuple(_complete_config(origin, f"fallbacks[{i}]", config, params)
+                      for i, config in enumerate(raw_fallbacks))
     return SearchSpace(family=family, params=params, derived=derived, constraints=tuple(constraints),
-                       default=default, source_text=text, seeds=seeds)
+                       default=default, source_text=text, seeds=seeds, fallbacks=fallbacks)
 
 
 def _complete_config(origin: str, where: str, config, params: Mapping[str, tuple]) -> dict:

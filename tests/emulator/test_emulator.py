@@ -155,6 +155,19 @@ extern "C" __global__ void shared_past_launch_size(float* __restrict__ out)
 }
 
 // Lanes exchange values through shared memory within their warp, behind __syncwarp().
+// Each warp publishes its slots and reads the next warp's, with only warp-level syncs: a
+// missing __syncthreads(), which the GPU's warps, drifting apart after the first sync, expose.
+extern "C" __global__ void warps_without_block_barrier(const float* __restrict__ in, float* __restrict__ out)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    float* tile = reinterpret_cast<float*>(smem);
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    __syncwarp();
+    tile[threadIdx.x] = in[i];
+    __syncwarp();
+    out[i] = tile[(threadIdx.x + 32) % blockDim.x];
+}
+
 extern "C" __global__ void warp_reverse(const float* __restrict__ in, float* __restrict__ out)
 {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -186,6 +199,7 @@ extern "C" __global__ void spin_forever(float* __restrict__ out)
 SEMANTICS_KERNELS = ("reverse_with_barrier", "reverse_without_barrier", "block_sum", "block_private",
                      "early_return", "read_before_write", "indices", "vector_ops", "write_past_end",
                      "read_past_end", "misaligned_float4", "shared_past_launch_size", "warp_reverse",
+                     "warps_without_block_barrier",
                      "divergent_barriers", "spin_forever")
 
 
@@ -246,6 +260,19 @@ def test_syncwarp_is_a_barrier_of_the_warp(program):
     out = program.run([launch("warp_reverse", [1], [64], ["data", "out"], 64 * 4)],
                       {"data": data, "out": nan_floats(64)})["out"]
     np.testing.assert_array_equal(out, data.reshape(2, 32)[:, ::-1].ravel())
+
+
+def test_warps_run_skewed_between_block_barriers(program):
+    """Warp-level syncs release one warp at a time, the same one while it can go on (the first
+    in even blocks, the last in odd ones): a missing __syncthreads() between warps shows even
+    where every warp syncs as often as the others (lockstep would hide it)."""
+    data = np.arange(2 * 64, dtype=np.float32)
+    out = program.run([launch("warps_without_block_barrier", [2], [64], ["data", "out"], 64 * 4)],
+                      {"data": data, "out": nan_floats(data.size)}, workers=1)["out"].reshape(2, 2, 32)
+    expected = data.reshape(2, 2, 32)[:, ::-1]
+    assert np.isnan(out[0, 0]).all() and np.isnan(out[1, 1]).all()   # the warp ahead reads poison
+    np.testing.assert_array_equal(out[0, 1], expected[0, 1])
+    np.testing.assert_array_equal(out[1, 0], expected[1, 0])
 
 
 def test_lanes_at_different_barriers_are_a_fault(program):

@@ -17,10 +17,18 @@ import pytest
 
 from autoconv.backends.base import Status
 from autoconv.commands.main import main
-from autoconv.emulator.check import EmulatedCheck, sample_configs, verify_configs, verify_plan
+from autoconv.emulator.check import (
+    EmulatedCheck,
+    sample_configs,
+    switch_pairs,
+    switch_values,
+    verify_configs,
+    verify_plan,
+)
 from autoconv.errors import SearchSpaceError
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.kernels.limits import H100
+from autoconv.kernels.resources import templates_dir
 from autoconv.problems.problem import ConvProblem, make_problem
 from autoconv.verify.compare import POISON, check_result, relative_l2_error
 from autoconv.verify.reference import conv2d_reference, random_inputs
@@ -41,9 +49,10 @@ def _pad_upto(rng, r, s):
             return (top, bottom, left, right)
 
 
-def _shape(rng, *, C, R, S, stride=1, dilation=1, padding=None, bias=None, hw=(5, 14)) -> ConvProblem:
+def _shape(rng, *, C, R, S, stride=1, dilation=1, padding=None, bias=None, hw=(5, 14), pq4=False) -> ConvProblem:
     """A problem with the given filter, the rest drawn from rng, resampled until P, Q are
-    odd and H != W."""
+    odd (with ``pq4``: until P*Q is a multiple of 4, which the float4 output path needs) and
+    H != W."""
     for _ in range(1000):
         H, W = (int(v) for v in rng.integers(hw[0], hw[1] + 1, size=2))
         pad = _pad_upto(rng, R, S) if padding is None else padding
@@ -53,7 +62,8 @@ def _shape(rng, *, C, R, S, stride=1, dilation=1, padding=None, bias=None, hw=(5
                                    bias=bool(rng.integers(0, 2)) if bias is None else bias)
         except ValueError:  # the dilated filter does not fit this H, W and padding
             continue
-        if H != W and problem.P % 2 == 1 and problem.Q % 2 == 1:
+        rows_fit = problem.P * problem.Q % 4 == 0 if pq4 else problem.P % 2 == 1 and problem.Q % 2 == 1
+        if H != W and rows_fit:
             return problem
     raise AssertionError("no awkward problem found; widen the size ranges")
 
@@ -65,9 +75,16 @@ PROBLEMS = {
     "3x3-C64-stride3-dilation3": lambda rng: _shape(rng, C=64, R=3, S=3, stride=3, dilation=3, hw=(7, 13)),
     "3x3-C13-dilation2x1-stride1x2": lambda rng: _shape(rng, C=13, R=3, S=3, stride=(1, 2), dilation=(2, 1)),
     "1x1-C3-stride2": lambda rng: _shape(rng, C=3, R=1, S=1, stride=2, padding=0),
+    # P*Q % 4 == 0 with bias: the float4 output path (OUT_VEC = 4) and its bias. GEMM_K = 288 is a
+    # multiple of BK up to 32 (no tail tile; and C % BK == 0, so GATHER = rsc), not of 64.
+    "3x3-C32-bias-PQ4": lambda rng: _shape(rng, C=32, R=3, S=3, padding=1, bias=True, hw=(5, 10), pq4=True),
+    # 1x1, stride 1, no padding, P*Q % 4 == 0, bias: im2col_gemm's COLUMNS = input with float4
+    # loads, the float4 output path; GEMM_K = 32, a multiple of every BK but wgmma's 64.
+    "1x1-C32-bias-PQ4": lambda rng: _shape(rng, C=32, R=1, S=1, padding=0, bias=True, hw=(4, 10), pq4=True),
 }
 
-#: Configurations checked per family and problem: the default plus random valid ones.
+#: Configurations checked per family and problem, at least: the default, configs that take every
+#: valid value of every code-path switch (check.SWITCHES; up to 5 more), then random valid ones.
 CONFIGS_PER_PROBLEM = 4
 
 
@@ -110,8 +127,15 @@ def test_problem_shapes_cover_the_issue_list(seed):
     assert {(p.R, p.S) for p in problems} >= {(1, 7), (7, 1), (5, 5)}
     assert {p.stride for p in problems} >= {(1, 1), (2, 1), (3, 3)}
     assert {d for p in problems for d in p.dilation} == {1, 2, 3}
+    # the float4 output path with bias, and not
+    assert any(p.P * p.Q % 4 == 0 and p.bias for p in problems)
+    assert any(p.P * p.Q % 4 != 0 for p in problems)
+    # reductions of whole K tiles (for every BK of every family: 8 to 64) and with a tail tile
+    assert any(p.C * p.R * p.S % 64 == 0 for p in problems)
+    assert any(p.C * p.R * p.S % 8 != 0 for p in problems)
     for p in problems:
-        assert p.K % 2 == 1 and p.P % 2 == 1 and p.Q % 2 == 1 and p.H != p.W
+        assert p.K % 2 == 1 and p.H != p.W
+        assert p.P * p.Q % 4 == 0 or (p.P % 2 == 1 and p.Q % 2 == 1)
         assert 1 <= p.N <= 3
         assert max(p.padding[:2]) <= p.R and max(p.padding[2:]) <= p.S
     assert any(p.padding[0] != p.padding[1] or p.padding[2] != p.padding[3] for p in problems)
@@ -129,6 +153,58 @@ def test_sample_configs_are_distinct_valid_and_start_with_the_default(seed):
             assert len(configs) == len(family.space.points(problem, H100))
         for config in configs:
             assert family.space.is_valid(config, problem, H100)
+
+
+@pytest.mark.parametrize("shape", list(PROBLEMS))
+def test_sample_configs_take_every_valid_value_of_every_switch(shape, seed):
+    """Stratified by construction: whatever the seed, the sample takes each value of each
+    code-path switch (SWITCHES) that some valid configuration of the problem takes."""
+    rng = np.random.default_rng(seed)
+    problem = PROBLEMS[shape](rng)
+    for name in FAMILY_NAMES:
+        family = get_family(name)
+        if family.unsupported_reason(problem) is not None:
+            continue
+        points = family.space.points(problem, H100)
+        if not points:
+            continue
+        feasible = frozenset().union(*(switch_pairs(family, c, problem) for c in points))
+        configs = sample_configs(family, problem, 2, np.random.default_rng(seed))
+        sampled = frozenset().union(*(switch_pairs(family, c, problem) for c in configs))
+        assert sampled == feasible, f"{name} on {problem.spec()}: {sorted(feasible - sampled, key=str)} missing"
+        assert len(configs) <= 1 + sum(len(v) for v in switch_values(family).values())
+        again = sample_configs(family, problem, 2, np.random.default_rng(seed))
+        assert again == configs  # seeded
+
+
+#: Names a template may branch on that are not SWITCHES: fixed by the problem (the test shapes
+#: cover them), or another name for a switch (min_blocks is MIN_BLOCKS).
+_PROBLEM_SWITCHES = {"HAS_BIAS", "gemm_adds_bias", "with_bias", "OUT_VEC", "gemm_view", "landed", "min_blocks"}
+
+
+def _template_branches(name: str, seen: set[str]) -> set[str]:
+    """The names a template and the templates it includes or imports branch on (Jinja ifs)."""
+    if name in seen:
+        return set()
+    seen.add(name)
+    text = (templates_dir() / name).read_text()
+    names = set(re.findall(r"\{%-?\s*(?:el)?if\s+([A-Za-z_]\w*)", text))
+    names |= set(re.findall(r"\bif\s+([A-Za-z_]\w*)[^%}]*\}\}", text))
+    for included in re.findall(r"\{%-?\s*(?:include|from)\s+\"([^\"]+)\"", text):
+        names |= _template_branches(included, seen)
+    return names
+
+
+@pytest.mark.parametrize("family_name", FAMILY_NAMES)
+def test_every_template_branch_is_a_switch_or_fixed_by_the_problem(family_name):
+    """A new Jinja branch on a config value must join SWITCHES (and so every sample)."""
+    family = get_family(family_name)
+    branches = _template_branches(f"{family_name}.cu.j2", set())
+    assert branches, "no branch found: the pattern above is stale"
+    switches = set(switch_values(family))
+    assert switches <= set(family.space.params) | set(family.space.derived)
+    unknown = branches - switches - _PROBLEM_SWITCHES
+    assert not unknown, f"not in SWITCHES[{family_name!r}]: {unknown}"
 
 
 # ---- broken kernels must be caught ---------------------------------------------------------------
@@ -341,7 +417,9 @@ def test_verify_command_checks_every_family(capsys):
     out = capsys.readouterr().out
     for name in FAMILY_NAMES:
         assert re.search(rf"^  {name}\s+{name}_\S+\s+error \d\.\d\de-\d\d  ok$", out, re.MULTILINE), out
-    assert f"summary: {len(FAMILY_NAMES)} config" in out and " 0 mismatch, 0 fault" in out
+    # --samples 1: the default and the configs that cover the switches (check.SWITCHES), all ok
+    summary = re.search(rf"summary: (\d+) configs of {len(FAMILY_NAMES)} families: (\d+) ok, 0 mismatch, 0 fault", out)
+    assert summary and summary[1] == summary[2] and int(summary[1]) > len(FAMILY_NAMES), out
 
 
 def test_verify_command_fails_on_a_wrong_result(capsys, monkeypatch):
@@ -351,7 +429,8 @@ def test_verify_command_fails_on_a_wrong_result(capsys, monkeypatch):
     assert main(["verify", "--emulate", "--problem", "N=1,C=2,H=5,W=6,K=3,R=3,S=3", "--family", "implicit_gemm",
                  "--samples", "1", "--seed", "1"]) == 1
     out = capsys.readouterr().out
-    assert "MISMATCH" in out and "are NaN or infinite" in out and "1 mismatch" in out
+    assert "MISMATCH" in out and "are NaN or infinite" in out
+    assert re.search(r"summary: (\d+) configs? of 1 family: 0 ok, \1 mismatch", out), out
 
 
 def test_verify_without_emulate_says_what_to_use(capsys):

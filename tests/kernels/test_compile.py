@@ -151,6 +151,27 @@ def test_resnet50_default_configs_compile_without_spills(family_name, record_pro
     assert not failures, f"{family_name} on ResNet-50 (batch 32):\n" + "\n".join(failures)
 
 
+#: Where implicit_gemm's default does not fit (K < 32): the fallback runs these untuned. The
+#: nearest point to the default spilled 16 bytes on the 3x3 ones with C = 1 and 13 (any stride).
+SMALL_K_PROBLEMS = tuple(f"N=1,C={c},H=20,W=20,K={k},R={r},S={r},stride={stride},pad={r // 2}"
+                         for c in (1, 13) for k in (7, 16) for r in (3, 5) for stride in (1, 3))
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_fallback_default_compiles_without_spills_where_the_default_does_not_fit():
+    from autoconv.runtime.selection import FALLBACK_FAMILY
+
+    family = get_family(FALLBACK_FAMILY)
+    jobs = []
+    for spec in SMALL_K_PROBLEMS:
+        problem = parse_spec(spec)
+        assert not family.space.is_valid(family.space.default, problem, H100)
+        jobs.append(Compiled(family.plan(problem), is_default=True))
+    failures, _ = _check(_compile_all(jobs))
+    assert not failures, "\n".join(failures)
+
+
 # ---- nvcc's behaviour on failure ------------------------------------------------------------
 
 @needs_nvcc

@@ -248,6 +248,16 @@ def test_default_config_falls_back_to_nearest_valid_point():
     assert distance(chosen) == min(distance(c) for c in space.points(problem, H100))
 
 
+def test_default_config_takes_the_first_valid_fallback_before_the_nearest_point():
+    space = toy_space(fallbacks=[{"A": 4, "B": 2}, {"A": 1, "B": 4}])
+    assert space.default_config(small_problem(K=64), H100) == {"A": 8, "B": 1}  # the default fits
+    assert space.default_config(small_problem(K=3), H100) == {"A": 1, "B": 4}   # A=4 > K: the second
+    space = toy_space(fallbacks=[{"A": 4, "B": 4}])                            # never valid (T > 8)
+    assert space.default_config(small_problem(K=3), H100) == {"A": 2, "B": 1}  # the nearest point
+    with pytest.raises(SearchSpaceError, match=r"fallbacks\[0\]"):
+        toy_space(fallbacks=[{"A": 4}])
+
+
 def test_default_config_without_any_valid_point():
     space = toy_space(constraints=["A > 100"])
     with pytest.raises(SearchSpaceError, match=r"toy: no valid configuration for 1x3x9x7"):
