@@ -29,7 +29,8 @@ def add_parser(commands) -> None:
     verify.add_argument("--family", action="append", metavar="F",
                         help="a family to check (repeatable; default: every family)")
     verify.add_argument("--samples", type=int, default=3, metavar="N",
-                        help="configs per family: the default plus N-1 random valid ones (default 3)")
+                        help="configs per family: the default, one per valid value of each code-path "
+                             "switch, then random valid ones up to N (default 3; the switches may need more)")
     verify.add_argument("--seed", type=int, metavar="S",
                         help="seed of the config sample and the inputs (default: random, printed)")
     verify.add_argument("--jobs", type=argument_type(count_problem), metavar="J",
@@ -66,8 +67,9 @@ def verify_command(spec: str, family_names: Iterable[str] | None, samples: int, 
     families = [get_family(name) for name in family_names] if family_names else all_families()
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)
-    print(f"verifying {problem.shape_str()} ({problem.spec()}) on the CPU emulator: up to {samples} "
-          f"config(s) per family, seed {seed} (reproduce with --seed {seed})", file=out)
+    print(f"verifying {problem.shape_str()} ({problem.spec()}) on the CPU emulator: the default, "
+          f"every code-path switch value and random configs up to {samples} per family, "
+          f"seed {seed} (reproduce with --seed {seed})", file=out)
 
     started = time.perf_counter()
     plans, skipped = sample_families(problem, families, samples, seed)
