@@ -13,10 +13,19 @@ from typing import TextIO
 
 from autoconv.backends.base import Status
 from autoconv.commands.options import add_problem_arg
-from autoconv.emulator.check import LABELS, STATUSES, EmulatedCheck, family_seed, sample_families, verify_configs
+from autoconv.emulator.check import (
+    DEFAULT_MAX_SECONDS,
+    LABELS,
+    STATUSES,
+    EmulatedCheck,
+    check_emulation_size,
+    family_seed,
+    sample_families,
+    verify_configs,
+)
 from autoconv.errors import AutoconvError
 from autoconv.kernels.families import all_families, get_family
-from autoconv.problems.config import argument_type, count_problem
+from autoconv.problems.config import argument_type, count_problem, seconds_problem
 from autoconv.problems.problem import parse_spec
 
 
@@ -35,6 +44,9 @@ def add_parser(commands) -> None:
                         help="seed of the config sample and the inputs (default: random, printed)")
     verify.add_argument("--jobs", type=argument_type(count_problem), metavar="J",
                         help="configs compiled and run at a time (default: the CPU count)")
+    verify.add_argument("--max-seconds", type=argument_type(seconds_problem, float), default=DEFAULT_MAX_SECONDS,
+                        metavar="S", help="refuse a problem whose emulation is estimated to take longer than S "
+                        f"seconds per configuration (default {DEFAULT_MAX_SECONDS:.0f})")
     verify.add_argument("--verbose", action="store_true",
                         help="print the full compiler or sanitizer report of a failure")
     verify.set_defaults(handler=run)
@@ -44,11 +56,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.emulate:
         raise AutoconvError("GPU verification: use `autoconv tune`; `--emulate` runs on the CPU")
     return verify_command(args.problem, args.family, args.samples, args.seed, jobs=args.jobs,
-                          verbose=args.verbose)
+                          verbose=args.verbose, max_seconds=args.max_seconds)
 
 
 def verify_command(spec: str, family_names: Iterable[str] | None, samples: int, seed: int | None, *,
-                   jobs: int | None = None, verbose: bool = False, out: TextIO | None = None) -> int:
+                   jobs: int | None = None, verbose: bool = False, out: TextIO | None = None,
+                   max_seconds: float = DEFAULT_MAX_SECONDS) -> int:
     """Check ``samples`` configurations of each family on the emulator.
 
     Prints one line per configuration (family, kernel, error, status) with the reason
@@ -73,6 +86,8 @@ def verify_command(spec: str, family_names: Iterable[str] | None, samples: int, 
 
     started = time.perf_counter()
     plans, skipped = sample_families(problem, families, samples, seed)
+    check_emulation_size([family.plan(problem, config) for family, configs in plans for config in configs],
+                         max_seconds)
     for family, reason in skipped:
         print(f"  {family.name:<14s} skipped: {reason}", file=out)
     width = max((len(family.kernel_name(problem, config)) for family, configs in plans for config in configs),

@@ -20,7 +20,7 @@ import numpy
 
 from autoconv.backends.base import Status
 from autoconv.emulator import EmulatedKernelFault, EmulationTimeout, EmulatorCompileError, default_workers, emulate_plan
-from autoconv.errors import SearchSpaceError
+from autoconv.errors import AutoconvError, SearchSpaceError
 from autoconv.kernels.families import Family, KernelPlan, get_family
 from autoconv.kernels.limits import H100, DeviceLimits
 from autoconv.problems.problem import ConvProblem
@@ -199,6 +199,38 @@ def verify_configs(problem: ConvProblem, family: Family, configs: Sequence[Mappi
 def family_seed(seed: int, family: Family) -> int:
     """A per-family seed, so that adding a family does not change another's samples."""
     return (seed * 1_000_003 + zlib.crc32(family.name.encode())) % 2**32
+
+
+#: What emulation costs, measured on the 2-core CI machine with the sanitizers on (2026-11-23):
+#: ~50 MFLOP/s of the kernels' arithmetic and ~40,000 CUDA threads (fibers) per second, and a
+#: few seconds to compile a kernel. Estimates only need to be right within a few times.
+EMULATED_FLOPS_PER_S = 50e6
+EMULATED_THREADS_PER_S = 40e3
+#: Estimated seconds one configuration may take before ``verify --emulate`` refuses the problem.
+DEFAULT_MAX_SECONDS = 60.0
+
+
+class EmulationTooLarge(AutoconvError):
+    """A problem whose emulation would take far longer than a check should."""
+
+
+def estimated_seconds(plan: KernelPlan) -> float:
+    """Roughly how long emulating ``plan`` takes (arithmetic plus one fiber per CUDA thread)."""
+    threads = sum(launch.grid[0] * launch.grid[1] * launch.grid[2] * launch.threads for launch in plan.launches)
+    return plan.problem.flops / EMULATED_FLOPS_PER_S + threads / EMULATED_THREADS_PER_S
+
+
+def check_emulation_size(plans: Sequence[KernelPlan], max_seconds: float = DEFAULT_MAX_SECONDS) -> None:
+    """Raise :class:`EmulationTooLarge` when a plan's estimate exceeds ``max_seconds``,
+    before anything is compiled or run."""
+    for plan in plans:
+        seconds = estimated_seconds(plan)
+        if seconds > max_seconds:
+            raise EmulationTooLarge(
+                f"emulating {plan.problem.shape_str()} would take about {seconds:.0f} s per configuration "
+                f"({plan.family}, {plan.problem.flops / 1e6:.0f} MFLOP; limit {max_seconds:.0f} s): the kernels "
+                "are generic in the sizes, so check a smaller problem with the same filter, strides, dilation "
+                "and padding pattern, or raise the limit with --max-seconds")
 
 
 def sample_families(problem: ConvProblem, families: Sequence[Family], samples: int, seed: int
