@@ -203,7 +203,8 @@ def load_config(path: str | os.PathLike) -> TuneConfig:
     path = Path(path)
     shown = str(path) if len(str(path)) <= 200 else quoted(str(path), 200)
     try:
-        with open(path, "rb") as handle:
+        # O_NONBLOCK: opening a FIFO would otherwise wait for a writer (regular files ignore it).
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
             # Before reading: a FIFO, a device (/dev/zero) or a huge file would be read
             # without end; a config is a few kilobytes.
             info = os.fstat(handle.fileno())

@@ -97,3 +97,15 @@ def test_space_refuses_what_render_refuses(extra, fragment, capsys):
         code, out, err = run_cli(capsys, command, "implicit_gemm", "--problem",
                                  "N=1,C=8,H=8,W=8,K=8,R=3,S=3" + extra)
         assert code == 2 and fragment in err and "valid configurations" not in out, command
+
+
+def test_a_fifo_as_config_is_refused_without_waiting_for_a_writer(tmp_path):
+    import os
+
+    from autoconv.errors import ConfigError
+    from autoconv.problems.config import load_config
+
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_config(fifo)
