@@ -28,8 +28,8 @@ from autoconv.commands.console import (
     stdout_console,
     summary_table,
 )
-from autoconv.errors import BackendUnavailable, UsageError
-from autoconv.files import write_atomically
+from autoconv.errors import AutoconvError, BackendUnavailable, UsageError
+from autoconv.files import path_problem, write_atomically, write_problem
 from autoconv.problems.config import BUDGET_RULES, argument_type, count_problem
 from autoconv.search.dry_run import dry_run
 from autoconv.search.fleet import parse_gpus, tune_on_gpus
@@ -83,6 +83,28 @@ def run(args: argparse.Namespace) -> int:
                         cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus)
 
 
+#: How the comment of a config written by ``--model`` starts (config_text makes it a ``# `` line):
+#: such a file may be replaced, no other.
+MODEL_CONFIG_COMMENT = "The convolutions of "
+
+
+def summary_target_problem(path: Path) -> str | None:
+    """Why ``tune.json`` cannot be written at ``path``, or None: an existing file there is
+    replaced only when it is a summary ``autoconv tune`` wrote."""
+    if not (path.exists() or path.is_symlink()):
+        return None
+    problem = path_problem(path)
+    if problem:
+        return problem
+    try:
+        summary = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        summary = None
+    if not (isinstance(summary, dict) and {"config", "budget", "problems"} <= set(summary)):
+        return "a file that is not a summary of `autoconv tune` is there, and it is not replaced"
+    return None
+
+
 def write_model_config(config: str | None, model: str | None, input_shape: str | None,
                        path: str | None) -> str:
     """Write the config of ``model``'s convolutions on an input of ``input_shape`` (see
@@ -102,7 +124,13 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
         raise UsageError("--model", model, "running it found no convolution autoconv can tune"
                          + "".join(f"; {name}: {why}" for name, why in skipped.items()))
     target = Path(path) if path else Path(f"{model.rpartition(':')[2]}_{input_shape}.yaml")
-    write_config(problems, target, comment=f"The convolutions of {model} on a {input_shape} input, written by\n"
+    problem = write_problem(target)
+    if problem is None and target.exists() and not target.read_bytes().startswith(f"# {MODEL_CONFIG_COMMENT}".encode()):
+        problem = "a file that `autoconv tune --model` did not write is there, and it is not replaced"
+    if problem:
+        raise UsageError("--write-config", str(target), f"cannot write the config there: {problem}; pass another "
+                         "--write-config PATH")
+    write_config(problems, target, comment=f"{MODEL_CONFIG_COMMENT}{model} on a {input_shape} input, written by\n"
                  f"  autoconv tune --model {model} --input {input_shape}")
     stderr = Console(stderr=True)
     stderr.print(f"{model} on {input_shape}: {sum(p.count for p in problems)} convolutions, {len(problems)} "
@@ -122,6 +150,11 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
     (:mod:`autoconv.search.fleet`)."""
     session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
                                patience=patience, storage=storage, cache=cache, retune=retune)
+    summary_path = session.config.results / "tune.json"
+    problem = summary_target_problem(summary_path)
+    if problem and not dry_run:  # before any tuning, not after
+        raise AutoconvError(f"cannot write the tuning summary {summary_path}: {problem}; set `results:` in the "
+                            "config to another folder")
     stdout = stdout_console()
     if dry_run:
         return _dry_run(session, per_family, stdout)

@@ -182,3 +182,16 @@ def test_bench_reads_the_cache_tune_wrote_into_the_storage_database(tmp_path, ca
     finally:
         side.close()
     assert not default.exists()
+
+
+def test_tune_never_replaces_a_summary_it_did_not_write(config, tmp_path, capsys, fake_gpu):
+    foreign = tmp_path / "results" / "tune.json"
+    foreign.parent.mkdir()
+    foreign.write_text("someone's notes\n")
+    code, _, err = run_cli(capsys, "tune", config)
+    assert code == 2 and "is not a summary of `autoconv tune`" in err and "Traceback" not in err
+    assert foreign.read_text() == "someone's notes\n"
+    assert not (tmp_path / "state").exists()  # refused before any tuning
+    foreign.unlink()
+    assert run_cli(capsys, "tune", config)[0] == 0
+    assert run_cli(capsys, "tune", config)[0] == 0  # its own summary is replaced

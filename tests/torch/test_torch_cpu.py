@@ -185,3 +185,20 @@ def test_the_resnet50_preset_is_what_torchvision_runs():
     assert not skipped
     assert [(p.name, p.problem.key(), p.count) for p in found] == \
         [(p.name, p.problem.key(), p.count) for p in preset]
+
+
+def test_tune_model_never_replaces_a_file_it_did_not_write(tmp_path, monkeypatch, capsys):
+    from autoconv.commands.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
+    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("problems: []  # my own config\n")
+    argv = ["tune", "--model", f"{__name__}:mixed_model", "--input", "2x3x20x18", "--trials", "2"]
+    assert main([*argv, "--write-config", str(mine)]) == 2
+    assert "did not write is there" in capsys.readouterr().err
+    assert mine.read_text() == "problems: []  # my own config\n"
+    written = tmp_path / "written.yaml"
+    assert main([*argv, "--write-config", str(written)]) == 0
+    assert main([*argv, "--write-config", str(written)]) == 0  # its own file is replaced
