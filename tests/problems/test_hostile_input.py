@@ -72,22 +72,11 @@ def test_devices_are_refused_without_reading_them(device, capsys):
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
 
 
-def test_a_fifo_is_refused(tmp_path):
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     fifo = tmp_path / "fifo.yaml"
     os.mkfifo(fifo)
-    # Opening a FIFO for reading blocks until a writer comes: give it one that writes nothing.
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover (the child)
-        try:
-            with open(fifo, "wb"):
-                pass
-        finally:
-            os._exit(0)
-    try:
-        with pytest.raises(ConfigError, match="not a regular file"):
-            load_config(fifo)
-    finally:
-        os.waitpid(pid, 0)
+    with pytest.raises(ConfigError, match="not a regular file"):  # opening it used to block here
+        load_config(fifo)
 
 
 @pytest.mark.parametrize("extra, fragment", [(",dtype=float16", "not float16"),
@@ -97,15 +86,3 @@ def test_space_refuses_what_render_refuses(extra, fragment, capsys):
         code, out, err = run_cli(capsys, command, "implicit_gemm", "--problem",
                                  "N=1,C=8,H=8,W=8,K=8,R=3,S=3" + extra)
         assert code == 2 and fragment in err and "valid configurations" not in out, command
-
-
-def test_a_fifo_as_config_is_refused_without_waiting_for_a_writer(tmp_path):
-    import os
-
-    from autoconv.errors import ConfigError
-    from autoconv.problems.config import load_config
-
-    fifo = tmp_path / "config.yaml"
-    os.mkfifo(fifo)
-    with pytest.raises(ConfigError, match="not a regular file"):
-        load_config(fifo)
