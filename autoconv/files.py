@@ -15,6 +15,12 @@ from pathlib import Path
 from autoconv.processes import process_alive
 
 
+def user_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/autoconv``, else ``~/.cache/autoconv``: where autoconv keeps what it
+    can rebuild (the winners' cache by default, built emulator programs, compiled kernels)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "autoconv"
+
+
 def write_atomically(path: str | os.PathLike, text: str | bytes) -> Path:
     """Replace ``path``'s content with ``text`` (UTF-8) or bytes atomically; returns the path."""
     target = Path(path)

@@ -53,7 +53,7 @@ from typing import Any
 from autoconv._version import __version__
 from autoconv.cache.sql import FORMAT, SQLITE_MAGIC, NoCache, SqlDatabase, SqliteFile, not_ours_advice
 from autoconv.errors import CacheError
-from autoconv.files import path_problem, write_atomically, write_problem
+from autoconv.files import path_problem, user_cache_dir, write_atomically, write_problem
 from autoconv.kernels.resources import search_spaces_dir, templates_dir
 from autoconv.search.storage import is_url
 
@@ -67,8 +67,7 @@ def default_path() -> Path:
     configured = os.environ.get("AUTOCONV_CACHE")
     if configured:
         return Path(configured).expanduser()
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "autoconv" / "winners.sqlite3"
+    return user_cache_dir() / "winners.sqlite3"
 
 
 def default_location() -> str | Path:

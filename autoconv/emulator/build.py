@@ -31,6 +31,7 @@ from pathlib import Path
 
 from autoconv.emulator.errors import EmulatorCompileError, EmulatorUnavailable
 from autoconv.emulator.program import EmulatedProgram
+from autoconv.files import user_cache_dir
 from autoconv.kernels.limits import H100
 
 HEADER_DIR = Path(__file__).resolve().parent
@@ -60,8 +61,7 @@ def cache_dir() -> Path:
     configured = os.environ.get("AUTOCONV_EMU_CACHE")
     if configured:
         return Path(configured)
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "autoconv" / "emulator"
+    return user_cache_dir() / "emulator"
 
 
 def compiler() -> str:

@@ -97,20 +97,17 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None):
         ProblemError: wrong dtype, shapes, layout, device or parameters.
         BackendUnavailable: CuPy is not installed.
     """
+    # Host arrays and foreign objects are refused first, so that the error is the same
+    # (and as clear) for every kind of array and where CuPy is missing.
+    for name, value in (("x", x), ("w", w), ("bias", bias), ("out", out)):
+        if value is not None:
+            _refuse_host_memory(name, value)
     if _is_torch(x):
-        for name, value in (("x", x), ("w", w), ("bias", bias), ("out", out)):
-            if value is not None:
-                _refuse_host_memory(name, value)
         from autoconv.torch.functional import conv2d as torch_conv2d
         return torch_conv2d(x, w, bias, _hashable(stride), _hashable(padding), _hashable(dilation), out=out)
 
     from autoconv.gpu.device import require_cupy
 
-    # Host arrays and foreign objects are refused first, so that the error is the same
-    # (and as clear) where CuPy is missing.
-    for name, value in (("x", x), ("w", w), ("bias", bias), ("out", out)):
-        if value is not None:
-            _refuse_host_memory(name, value)
     cupy = require_cupy()
     xa = _device_array(cupy, "x", x)
     wa = _device_array(cupy, "w", w)

@@ -14,7 +14,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from autoconv.files import write_atomically
+from autoconv.files import user_cache_dir, write_atomically
 from autoconv.gpu.compiler import CompileOutcome, compile_source, nvrtc_options
 
 CUBIN_CACHE_VARIABLE = "AUTOCONV_CUBIN_CACHE"
@@ -27,7 +27,7 @@ def cubin_folder() -> Path | None:
         return None
     if configured:
         return Path(configured).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "autoconv" / "cubins"
+    return user_cache_dir() / "cubins"
 
 
 def cubin_path(folder: Path, source: str, arch: str, name: str) -> Path:
