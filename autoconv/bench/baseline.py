@@ -20,7 +20,8 @@ The frontend graph, its plans and :class:`~autoconv.bench.cudnn.CudnnConv` (one 
 on raw pointers, for ``autoconv.conv2d``) live in :mod:`autoconv.bench.cudnn`.
 
 An optional PyTorch column, :func:`time_torch`, times ``torch.nn.functional.conv2d``
-(``cudnn.benchmark`` on, TF32 off) the same way, through torch's own CUDA graphs.
+(``cudnn.benchmark`` on, TF32 off for fp32 problems and on for tf32 ones) the same way, through
+torch's own CUDA graphs.
 
 CuPy and the frontend (``pip install nvidia-cudnn-frontend``, the ``cudnn`` extra) are
 imported only when a function here is called.
@@ -315,9 +316,9 @@ def torch_unavailable_reason(problem: ConvProblem) -> str | None:
 
 
 def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, samples: int = 7,
-               warmup: int = 2, target_ms: float = 4.0) -> TorchResult | None:
+               warmup: int = 2, target_ms: float = 4.0, tf32: bool = False) -> TorchResult | None:
     """``torch.nn.functional.conv2d`` on the same operands (``cudnn.benchmark`` on, TF32
-    off), checked against ``reference`` at :data:`STRICT_TOLERANCE`, then timed like
+    allowed when ``tf32``), checked against ``reference`` at the mode's tolerance, then timed like
     :func:`autoconv.gpu.timing.time_calls`: many calls over the rotating sets captured in one
     CUDA graph (torch's own, so its allocator knows about the capture), warm-up replays,
     median of ``samples`` replays. None when :func:`torch_unavailable_reason` says so.
@@ -332,7 +333,7 @@ def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, sample
 
     torch.backends.cudnn.enabled = True
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     import cupy
 
@@ -356,7 +357,8 @@ def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, sample
             if i == 0:
                 checked = out
         stream.synchronize()
-        verdict = check_result(cupy.from_dlpack(checked.detach()), reference, STRICT_TOLERANCE)
+        verdict = check_result(cupy.from_dlpack(checked.detach()), reference,
+                               TF32_TOLERANCE if tf32 else STRICT_TOLERANCE)
         if not verdict.ok:
             raise AutoconvError(f"torch.nn.functional.conv2d disagrees with the reference for "
                                 f"{problem.shape_str()}: {verdict.message}")

@@ -8,15 +8,17 @@ For each problem of a config:
    L2 cache, set 0 from :func:`autoconv.verify.reference.random_inputs`, and the float64
    reference of set 0;
 3. cuDNN's fastest strict-FP32 plan and its fastest TF32 plan are found
-   (:func:`autoconv.bench.baseline.find_best_plan`: every plan verified, then timed);
+   (:func:`autoconv.bench.baseline.find_best_plan`: every plan verified, then timed); the one
+   in the problem's precision (strict for ``fp32``, TF32 for ``tf32``) is the baseline;
 4. autoconv's winner and both cuDNN plans are run once on poisoned outputs and checked
-   against the reference: no time is reported for an output that is wrong;
+   against the reference, each at its precision's tolerance (:mod:`autoconv.verify.tolerance`):
+   no time is reported for an output that is wrong;
 5. in ``rounds`` rounds, autoconv, cuDNN strict, cuDNN TF32 and (if installed) PyTorch
    are timed one after another with the same timer (:func:`autoconv.gpu.timing.time_calls`)
    on the same buffers, the order rotating each round, so clock or thermal drift hits
    every side alike; each side's time is the median over the rounds;
-6. cuDNN's strict time and plan go into the cache entry (``baseline_*``), so that
-   ``autoconv.conv2d`` can run cuDNN where cuDNN is faster.
+6. the baseline's time and plan go into the cache entry (``baseline_*``), so that
+   ``autoconv.conv2d`` can run cuDNN where cuDNN is faster in the same precision.
 
 The per-family best times and the trials (for convergence plots) come from the Optuna
 study that found the winner. :func:`run_bench` returns the results
@@ -51,7 +53,7 @@ from autoconv.bench.baseline import (
 )
 from autoconv.bench.cudnn import STRICT, TF32, CudnnConv, cudnn_versions, import_cudnn
 from autoconv.bench.peak import measure_fp32_peak
-from autoconv.bench.results import SCHEMA_VERSION, geomeans
+from autoconv.bench.results import SCHEMA_VERSION, geomeans, geomeans_by_precision
 from autoconv.cache.winners import CacheKey
 from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.gpu.backend import CupyBackend
@@ -63,11 +65,14 @@ from autoconv.kernels.families import get_family
 from autoconv.search.outcome import Reporter
 from autoconv.search.storage import make_storage, masked_url
 from autoconv.search.study import read_trials
-from autoconv.verify.compare import FLOAT32_TOLERANCE, POISON, check_result
+from autoconv.verify.compare import POISON, check_result
 from autoconv.verify.reference import random_inputs
+from autoconv.verify.tolerance import tolerance as result_tolerance
 
 #: Where the measurement of one side of the comparison lives in a problem's entry.
 SIDES = ("autoconv", "cudnn_strict", "cudnn_tf32", "torch")
+#: cuDNN's mode that computes each precision: autoconv's baseline for a problem of that precision.
+BASELINE_MODES = {"fp32": STRICT, "tf32": TF32}
 
 
 # ---- the environment -----------------------------------------------------------------------------
@@ -200,6 +205,7 @@ def run_bench(session, *, tune: bool = True, rounds: int = 3, samples: int = 7, 
         "problems": problems,
     }
     results["geomean"] = geomeans(problems)
+    results["geomean_by_precision"] = geomeans_by_precision(problems)
     return results
 
 
@@ -373,8 +379,8 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
         enqueues[f"cudnn_{mode}"] = lambda i, conv=conv: conv(**operands.pointers(i))  # type: ignore[misc]
 
     # No time without a verified output: each side once on poisoned output, vs float64.
-    tolerances = {"autoconv": FLOAT32_TOLERANCE, "cudnn_strict": TOLERANCES[STRICT],
-                  "cudnn_tf32": TOLERANCES[TF32]}
+    tolerances = {"autoconv": result_tolerance(problem, operands.x[0], operands.w[0], reference, xp=cupy),
+                  "cudnn_strict": TOLERANCES[STRICT], "cudnn_tf32": TOLERANCES[TF32]}
     errors: dict[str, float] = {}
     for name, enqueue in enqueues.items():
         operands.poison_output(0)
@@ -398,7 +404,8 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
         shift = r % len(order)  # rotate who goes first, so no side always follows the same one
         for name in order[shift:] + order[:shift]:
             if name == "torch":
-                measured = time_torch(problem, operands, reference, samples=samples)
+                measured = time_torch(problem, operands, reference, samples=samples,
+                                      tf32=problem.precision == "tf32")
                 assert measured is not None  # (a torch column only where PyTorch can run it)
                 per_round[name].append(measured.time_ms)
                 errors["torch"] = measured.error_vs_reference
@@ -411,13 +418,18 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
 
     strict_ms, autoconv_ms = times["cudnn_strict"], times["autoconv"]
     strict_tflops = problem.flops / (strict_ms * 1e-3) / 1e12
-    fields = baselines[STRICT].cache_baseline(cudnn_versions()["cudnn_frontend"])
-    side.store_baseline(problem, {**fields, "time_ms": strict_ms, "tflops": strict_tflops})
+    # The baseline: cuDNN in the problem's precision (strict against fp32, TF32 against tf32).
+    mode = BASELINE_MODES[problem.precision]
+    baseline_ms = times[f"cudnn_{mode}"]
+    baseline_tflops = problem.flops / (baseline_ms * 1e-3) / 1e12
+    fields = baselines[mode].cache_baseline(cudnn_versions()["cudnn_frontend"])
+    side.store_baseline(problem, {**fields, "time_ms": baseline_ms, "tflops": baseline_tflops})
 
     tflops = problem.flops / (autoconv_ms * 1e-3) / 1e12
     history = side.history(entry)
     return {
         "name": item.name, "count": item.count, "spec": problem.spec(), "shape": problem.shape_str(),
+        "precision": problem.precision, "cudnn_mode": mode,
         "gflop": problem.flops / 1e9, "family": entry.family, "params": dict(entry.config),
         "kernel": entry.kernel_name,
         "autoconv_ms": autoconv_ms, "autoconv_tflops": tflops, "pct_of_peak": 100 * tflops / peak_tflops,
@@ -427,7 +439,10 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
         "cudnn_strict_plans": f"{baselines[STRICT].plans_ok} of {baselines[STRICT].plans_tried} verified",
         "cudnn_tf32_ms": times["cudnn_tf32"], "cudnn_tf32_plan": baselines[TF32].plan_name,
         "torch_ms": times.get("torch"), "torch_note": torch_note,
+        "cudnn_ms": baseline_ms, "cudnn_plan": baselines[mode].plan_name, "cudnn_tflops": baseline_tflops,
+        "speedup_vs_cudnn": baseline_ms / autoconv_ms,
         "speedup_vs_cudnn_strict": strict_ms / autoconv_ms,
+        "speedup_vs_cudnn_tf32": times["cudnn_tf32"] / autoconv_ms,
         "errors_vs_reference": errors, "round_spread": spread,
         "family_best_ms": history.family_best_ms, "study_note": history.note,
         "workspace_bytes": winner.workspace_bytes, "trials": history.trials,

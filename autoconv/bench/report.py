@@ -26,9 +26,19 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from autoconv.bench.results import PROBLEM_FIELDS, ReportError, check_results, geomeans, is_positive, tflops
+from autoconv.bench.results import (
+    PROBLEM_FIELDS,
+    ReportError,
+    baseline_ms,
+    check_results,
+    geomeans,
+    geomeans_by_precision,
+    is_positive,
+    precision_of,
+    tflops,
+)
 from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.files import path_problem, write_atomically
 from autoconv.formatting import format_params
@@ -210,11 +220,27 @@ def _uses_tensor_cores(family_name) -> bool:
     return family_name in FAMILY_NAMES and get_family(family_name).tensor_cores
 
 
+#: What cuDNN's baseline is called for each precision (the mode that computes it).
+BASELINE_LABELS = {"fp32": "strict FP32", "tf32": "TF32"}
+#: The other mode of cuDNN, shown beside the baseline.
+OTHER_MODE = {"fp32": ("tf32", "TF32"), "tf32": ("strict", "strict FP32")}
+#: What each precision computes, for the report.
+PRECISION_MEANINGS = {
+    "fp32": "float32 accuracy (PyTorch's `torch.backends.cudnn.conv.fp32_precision = \"ieee\"`, "
+            "`allow_tf32 = False`)",
+    "tf32": "inputs rounded to TF32, one tensor-core product per multiply-add, float32 sums (PyTorch's "
+            "default for convolutions: `fp32_precision = \"tf32\"`, `allow_tf32 = True`)",
+}
+
+
+def _error(value) -> str:
+    return f"{value:.2e}" if isinstance(value, (int, float)) and math.isfinite(value) else "–"
+
+
 def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), *,
                     results_path: str | None = None, command: str | None = None) -> str:
     env = results.get("environment") or {}
     problems = results["problems"]
-    means = results.get("geomean") or geomeans(problems)
     peak = results.get("peak_tflops")
     gpu = env.get("gpu") or "unknown GPU"
     lines = [f"# autoconv vs cuDNN on {gpu}", ""]
@@ -224,40 +250,61 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
               + (f" from `{results_path}`" if results_path else "") + ".", ""]
 
     lines += ["## Summary", ""]
-    speedup = means.get("speedup_vs_cudnn_strict")
-    lines.append(f"- Geometric-mean speedup over cuDNN strict FP32: **{_num(speedup, '.3f')}x** over "
-                 f"{means.get('layers', 0)} layers (autoconv faster on {means.get('layers_autoconv_faster', 0)}).")
-    lines.append(f"- Geometric-mean TFLOP/s: autoconv {_num(means.get('autoconv_tflops'), '.2f')}, "
-                 f"cuDNN strict FP32 {_num(means.get('cudnn_strict_tflops'), '.2f')}.")
-    if means.get("total_autoconv_ms") is not None:
-        lines.append(f"- All layers, each times its count: autoconv {_ms(means['total_autoconv_ms'], 3)} ms, "
-                     f"cuDNN strict {_ms(means['total_cudnn_strict_ms'], 3)} ms.")
+    by_precision = geomeans_by_precision(problems)
+    for precision, means in by_precision.items():
+        label = BASELINE_LABELS[precision]
+        lines.append(f"- **{precision}** ({PRECISION_MEANINGS[precision]}): geometric-mean speedup over cuDNN "
+                     f"{label} **{_num(means.get('speedup_vs_cudnn'), '.3f')}x** over {means.get('layers', 0)} "
+                     f"layers (autoconv faster on {means.get('layers_autoconv_faster', 0)}; slowest "
+                     f"{_num(means.get('worst_speedup'), '.3f')}x, {means.get('worst_layer') or '–'}); TFLOP/s "
+                     f"autoconv {_num(means.get('autoconv_tflops'), '.2f')}, cuDNN {label} "
+                     f"{_num(means.get('cudnn_tflops'), '.2f')}"
+                     + (f"; all layers, each times its count: autoconv {_ms(means['total_autoconv_ms'], 3)} ms, "
+                        f"cuDNN {_ms(means['total_cudnn_ms'], 3)} ms" if means.get("total_autoconv_ms") is not None
+                        else "") + ".")
     lines.append(f"- Measured FP32 FMA peak: {_num(peak, '.2f')} TFLOP/s (FLOPs count a multiply-add as 2).")
-    on_tensor_cores = sorted({p["family"] for p in problems if _uses_tensor_cores(p.get("family"))})
+    on_tensor_cores = sorted({p["family"] for p in problems
+                              if precision_of(p) == "fp32" and _uses_tensor_cores(p.get("family"))})
     if on_tensor_cores:
-        lines.append(f"- {', '.join(on_tensor_cores)} multiply on TF32 tensor cores at float32 accuracy (each "
-                     "operand split into two TF32 parts, three tensor-core products per multiply-add, "
+        lines.append(f"- In fp32, {', '.join(on_tensor_cores)} multiply on TF32 tensor cores at float32 accuracy "
+                     "(each operand split into two TF32 parts, three tensor-core products per multiply-add, "
                      "checked against a float64 reference like every kernel): TFLOP/s count the "
                      "convolution's multiply-adds, so these can exceed the FP32 FMA peak.")
     if results.get("tuning_seconds") is not None:
         lines.append(f"- Tuning time: {results['tuning_seconds']:.0f} s.")
     lines.append("")
 
-    lines += ["## Per layer", "",
-              "Speedup = cuDNN strict ms / autoconv ms; above 1 autoconv is faster. "
-              "cuDNN's best plan is recorded in the winners' cache; where it is faster, "
-              "`autoconv.conv2d` runs it.", "",
-              "| layer | count | shape (NxCxHxW * KxRxS) | GFLOP | family | key params | autoconv ms "
-              "| TFLOP/s | % of FP32 peak | cuDNN strict ms | speedup | cuDNN TF32 ms | PyTorch ms |",
-              "|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for p in problems:
-        lines.append(
-            f"| {p['name']} | {p.get('count') or 1} | `{p['shape']}` | {_num(p['gflop'], '.3f')} "
-            f"| {p.get('family') or '–'} | {format_params(p.get('params'), limit=8)} | {_ms(p['autoconv_ms'])} "
-            f"| {_num(p['autoconv_tflops'], '.2f')} | {_num(p['pct_of_peak'], '.1f')} "
-            f"| {_ms(p['cudnn_strict_ms'])} | {_num(p['speedup_vs_cudnn_strict'], '.3f')} "
-            f"| {_ms(p['cudnn_tf32_ms'])} | {_ms(p['torch_ms'])} |")
-    lines += ["", f"Geometric mean speedup: {_num(speedup, '.3f')}x.", ""]
+    for precision, means in by_precision.items():
+        label = BASELINE_LABELS[precision]
+        other_mode, other_label = OTHER_MODE[precision]
+        baseline_side = "cudnn_strict" if precision == "fp32" else "cudnn_tf32"
+        fp32 = precision == "fp32"
+        lines += [f"## Per layer, {precision}", "",
+                  f"Speedup = cuDNN {label} ms / autoconv ms (cuDNN's best plan in the same precision); above 1 "
+                  "autoconv is faster. Errors: relative L2 against a float64 convolution of the same inputs. "
+                  "cuDNN's best plan is recorded in the winners' cache; where it is faster, "
+                  "`autoconv.conv2d` runs it.", "",
+                  "| layer | count | shape (NxCxHxW * KxRxS) | GFLOP | family | key params | autoconv ms "
+                  f"| TFLOP/s |{' % of FP32 peak |' if fp32 else ''} cuDNN {label} ms | speedup "
+                  f"| cuDNN {other_label} ms | PyTorch ms | autoconv error | cuDNN {label} error | PyTorch error |",
+                  "|---|---:|---|---:|---|---|---:|---:|" + ("---:|" if fp32 else "")
+                  + "---:|---:|---:|---:|---:|---:|---:|"]
+        for p in problems:
+            if precision_of(p) != precision:
+                continue
+            errors = p.get("errors_vs_reference") or {}
+            baseline = baseline_ms(p)
+            speedup = (baseline / p["autoconv_ms"] if is_positive(baseline) and is_positive(p.get("autoconv_ms"))
+                       else None)
+            lines.append(
+                f"| {p['name']} | {p.get('count') or 1} | `{p['shape']}` | {_num(p['gflop'], '.3f')} "
+                f"| {p.get('family') or '–'} | {format_params(p.get('params'), limit=8)} | {_ms(p['autoconv_ms'])} "
+                f"| {_num(p['autoconv_tflops'], '.2f')} |" + (f" {_num(p['pct_of_peak'], '.1f')} |" if fp32 else "")
+                + f" {_ms(baseline)} | {_num(speedup, '.3f')} "
+                f"| {_ms(p.get(f'cudnn_{other_mode}_ms'))} | {_ms(p['torch_ms'])} "
+                f"| {_error(errors.get('autoconv'))} | {_error(errors.get(baseline_side))} "
+                f"| {_error(errors.get('torch'))} |")
+        lines += ["", f"Geometric mean speedup over cuDNN {label}: {_num(means.get('speedup_vs_cudnn'), '.3f')}x.", ""]
 
     families = families_in(problems)
     if families:
@@ -300,8 +347,10 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
               "- autoconv's cached winner and cuDNN's best plans are measured alternately in one "
               "process" + (f" ({method['rounds']} rounds, median)" if method.get("rounds") else "")
               + ", after both outputs were checked against the float64 reference.",
-              "- PyTorch: `torch.nn.functional.conv2d` with `cudnn.benchmark` on and TF32 off, "
-              "captured in torch's own CUDA graph, same operands.", ""]
+              "- PyTorch: `torch.nn.functional.conv2d` with `cudnn.benchmark` on, TF32 off for fp32 layers and "
+              "on for tf32 layers, captured in torch's own CUDA graph, same operands.",
+              "- autoconv's tolerance: 1e-5 for fp32; for tf32 twice the expected error of TF32 rounding of the "
+              "operands, computed from the data (`autoconv.verify.tolerance`).", ""]
     return "\n".join(lines)
 
 
@@ -332,22 +381,29 @@ def _subtitle(results) -> str:
     return f"{env.get('gpu') or 'GPU'}, FP32, {env.get('date', '')[:10]}".rstrip(", ")
 
 
+def _speedup(problem) -> float | None:
+    """cuDNN ms in the problem's precision / autoconv ms."""
+    baseline = baseline_ms(problem)
+    ms = problem.get("autoconv_ms")
+    return baseline / ms if is_positive(baseline) and is_positive(ms) else None
+
+
 def plot_speedup(pyplot, results):
-    problems = [p for p in results["problems"] if is_positive(p.get("speedup_vs_cudnn_strict"))]
+    problems = [p for p in results["problems"] if _speedup(p) is not None]
     if not problems:
         return None
-    names = [p["name"] for p in problems]
-    speedups = [p["speedup_vs_cudnn_strict"] for p in problems]
+    names = [f"{p['name']} ({precision_of(p)})" for p in problems]
+    speedups = [cast(float, _speedup(p)) for p in problems]
     figure, ax = pyplot.subplots(figsize=(_width(len(names)), 4.5))
     colors = ["tab:green" if s >= 1.0 else "tab:red" for s in speedups]
     bars = ax.bar(range(len(names)), speedups, color=colors)
     ax.bar_label(bars, labels=[f"{s:.2f}x" for s in speedups], fontsize=8)
-    ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="cuDNN strict FP32 (1.0x)")
-    mean = results.get("geomean", {}).get("speedup_vs_cudnn_strict")
+    ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="cuDNN in the same precision (1.0x)")
+    mean = results.get("geomean", {}).get("speedup_vs_cudnn")
     if mean:
         ax.axhline(mean, color="tab:blue", linewidth=1, linestyle=":", label=f"geometric mean {mean:.2f}x")
     _layer_axis(ax, names)
-    ax.set_ylabel("speedup over cuDNN strict FP32 (x)")
+    ax.set_ylabel("speedup over cuDNN, same precision (x)")
     ax.set_title(f"autoconv speedup over cuDNN per layer\n{_subtitle(results)}")
     ax.set_ylim(0, max(speedups + [1.0]) * 1.2)
     ax.legend(loc="upper right", fontsize=8)

@@ -5,9 +5,10 @@ and the numbers derived from it.
 (:mod:`autoconv.bench.report`) reads it. A results file is a JSON object with
 ``schema`` (:data:`SCHEMA_VERSION`), ``environment`` (what the numbers depend on),
 ``peak_tflops``, ``method``, ``tuning_seconds``, ``problems`` (one entry per layer with
-at least :data:`PROBLEM_FIELDS`; ``None`` where a side was not measured) and ``geomean``
-(:func:`geomeans`, recomputed from the layers whenever it is read for a report, so that
-it always agrees with them).
+at least :data:`PROBLEM_FIELDS`; ``None`` where a side was not measured; since precisions,
+also ``precision`` and ``cudnn_ms``/``speedup_vs_cudnn``, cuDNN in the layer's precision) and
+``geomean`` (:func:`geomeans`, and per precision :func:`geomeans_by_precision`, recomputed from
+the layers whenever they are read for a report, so that they always agree with them).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from autoconv.errors import AutoconvError
 from autoconv.files import path_problem, write_atomically
@@ -146,29 +147,64 @@ def tflops(gflop: float, ms: float) -> float:
     return gflop / ms  # GFLOP / ms = TFLOP / s
 
 
-def geomeans(problems: Sequence[Mapping[str, Any]]) -> dict[str, float | int | None]:
+def precision_of(problem: Mapping[str, Any]) -> str:
+    """A result's precision (files written before precisions existed hold fp32 problems)."""
+    return problem.get("precision") or "fp32"
+
+
+def baseline_ms(problem: Mapping[str, Any]) -> float | None:
+    """cuDNN's time in the problem's precision: strict FP32 for fp32, TF32 for tf32."""
+    if "cudnn_ms" in problem:
+        return problem["cudnn_ms"]
+    return problem.get("cudnn_tf32_ms" if precision_of(problem) == "tf32" else "cudnn_strict_ms")
+
+
+def geomeans(problems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Geometric means over the layers that have both numbers (unweighted: each distinct
     layer counts once), and the count-weighted total time of both sides.
 
-    ``speedup_vs_cudnn_strict`` is the geometric mean of cuDNN strict ms / autoconv ms.
+    ``speedup_vs_cudnn`` is the geometric mean of cuDNN ms / autoconv ms, cuDNN in each
+    layer's precision (:func:`baseline_ms`); ``speedup_vs_cudnn_strict`` and
+    ``speedup_vs_cudnn_tf32`` against one mode of cuDNN for every layer; ``worst`` the layer
+    with the lowest ``speedup_vs_cudnn``.
     """
-    paired = [p for p in problems if is_positive(p.get("autoconv_ms")) and is_positive(p.get("cudnn_strict_ms"))]
-    speedups = [p["cudnn_strict_ms"] / p["autoconv_ms"] for p in paired]
-    totals = {"autoconv": None, "cudnn_strict": None}
+    paired = [p for p in problems if is_positive(p.get("autoconv_ms")) and is_positive(baseline_ms(p))]
+    speedups = [cast(float, baseline_ms(p)) / p["autoconv_ms"] for p in paired]
+    totals: dict[str, float | None] = {"autoconv": None, "cudnn": None}
     if paired:
-        totals = {side: sum(p[f"{side}_ms"] * (p.get("count") or 1) for p in paired)
-                  for side in ("autoconv", "cudnn_strict")}
+        totals = {"autoconv": sum(p["autoconv_ms"] * (p.get("count") or 1) for p in paired),
+                  "cudnn": sum(cast(float, baseline_ms(p)) * (p.get("count") or 1) for p in paired)}
+    worst = min(zip(speedups, paired), key=lambda pair: pair[0], default=None)
+
+    def versus(mode: str) -> float | None:
+        return _finite_or_none(geometric_mean(
+            [p[f"cudnn_{mode}_ms"] / p["autoconv_ms"] for p in problems
+             if is_positive(p.get("autoconv_ms")) and is_positive(p.get(f"cudnn_{mode}_ms"))]))
+
     return {
-        "speedup_vs_cudnn_strict": _finite_or_none(geometric_mean(speedups)),
+        "precisions": sorted({precision_of(p) for p in problems}),
+        "speedup_vs_cudnn": _finite_or_none(geometric_mean(speedups)),
+        "speedup_vs_cudnn_strict": versus("strict"),
+        "speedup_vs_cudnn_tf32": versus("tf32"),
         "autoconv_tflops": _finite_or_none(geometric_mean(
             [p["autoconv_tflops"] for p in problems if is_positive(p.get("autoconv_tflops"))])),
-        "cudnn_strict_tflops": _finite_or_none(geometric_mean(
-            [tflops(p["gflop"], p["cudnn_strict_ms"]) for p in paired])),
+        "cudnn_tflops": _finite_or_none(geometric_mean(
+            [tflops(p["gflop"], cast(float, baseline_ms(p))) for p in paired])),
         "layers": len(paired),
         "layers_autoconv_faster": sum(1 for s in speedups if s > 1.0),
+        "worst_speedup": worst[0] if worst else None,
+        "worst_layer": worst[1]["name"] if worst else None,
         "total_autoconv_ms": totals["autoconv"],
-        "total_cudnn_strict_ms": totals["cudnn_strict"],
+        "total_cudnn_ms": totals["cudnn"],
     }
+
+
+def geomeans_by_precision(problems: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """:func:`geomeans` of each precision's layers, fp32 first."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for p in problems:
+        groups.setdefault(precision_of(p), []).append(p)
+    return {precision: geomeans(groups[precision]) for precision in sorted(groups)}
 
 
 def _finite_or_none(value: float) -> float | None:

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from autoconv.bench.report import write_report
-from autoconv.bench.results import geomeans, load_results
+from autoconv.bench.report import BASELINE_LABELS, write_report
+from autoconv.bench.results import geomeans_by_precision, load_results
 
 
 def add_parser(commands) -> None:
@@ -37,9 +37,9 @@ def report_command(results_path: str, out_dir: str | None = None, *, plots: bool
     out_dir = out_dir or str(Path(results_path).parent)
     command = "autoconv " + shlex.join(argv) if argv else None
     written = write_report(results, out_dir, plots=plots, results_path=results_path, command=command)
-    means = geomeans(results["problems"])
     print(f"wrote {len(written)} files to {out_dir}/: " + ", ".join(p.name for p in written))
-    if means["speedup_vs_cudnn_strict"] is not None:
-        print(f"geometric-mean speedup over cuDNN strict FP32: {means['speedup_vs_cudnn_strict']:.3f}x "
-              f"over {means['layers']} layers")
+    for precision, means in geomeans_by_precision(results["problems"]).items():
+        if means["speedup_vs_cudnn"] is not None:
+            print(f"{precision}: geometric-mean speedup over cuDNN {BASELINE_LABELS[precision]}: "
+                  f"{means['speedup_vs_cudnn']:.3f}x over {means['layers']} layers")
     return 0

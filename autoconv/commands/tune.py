@@ -31,6 +31,7 @@ from autoconv.commands.console import (
 from autoconv.errors import AutoconvError, BackendUnavailable, UsageError
 from autoconv.files import path_problem, write_atomically, write_problem
 from autoconv.problems.config import BUDGET_RULES, argument_type, count_problem
+from autoconv.problems.problem import PRECISIONS
 from autoconv.search.dry_run import dry_run
 from autoconv.search.fleet import parse_gpus, tune_on_gpus
 from autoconv.search.outcome import ProblemOutcome
@@ -47,6 +48,9 @@ def add_parser(commands) -> None:
     tune.add_argument("--input", metavar="NxCxHxW", help="with --model: the example input's shape, e.g. 32x3x224x224")
     tune.add_argument("--write-config", metavar="PATH",
                       help="with --model: where to write the config (default: FACTORY_INPUT.yaml here)")
+    tune.add_argument("--precision", choices=PRECISIONS,
+                      help="tune every problem in this precision: fp32 (float32 accuracy) or tf32 (TF32 "
+                           "products, float32 sums: PyTorch's default for convolutions); default: the config's")
     tune.add_argument("--families", action="append", metavar="F[,F...]",
                       help="kernel families to search (default: the config's, else all)")
     tune.add_argument("--trials", type=argument_type(BUDGET_RULES["trials"]), metavar="N",
@@ -80,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("config", None, "give a config file, or --model MODULE:FACTORY --input NxCxHxW")
     return tune_command(config, families=families or None, trials=args.trials, seconds=args.seconds,
                         patience=args.patience, dry_run=args.dry_run, storage=args.storage,
-                        cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus)
+                        cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus,
+                        precision=args.precision)
 
 
 #: How the comment of a config written by ``--model`` starts (config_text makes it a ``# `` line):
@@ -143,13 +148,14 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
 def tune_command(config_path: str, *, families: Sequence[str] | None = None, trials: int | None = None,
                  seconds: float | None = None, patience: int | None = None, dry_run: bool = False,
                  storage: str | None = None, cache: str | None = None, retune: bool = False,
-                 per_family: int = 1, gpus: str | None = None) -> int:
+                 per_family: int = 1, gpus: str | None = None, precision: str | None = None) -> int:
     """``autoconv tune``: 0 when every problem has a verified winner (or, with
     ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError.
     ``gpus`` (``all`` or ``0,1,...``) tunes with one worker process per GPU
     (:mod:`autoconv.search.fleet`)."""
     session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
-                               patience=patience, storage=storage, cache=cache, retune=retune)
+                               patience=patience, storage=storage, cache=cache, retune=retune,
+                               precision=precision)
     summary_path = session.config.results / "tune.json"
     problem = summary_target_problem(summary_path)
     if problem and not dry_run:  # before any tuning, not after

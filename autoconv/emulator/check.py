@@ -4,7 +4,8 @@ compare with the float64 reference.
 This is what ``autoconv verify --emulate`` (:mod:`autoconv.commands.verify`) runs, and
 what CI runs for every family: no GPU needed.
 A configuration passes when its output has no NaN or infinity (outputs start as NaN, so
-an unwritten element fails) and its relative L2 error is at most 1e-5. A kernel that
+an unwritten element fails) and its relative L2 error is within its precision's tolerance
+(:mod:`autoconv.verify.tolerance`: 1e-5 for fp32, derived from the data for tf32). A kernel that
 faults (AddressSanitizer, UBSan, a launch the GPU would refuse), does not compile under
 emulation, or runs too long fails with the tools' report.
 """
@@ -24,8 +25,9 @@ from autoconv.errors import AutoconvError, SearchSpaceError
 from autoconv.kernels.families import Family, KernelPlan, get_family
 from autoconv.kernels.limits import H100, DeviceLimits
 from autoconv.problems.problem import ConvProblem
-from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
+from autoconv.verify.compare import check_result
 from autoconv.verify.reference import conv2d_reference, random_inputs
+from autoconv.verify.tolerance import tolerance as result_tolerance
 
 #: The statuses a check can have (:class:`~autoconv.backends.base.Status`, the backends'
 #: and the tuner's vocabulary), each with the word ``autoconv verify --emulate`` prints for
@@ -136,8 +138,9 @@ def _config_key(config: Mapping[str, object]) -> tuple:
 
 
 def verify_plan(plan: KernelPlan, rng: numpy.random.Generator, *, workers: int | None = None,
-                timeout: float | None = None, tolerance: float = FLOAT32_TOLERANCE) -> EmulatedCheck:
-    """Run ``plan`` in the emulator on random inputs and compare with the reference."""
+                timeout: float | None = None, tolerance: float | None = None) -> EmulatedCheck:
+    """Run ``plan`` in the emulator on random inputs and compare with the reference, at
+    ``tolerance`` (default: the problem's precision's, :func:`autoconv.verify.tolerance.tolerance`)."""
     problem = plan.problem
     x, w, bias = random_inputs(problem, rng)
 
@@ -152,7 +155,10 @@ def verify_plan(plan: KernelPlan, rng: numpy.random.Generator, *, workers: int |
         return failed(Status.TIMEOUT, err)
     except EmulatedKernelFault as err:
         return failed(Status.RUNTIME_FAILED, err)
-    outcome = check_result(y, conv2d_reference(problem, x, w, bias), tolerance)
+    reference = conv2d_reference(problem, x, w, bias)
+    if tolerance is None:
+        tolerance = result_tolerance(problem, x, w, reference)
+    outcome = check_result(y, reference, tolerance)
     return EmulatedCheck(plan.family, plan.name, dict(plan.config), Status.OK if outcome.ok else Status.WRONG_RESULT,
                          outcome.error, outcome.message)
 

@@ -12,7 +12,8 @@ It is the only process of a tuning run that holds a CUDA context. The parent
 - ``("evaluate", (plan, cubin, compile_s))``: load the cubin, read each kernel's
   registers, local memory and shared memory and reject what does not fit or spills;
   run the plan once on NaN-poisoned output and workspace and compare with the
-  reference (relative L2 <= 1e-5); check the inputs were not written; then time it
+  reference (relative L2 within the precision's tolerance, :mod:`autoconv.verify.tolerance`);
+  check the inputs were not written; then time it
   with :func:`autoconv.gpu.timing.time_calls`. Replies ``("result", result_dict, fatal)``.
 - ``("shutdown", None)``.
 
@@ -59,7 +60,6 @@ class WorkerOptions:
     device_id: int = 0
     samples: int = 7          # timed graph replays per candidate (median reported)
     warmup: int = 2
-    tolerance: float = 1e-5   # relative L2 error against the float64 reference
     max_buffer_sets: int = 256
 
 
@@ -124,6 +124,7 @@ class ProblemBuffers:
 
         from autoconv.gpu.timing import buffer_sets_for
         from autoconv.verify.reference import conv2d_reference, random_inputs
+        from autoconv.verify.tolerance import tolerance
 
         self.problem = problem
         self.seed = seed
@@ -134,6 +135,8 @@ class ProblemBuffers:
         if self.bias is not None:
             self.pristine["bias"] = self.bias.copy()
         self.reference = conv2d_reference(problem, self.x, self.w, self.bias, xp=cupy)
+        #: The relative L2 error a kernel's output may have (its precision's).
+        self.tolerance = tolerance(problem, self.x, self.w, self.reference, xp=cupy)
         self.y = cupy.empty(problem.output_shape, dtype=cupy.float32)
 
         per_set = 4 * (self.x.size + self.w.size + self.y.size + (problem.K if problem.bias else 0))
@@ -195,9 +198,9 @@ class WorkerSession:
         assert buffers is not None  # (set_problem's)
         buffers.verification(None)
         buffers.y[...] = buffers.reference
-        check_result(buffers.y, buffers.reference, self.options.tolerance)
+        check_result(buffers.y, buffers.reference, buffers.tolerance)
         buffers.y.fill(float("nan"))
-        check_result(buffers.y, buffers.reference, self.options.tolerance)
+        check_result(buffers.y, buffers.reference, buffers.tolerance)
         buffers.written_inputs()
         self.buffers = None
 
@@ -257,7 +260,7 @@ class WorkerSession:
             buffers = self.buffers.verification(workspace)
             loaded.launch(buffers)
             cupy.cuda.get_current_stream().synchronize()
-            verdict = check_result(self.buffers.y, self.buffers.reference, self.options.tolerance)
+            verdict = check_result(self.buffers.y, self.buffers.reference, self.buffers.tolerance)
             if not verdict.ok:
                 return result(Status.WRONG_RESULT, verdict.message, error=verdict.error), False
             written = self.buffers.written_inputs()

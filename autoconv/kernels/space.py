@@ -53,6 +53,7 @@ def problem_variables(problem: ConvProblem) -> dict[str, int]:
         "PAD_LEFT": problem.padding[2], "PAD_RIGHT": problem.padding[3],
         "GEMM_M": problem.gemm_m, "GEMM_N": problem.gemm_n, "GEMM_K": problem.gemm_k,
         "HAS_BIAS": int(problem.bias), "ELEMENT_BYTES": problem.element_bytes,
+        "PRECISION_TF32": int(problem.precision == "tf32"),   # one TF32 product per multiply-add
     }
 
 

@@ -16,6 +16,7 @@ The format (every key optional unless marked; see README "Config files")::
                                     # same or valid                       (default 0)
         dilation: 1                 # int or [h, w]                       (default 1)
         bias: false                 # (default false)
+        precision: tf32             # fp32 or tf32 (default: the config's precision)
         count: 1                    # times the layer occurs, weighs reports (default 1)
       - name: compact
         spec: "N=1,C=64,H=56,W=56,K=64,R=3,S=3,pad=1"   # instead of the fields
@@ -23,6 +24,9 @@ The format (every key optional unless marked; see README "Config files")::
       - preset: resnet50            # required; see autoconv.problems.models.MODEL_PRESETS
         batch: 32                   # (default 1)
         name: rn50                  # prefix of the layer names (default: the preset)
+        precision: fp32             # (default: the config's precision)
+    precision: fp32                 # of every problem that names none: fp32 (float32 accuracy)
+                                    # or tf32 (TF32 products, PyTorch's default); default fp32
     families: [implicit_gemm]       # (default: every registered family)
     budget:                         # per problem; trials and/or seconds
       trials: 60                    # valid trials that ran
@@ -54,6 +58,7 @@ as one :class:`ConfigError`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import re
@@ -70,10 +75,10 @@ from autoconv.cache.winners import is_url
 from autoconv.errors import ConfigError, ProblemError, UsageError, quoted
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem
-from autoconv.problems.problem import SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
+from autoconv.problems.problem import PRECISIONS, SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
 from autoconv.problems.yaml_nodes import INVALID, Invalid, NodeReader, is_int, is_null, value_of
 
-__all__ = ["Budget", "NamedProblem", "TuneConfig", "load_config", "load_config_text"]
+__all__ = ["Budget", "NamedProblem", "TuneConfig", "load_config", "load_config_text", "with_precision"]
 
 DEFAULT_STORAGE = ".autoconv/studies.journal"
 DEFAULT_RESULTS = "results"
@@ -85,11 +90,11 @@ CONFIG_MAX_BYTES = 1024 * 1024
 #: Problem names end up in study names and file names: keep them to safe characters.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
 
-TOP_KEYS = ("problems", "models", "families", "budget", "seed", "cache", "storage",
+TOP_KEYS = ("problems", "models", "precision", "families", "budget", "seed", "cache", "storage",
             "results", "device", "workspace_limit_mb")
 PROBLEM_KEYS = ("name", "count", "spec") + SIZE_FIELDS + (
-    "stride", "padding", "dilation", "bias", "dtype", "layout")
-MODEL_KEYS = ("preset", "batch", "name")
+    "stride", "padding", "dilation", "bias", "dtype", "layout", "precision")
+MODEL_KEYS = ("preset", "batch", "name", "precision")
 BUDGET_KEYS = ("trials", "seconds", "patience")
 
 
@@ -193,6 +198,26 @@ class TuneConfig:
         return sum(item.problem.flops * item.count for item in self.problems)
 
 
+def with_precision(config: TuneConfig, precision: str) -> TuneConfig:
+    """``config`` with every problem in ``precision`` (the command line's ``--precision``);
+    problems that become identical are tuned once, their counts added (as in a config).
+
+    Raises:
+        UsageError: ``precision`` is not one of :data:`~autoconv.problems.problem.PRECISIONS`.
+    """
+    if precision not in PRECISIONS:
+        raise UsageError("--precision", precision, f"use one of {', '.join(PRECISIONS)}")
+    merged: dict[ConvProblem, NamedProblem] = {}
+    for item in config.problems:
+        problem = item.problem.with_(precision=precision)
+        if problem in merged:
+            first = merged[problem]
+            merged[problem] = NamedProblem(first.name, problem, first.count + item.count)
+        else:
+            merged[problem] = NamedProblem(item.name, problem, item.count)
+    return dataclasses.replace(config, problems=tuple(merged.values()))
+
+
 def load_config(path: str | os.PathLike) -> TuneConfig:
     """Read and check a config file.
 
@@ -268,6 +293,8 @@ class _ConfigReader(NodeReader):
         if top is INVALID:
             return None
 
+        precision = self.precision(value_of(top, "precision"), "precision", "fp32")
+        self.default_precision = "fp32" if precision is INVALID else precision
         entries = []
         for key in top:  # in file order, so that a clash is reported at the later entry
             section = value_of(top, key)
@@ -396,6 +423,8 @@ class _ConfigReader(NodeReader):
             assert name is not None  # (ok)
             try:
                 problem = parse_spec(spec)
+                if "precision" not in (part.partition("=")[0].strip() for part in spec.split(",")):
+                    problem = problem.with_(precision=self.default_precision)
             except ProblemError as err:
                 self.error(spec_node, f"{path}.spec", str(err))
                 return None
@@ -419,6 +448,8 @@ class _ConfigReader(NodeReader):
         for key in ("dtype", "layout"):
             if key in fields:
                 values[key] = self.string(fields[key][1], f"{path}.{key}")
+        values["precision"] = self.precision(value_of(fields, "precision"), f"{path}.precision",
+                                             self.default_precision)
         if not ok or INVALID in values.values():
             return None
         assert name is not None  # (ok)
@@ -462,7 +493,8 @@ class _ConfigReader(NodeReader):
                                     f"presets: {', '.join(MODEL_PRESETS)}")
             batch = self.integer(value_of(fields, "batch"), f"{path}.batch", 1, default=1)
             prefix = self.name(fields["name"][1], f"{path}.name") if "name" in fields else preset
-            if INVALID in (preset, batch, prefix):
+            precision = self.precision(value_of(fields, "precision"), f"{path}.precision", self.default_precision)
+            if INVALID in (preset, batch, prefix, precision):
                 continue
             try:
                 layers = MODEL_PRESETS[preset](batch)
@@ -471,9 +503,22 @@ class _ConfigReader(NodeReader):
                 self.error(where, f"{path}.batch", str(err))
                 continue
             for layer in layers:
-                entries.append((NamedProblem(f"{prefix}.{layer.name}", layer.problem, layer.count),
-                                path, item))
+                entries.append((NamedProblem(f"{prefix}.{layer.name}", layer.problem.with_(precision=precision),
+                                             layer.count), path, item))
         return entries
+
+    def precision(self, node: Node | None, path: str, default: str):
+        """A precision (:data:`~autoconv.problems.problem.PRECISIONS`), ``default`` when absent."""
+        if node is None:
+            return default
+        value = self.string(node, path)
+        if value is INVALID:
+            return value
+        if value not in PRECISIONS:
+            return self.error(node, path, f"{quoted(value)} is not a precision{did_you_mean(value, PRECISIONS)}; "
+                              f"use one of {', '.join(PRECISIONS)} (fp32: float32 accuracy; tf32: TF32 "
+                              "products with float32 sums, PyTorch's default for convolutions)")
+        return value
 
     def families(self, node: Node | None, registered: tuple[str, ...]):
         if node is None:

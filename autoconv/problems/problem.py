@@ -26,6 +26,11 @@ from autoconv.errors import ProblemError
 DTYPE_SIZES = {"float32": 4, "float16": 2, "bfloat16": 2}
 #: Tensor layouts a problem may name: activations NCHW (weights KCRS) or NHWC (weights KRSC).
 LAYOUTS = ("NCHW", "NHWC")
+#: How a float32 problem may multiply, after PyTorch's ``torch.backends.cudnn.conv.fp32_precision``
+#: ("ieee" / "tf32"; ``allow_tf32`` in older versions): ``fp32`` float32 accuracy (float32 FMAs,
+#: or tensor cores with the 3xTF32 split), ``tf32`` inputs rounded to TF32 (10 mantissa bits), one
+#: tensor-core product per multiply, float32 accumulation.
+PRECISIONS = ("fp32", "tf32")
 #: Kernels index tensors with 32-bit signed integers.
 INDEX_LIMIT = 2**31 - 1
 
@@ -70,6 +75,7 @@ class ConvProblem:
     bias: bool = False
     dtype: str = "float32"
     layout: str = "NCHW"
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         for name in SIZE_FIELDS:
@@ -90,6 +96,10 @@ class ConvProblem:
             raise ProblemError("dtype", self.dtype, f"must be one of {', '.join(DTYPE_SIZES)}")
         if self.layout not in LAYOUTS:
             raise ProblemError("layout", self.layout, f"must be one of {', '.join(LAYOUTS)}")
+        if self.precision not in PRECISIONS:
+            raise ProblemError("precision", self.precision, f"must be one of {', '.join(PRECISIONS)}")
+        if self.precision == "tf32" and self.dtype != "float32":
+            raise ProblemError("precision", self.precision, f"tf32 applies to float32 problems, not {self.dtype}")
 
         pad_h = self.padding[0] + self.padding[1]
         pad_w = self.padding[2] + self.padding[3]
@@ -242,6 +252,8 @@ class ConvProblem:
             parts.append(f"dtype={self.dtype}")
         if self.layout != "NCHW":
             parts.append(f"layout={self.layout}")
+        if self.precision != "fp32":
+            parts.append(f"precision={self.precision}")
         return ",".join(parts)
 
     def key(self) -> str:
@@ -252,7 +264,7 @@ class ConvProblem:
         """Human-readable shape, e.g. ``32x64x56x56 * 64x3x3 s1 p1:1:1:1 d1``."""
         return (f"{self.N}x{self.C}x{self.H}x{self.W} * {self.K}x{self.R}x{self.S}"
                 f" s{_pair_str(self.stride)} p{_padding_str(self.padding)} d{_pair_str(self.dilation)}"
-                + (" +bias" if self.bias else ""))
+                + (" +bias" if self.bias else "") + ("" if self.precision == "fp32" else f" {self.precision}"))
 
     def with_(self, **changes) -> ConvProblem:
         return dataclasses.replace(self, **changes)
@@ -278,7 +290,7 @@ def _padding_str(padding: tuple[int, int, int, int]) -> str:
 # ---- building problems from loose user values -------------------------------------------
 
 def make_problem(*, N, C, H, W, K, R, S, stride=1, dilation=1, padding=0, bias=False,
-                 dtype="float32", layout="NCHW") -> ConvProblem:
+                 dtype="float32", layout="NCHW", precision="fp32") -> ConvProblem:
     """Build a problem from user-level values.
 
     ``stride`` and ``dilation`` are an int or a (height, width) pair. ``padding`` is an
@@ -309,7 +321,7 @@ def make_problem(*, N, C, H, W, K, R, S, stride=1, dilation=1, padding=0, bias=F
     else:
         padding = as_padding(padding)
     return ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation,
-                       padding=padding, bias=bias, dtype=dtype, layout=layout)
+                       padding=padding, bias=bias, dtype=dtype, layout=layout, precision=precision)
 
 
 def as_pair(name: str, value) -> tuple[int, int]:
@@ -337,7 +349,7 @@ def as_padding(value) -> tuple[int, int, int, int]:
 
 # ---- the compact spec string ------------------------------------------------------------
 
-SPEC_KEYS = SIZE_FIELDS + ("stride", "pad", "dilation", "bias", "dtype", "layout")
+SPEC_KEYS = SIZE_FIELDS + ("stride", "pad", "dilation", "bias", "dtype", "layout", "precision")
 SPEC_EXAMPLE = "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,dilation=1"
 
 
@@ -345,7 +357,8 @@ def parse_spec(spec: str) -> ConvProblem:
     """Parse ``N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,dilation=1``.
 
     Pairs are ``AxB`` (height x width) or one number for both; ``pad`` is also ``same``,
-    ``valid``, ``AxB`` or four numbers ``T:B:L:R``; ``bias`` is 0/1/true/false. Sizes
+    ``valid``, ``AxB`` or four numbers ``T:B:L:R``; ``bias`` is 0/1/true/false; ``precision``
+    is ``fp32`` (the default) or ``tf32`` (see :data:`PRECISIONS`). Sizes
     N, C, H, W, K, R, S are required; stride and dilation default to 1, pad to 0.
 
     Raises:
@@ -388,7 +401,8 @@ def parse_spec(spec: str) -> ConvProblem:
         padding = _parse_pair("pad", pad_text)
     bias = _parse_bool("bias", values.get("bias", "0"))
     return make_problem(**sizes, stride=stride, dilation=dilation, padding=padding, bias=bias,
-                        dtype=values.get("dtype", "float32"), layout=values.get("layout", "NCHW"))
+                        dtype=values.get("dtype", "float32"), layout=values.get("layout", "NCHW"),
+                        precision=values.get("precision", "fp32"))
 
 
 #: An integer in a spec: ASCII digits only (int() would also take '1_0', ' 1' and other

@@ -9,6 +9,7 @@ Every command that tunes or reads what tuning wrote (``tune``, ``tune --gpus``'s
   studies share the winners); else the config's cache (:func:`cache_location`);
 - the **families** and the **budget** per problem: the config's, with the command line's
   ``--families``, ``--trials``, ``--seconds`` and ``--patience`` on top;
+- the **precision** of the problems: the config's, or ``--precision`` for all of them;
 
 and builds the :class:`~autoconv.search.tuner.Tuner` from them (:meth:`TuneSession.tuner`),
 so that the tuner's settings are written in one place.
@@ -24,7 +25,7 @@ from typing import Any
 
 from autoconv.backends.base import Backend
 from autoconv.cache.winners import WinnerCache
-from autoconv.problems.config import Budget, TuneConfig, load_config
+from autoconv.problems.config import Budget, TuneConfig, load_config, with_precision
 from autoconv.search.outcome import Reporter
 from autoconv.search.storage import is_url
 from autoconv.search.tuner import Tuner
@@ -61,8 +62,11 @@ class TuneSession:
     def from_config(cls, config: TuneConfig, *, families: Sequence[str] | None = None,
                     trials: int | None = None, seconds: float | None = None, patience: int | None = None,
                     storage: str | None = None, cache: str | os.PathLike | None = None,
-                    retune: bool = False) -> TuneSession:
-        """``config`` with the command line's overrides (None or empty: the config's)."""
+                    retune: bool = False, precision: str | None = None) -> TuneSession:
+        """``config`` with the command line's overrides (None or empty: the config's;
+        ``precision`` sets every problem's)."""
+        if precision is not None:
+            config = with_precision(config, precision)
         overrides: dict[str, Any] = {name: value for name, value in (("trials", trials), ("seconds", seconds),
                                                      ("patience", patience)) if value is not None}
         storage = str(storage or config.storage)

@@ -3,9 +3,9 @@
 Outputs are filled with :data:`POISON` (NaN) before a kernel runs, so an element the kernel
 never writes stays NaN and fails here; so does any NaN or infinity the kernel computes.
 Otherwise the output passes when its relative L2 error, ``||out - ref|| / ||ref||``, is at
-most the tolerance: 1e-5 for float32, well above the rounding of a float32 reduction over
-thousands of terms (~1e-7 to 1e-6) and far below what a wrong index or a dropped term
-costs (~1e-2 and up).
+most the tolerance (:mod:`autoconv.verify.tolerance` gives each precision's): 1e-5 for
+float32, well above the rounding of a float32 reduction over thousands of terms (~1e-7 to
+1e-6) and far below what a wrong index or a dropped term costs (~1e-2 and up).
 
 Array-module generic: ``out`` and ``ref`` may be NumPy or CuPy arrays (the GPU tuner
 compares on the device); scalars are brought to the host with ``float()``/``int()``.

@@ -12,7 +12,14 @@ import sys
 import pytest
 
 from autoconv.bench.report import PLOTS, convergence, results_csv, write_report
-from autoconv.bench.results import SCHEMA_VERSION, ReportError, geomeans, load_results, write_results
+from autoconv.bench.results import (
+    SCHEMA_VERSION,
+    ReportError,
+    geomeans,
+    geomeans_by_precision,
+    load_results,
+    write_results,
+)
 from autoconv.commands import main as cli
 from autoconv.errors import BackendUnavailable
 
@@ -72,10 +79,35 @@ def test_geometric_means_on_known_numbers(results):
     means = geomeans(results["problems"])
     assert means["speedup_vs_cudnn_strict"] == pytest.approx(4 ** (1 / 3), rel=1e-12)
     assert means["autoconv_tflops"] == pytest.approx((20 * 5 * 4) ** (1 / 3), rel=1e-12)
-    assert means["cudnn_strict_tflops"] == pytest.approx((10 * 10 * 1) ** (1 / 3), rel=1e-12)
+    assert means["speedup_vs_cudnn"] == means["speedup_vs_cudnn_strict"]  # fp32 layers: cuDNN strict
+    assert means["cudnn_tflops"] == pytest.approx((10 * 10 * 1) ** (1 / 3), rel=1e-12)
     assert means["layers"] == 3 and means["layers_autoconv_faster"] == 2
+    assert means["worst_layer"] == "layer1.0.conv2" and means["worst_speedup"] == pytest.approx(0.5)
     assert means["total_autoconv_ms"] == pytest.approx(2 * 0.5 + 1.0 + 3 * 0.25)
-    assert means["total_cudnn_strict_ms"] == pytest.approx(2 * 1.0 + 0.5 + 3 * 1.0)
+    assert means["total_cudnn_ms"] == pytest.approx(2 * 1.0 + 0.5 + 3 * 1.0)
+
+
+def test_tf32_layers_are_compared_with_cudnn_tf32_and_reported_apart(results, tmp_path):
+    tf32 = _problem("conv1.tf32", 1, 10.0, 0.25, 1.0, tf32_ms=0.5, torch_ms=0.6)
+    tf32.update(precision="tf32", cudnn_mode="tf32", cudnn_ms=0.5, speedup_vs_cudnn=2.0,
+                errors_vs_reference={"autoconv": 2.5e-4, "cudnn_tf32": 3.0e-4, "torch": 3.1e-4})
+    results["problems"].append(tf32)
+    by_precision = geomeans_by_precision(results["problems"])
+    assert list(by_precision) == ["fp32", "tf32"]
+    assert by_precision["fp32"]["layers"] == 3
+    assert by_precision["fp32"]["speedup_vs_cudnn"] == pytest.approx(4 ** (1 / 3), rel=1e-12)
+    assert by_precision["tf32"]["layers"] == 1
+    assert by_precision["tf32"]["speedup_vs_cudnn"] == pytest.approx(2.0)  # vs cuDNN TF32, not strict (4x)
+    assert by_precision["tf32"]["speedup_vs_cudnn_strict"] == pytest.approx(4.0)
+
+    markdown = write_report(results, tmp_path / "report", plots=False)[0].parent.joinpath("report.md").read_text()
+    assert "## Per layer, fp32" in markdown and "## Per layer, tf32" in markdown
+    tf32_section = markdown[markdown.index("## Per layer, tf32"):]
+    assert "cuDNN TF32 ms | speedup | cuDNN strict FP32 ms" in tf32_section
+    # 0.25 ms, 40 TFLOP/s, cuDNN TF32 0.5 ms, speedup 2, strict 1.0 ms, torch 0.6 ms, errors side by side
+    assert "| 0.2500 | 40.00 | 0.5000 | 2.000 | 1.0000 | 0.6000 | 2.50e-04 | 3.00e-04 | 3.10e-04 |" in tf32_section
+    assert "| conv1 |" not in tf32_section.split("## ")[1]  # fp32 layers only in their own table
+    assert "over cuDNN TF32 **2.000x** over 1 layers" in markdown
 
 
 def test_geometric_means_skip_layers_without_a_number(results):
@@ -253,9 +285,9 @@ def test_bench_table(results):
     results["geomean"] = geomeans(results["problems"])
     table = format_table(results)
     lines = table.splitlines()
-    assert lines[0].split()[:2] == ["layer", "family"]
+    assert lines[0].split()[:3] == ["layer", "precision", "family"]
     row = next(line for line in lines if line.startswith("conv1 "))
-    assert row.split() == ["conv1", "implicit_gemm", "0.5000", "20.00", "33.3", "1.0000", "2.00x",
+    assert row.split() == ["conv1", "fp32", "implicit_gemm", "0.5000", "20.00", "33.3", "1.0000", "2.00x",
                            "0.4000", "1.0100"]
     last = lines[-1].split()
     assert last[0] == "geomean" and "1.59x" in last
@@ -304,7 +336,7 @@ def test_report_says_why_tensor_core_winners_can_pass_the_fp32_peak(results):
     assert "tensor cores" not in report_markdown(results)   # SIMT winners only
     results["problems"][1]["family"] = "implicit_gemm_wgmma"
     text = report_markdown(results)
-    assert ("- implicit_gemm_wgmma multiply on TF32 tensor cores at float32 accuracy" in text
+    assert ("- In fp32, implicit_gemm_wgmma multiply on TF32 tensor cores at float32 accuracy" in text
             and "can exceed the FP32 FMA peak" in text)
 
 

@@ -179,7 +179,8 @@ def test_sample_configs_take_every_valid_value_of_every_switch(shape, seed):
 
 #: Names a template may branch on that are not SWITCHES: fixed by the problem (the test shapes
 #: cover them), or another name for a switch (min_blocks is MIN_BLOCKS).
-_PROBLEM_SWITCHES = {"HAS_BIAS", "gemm_adds_bias", "with_bias", "OUT_VEC", "gemm_view", "landed", "min_blocks"}
+_PROBLEM_SWITCHES = {"HAS_BIAS", "gemm_adds_bias", "with_bias", "OUT_VEC", "gemm_view", "landed", "min_blocks",
+                     "PRECISION_TF32"}  # (the tf32 tests above take both precisions)
 
 
 def _template_branches(name: str, seen: set[str]) -> set[str]:
@@ -473,3 +474,53 @@ def test_im2col_gemm_reads_x_in_place_only_where_x_is_the_column_buffer(spec):
     assert not [c for c in space.points(problem, H100) if c["COLUMNS"] == "input"]
     config = dict(space.default_config(problem, H100), COLUMNS="input", IM2COL_THREADS=128)
     assert any("x is its own column buffer" in v for v in space.violations(config, problem, H100, 1 << 30))
+
+
+# ---- precision tf32 ---------------------------------------------------------------------------
+
+def _tf32(values: np.ndarray) -> np.ndarray:
+    """Round float32 values to TF32 (10 mantissa bits) to nearest, ties away from zero (cvt.rna)."""
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+#: Families with kernels of their own for tf32 problems (one TF32 product per multiply-add).
+TF32_FAMILIES = [name for name in FAMILY_NAMES
+                 if "tf32" in get_family(name).precisions and get_family(name).tensor_cores]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["3x3-C32-bias-PQ4", "3x3-C13-dilation2x1-stride1x2", "1x7-C1"])
+@pytest.mark.parametrize("family_name", TF32_FAMILIES)
+def test_tf32_kernels_compute_tf32_exactly(family_name, shape, seed):
+    """A tf32 kernel's output is the convolution of the TF32-rounded inputs to float32 accuracy:
+    a kernel that kept the 3xTF32 split (more accurate, slower: ~3e-4 away from this model) or
+    dropped to a coarser format fails either way; and it passes the tolerance derived for tf32
+    against the float64 reference, the tuner's check."""
+    rng = np.random.default_rng(seed)
+    problem = PROBLEMS[shape](rng).with_(precision="tf32")
+    family = get_family(family_name)
+    configs = sample_configs(family, problem, CONFIGS_PER_PROBLEM, rng)
+    x, w, bias = random_inputs(problem, rng)
+    exact = conv2d_reference(problem, x, w, bias)
+    tf32_model = conv2d_reference(problem, _tf32(x), _tf32(w), bias)
+    assert relative_l2_error(tf32_model, exact) > 3e-5  # (the two references really differ)
+    from autoconv.emulator import emulate_plan
+    from autoconv.verify.tolerance import tolerance
+    for config in configs:
+        plan = family.plan(problem, config)
+        y = emulate_plan(plan, x, w, bias)
+        described = f"{plan.name} on {problem.spec()}"
+        assert relative_l2_error(y, tf32_model) <= 1e-5, described
+        assert check_result(y, exact, tolerance(problem, x, w, exact)).ok, described
+
+
+def test_tf32_sampling_covers_every_switch():
+    """The tf32 kernels' code paths (MMA_OVERLAP, GATHER, SPLIT_K...) are all sampled, as for fp32."""
+    problem = PROBLEMS["3x3-C32-bias-PQ4"](np.random.default_rng(0)).with_(precision="tf32")
+    for family_name in TF32_FAMILIES:
+        family = get_family(family_name)
+        configs = sample_configs(family, problem, CONFIGS_PER_PROBLEM, np.random.default_rng(0))
+        points = family.space.points(problem, H100)
+        for name in switch_values(family):
+            assert {c[name] for c in points} == {c[name] for c in configs}, (family_name, name)

@@ -356,7 +356,7 @@ def test_alias_errors_are_reported_once():
 def test_recursive_and_self_merging_aliases_are_errors_not_hangs():
     errors = errors_of("problems: &p [*p]\n")
     assert errors == ["test.yaml:1: problems[0]: expected a mapping with keys name, count, spec, N, C, H, "
-                      "W, K, R, S, stride, padding, dilation, bias, dtype, layout, got a list"]
+                      "W, K, R, S, stride, padding, dilation, bias, dtype, layout, precision, got a list"]
     errors = errors_of("problems:\n  - &a {name: x, <<: *a}\n")
     assert any("'<<' merges a mapping into itself" in e for e in errors), errors
 
@@ -602,3 +602,47 @@ def test_fuzz_config_text(text):
         load_config_text(text, "fuzz.yaml", base_dir="/base")
     except ConfigError as err:
         assert err.errors and all(e.startswith("fuzz.yaml:") for e in err.errors), err.errors
+
+
+# ---- precision ---------------------------------------------------------------------------------
+
+def test_precision_defaults_to_fp32_and_the_config_sets_the_rest():
+    config = load("""
+        precision: tf32
+        problems:
+          - {name: a, spec: "N=1,C=8,H=8,W=8,K=8,R=3,S=3"}
+          - {name: b, spec: "N=1,C=8,H=8,W=8,K=9,R=3,S=3,precision=fp32"}
+          - {name: c, N: 1, C: 8, H: 8, W: 8, K: 10, R: 3, S: 3}
+          - {name: d, N: 1, C: 8, H: 8, W: 8, K: 11, R: 3, S: 3, precision: fp32}
+        models:
+          - {preset: resnet50, batch: 1, precision: fp32}
+        """)
+    precisions = {item.name: item.problem.precision for item in config.problems}
+    assert [precisions[n] for n in "abcd"] == ["tf32", "fp32", "tf32", "fp32"]
+    assert precisions["resnet50.conv1"] == "fp32"
+    assert load("problems: [{name: a, spec: 'N=1,C=8,H=8,W=8,K=8,R=3,S=3'}]").problems[0].problem.precision == "fp32"
+
+
+def test_a_bad_precision_is_an_error_naming_the_key():
+    errors = errors_of("""
+        precision: bf16
+        problems:
+          - {name: a, N: 1, C: 8, H: 8, W: 8, K: 8, R: 3, S: 3, precision: tf33}
+        """)
+    assert any("precision: 'bf16' is not a precision" in e for e in errors)
+    assert any("problems[0].precision: 'tf33' is not a precision (did you mean 'tf32'?)" in e for e in errors)
+
+
+def test_the_command_lines_precision_sets_every_problem_and_merges_what_becomes_equal():
+    from autoconv.problems.config import with_precision
+
+    config = load("""
+        problems:
+          - {name: a, spec: "N=1,C=8,H=8,W=8,K=8,R=3,S=3", count: 2}
+          - {name: b, spec: "N=1,C=8,H=8,W=8,K=8,R=3,S=3,precision=tf32", count: 3}
+        """)
+    assert len(config.problems) == 2  # different precisions: different problems
+    merged = with_precision(config, "tf32")
+    assert [(i.name, i.problem.precision, i.count) for i in merged.problems] == [("a", "tf32", 5)]
+    with pytest.raises(AutoconvError, match="--precision"):
+        with_precision(config, "fp16")

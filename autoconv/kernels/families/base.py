@@ -83,6 +83,8 @@ class Family:
     tensor_cores: bool = False
     dtypes: tuple[str, ...] = ("float32",)
     layouts: tuple[str, ...] = ("NCHW",)
+    #: The precisions (:data:`autoconv.problems.problem.PRECISIONS`) of the problems it serves.
+    precisions: tuple[str, ...] = ("fp32",)
 
     def __init__(self) -> None:
         self._space: SearchSpace | None = None
@@ -101,7 +103,9 @@ class Family:
         return self._space
 
     def unsupported_reason(self, problem: ConvProblem) -> str | None:
-        """Why this family cannot run the problem at all (dtype, layout), or None."""
+        """Why this family cannot run the problem at all (dtype, layout, precision), or None."""
+        if problem.precision not in self.precisions:
+            return (f"{self.name} computes precision {', '.join(self.precisions)}, not {problem.precision}")
         if problem.dtype not in self.dtypes:
             return f"{self.name} implements dtype {', '.join(self.dtypes)}, not {problem.dtype}"
         if problem.layout not in self.layouts:
@@ -109,9 +113,11 @@ class Family:
         return None
 
     def kernel_name(self, problem: ConvProblem, config: Mapping[str, object]) -> str:
-        """``implicit_gemm_f32_BM64_BN64_..._<hash>``: readable and unique per config."""
+        """``implicit_gemm_f32_BM64_BN64_..._<hash>``: readable and unique per config (``tf32``
+        in place of ``f32`` for a tf32 problem)."""
         params = "_".join(f"{k}{v}" for k, v in config.items())
-        return f"{self.name}_{DTYPE_TAGS[problem.dtype]}_{params}_{config_hash(config)}"
+        tag = "tf32" if problem.precision == "tf32" else DTYPE_TAGS[problem.dtype]
+        return f"{self.name}_{tag}_{params}_{config_hash(config)}"
 
     def launches(self, name: str, values: Mapping[str, Any]) -> tuple[Launch, ...]:
         """The launches of a plan, from the kernel name and the evaluated space values."""

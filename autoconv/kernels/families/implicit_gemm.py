@@ -11,6 +11,9 @@ from autoconv.kernels.families.base import Family, Launch, dim3, grid_for
 class ImplicitGemm(Family):
     name = "implicit_gemm"
     summary = "implicit GEMM: gather fused into tile loads, warp tiling, double buffering, split-K"
+    #: It serves tf32 problems too, at float32 accuracy (float32 FMAs are more accurate than TF32
+    #: asks for): the fallback that runs anywhere, where no TF32 family does (before Hopper).
+    precisions: tuple[str, ...] = ("fp32", "tf32")
 
     def weights_launch(self, name: str, values: Mapping[str, Any]) -> Launch | None:
         """The kernel that prepares the weights in the workspace before the GEMM (here: the

@@ -13,3 +13,4 @@ class ImplicitGemm3xTF32(ImplicitGemm):
     name = "implicit_gemm_3xtf32"
     summary = "implicit GEMM on tensor cores, 3xTF32 split for float32 accuracy, cp.async pipeline, split-K"
     tensor_cores = True
+    precisions: tuple[str, ...] = ("fp32",)

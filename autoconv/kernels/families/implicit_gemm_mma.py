@@ -18,6 +18,7 @@ class ImplicitGemmMma(ImplicitGemm):
     name = "implicit_gemm_mma"
     summary = "implicit GEMM on mma.sync m16n8k8 tensor cores, 3xTF32 (split per block or per warp), cp.async, split-K"
     tensor_cores = True
+    precisions: tuple[str, ...] = ("fp32",)
 
     def weights_launch(self, name: str, values: Mapping[str, Any]) -> Launch:
         """One thread per element of the weights' first plane (WEIGHTS_ELEMENTS, derived by the
