@@ -1,6 +1,6 @@
 """``autoconv.conv2d``: run the tuned kernel for a convolution, in your own process.
 
-    y = autoconv.conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None)
+    y = autoconv.conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None, precision=None)
 
 Arguments follow :func:`torch.nn.functional.conv2d` (NCHW input ``x``, KCRS weights
 ``w``, optional ``(K,)`` bias; ``stride``/``dilation`` an int or a pair; ``padding`` an
@@ -12,13 +12,23 @@ are used in place (zero-copy). PyTorch tensors go to the PyTorch operator
 current stream and allocator); otherwise the output is a CuPy array on CuPy's current
 stream.
 
+``precision`` is ``"fp32"`` (float32 accuracy) or ``"tf32"`` (inputs rounded to TF32, one
+tensor-core product per multiply, float32 accumulation: what cuDNN does where PyTorch allows
+TF32). None follows PyTorch's own setting for cuDNN convolutions for PyTorch tensors
+(``torch.backends.cudnn.conv.fp32_precision == "tf32"``, ``torch.backends.cudnn.allow_tf32``
+in older versions; read at each call) and means ``"fp32"`` for other arrays. The precision
+is part of the problem, so tf32 and fp32 winners are tuned and cached apart.
+
 The kernel is the cached winner for this problem on this GPU (see
 :mod:`autoconv.cache.winners`; the cache, a file or a SQLAlchemy URL, is :func:`set_cache`'s,
 else ``$AUTOCONV_CACHE``, else the default path), compiled once per process. Where
-``autoconv bench`` measured cuDNN's best strict-FP32 plan faster than the winner, that
-cuDNN plan runs instead (through the cuDNN frontend, when it is installed;
-:func:`use_cudnn` turns this off), so calling autoconv is never slower than calling cuDNN.
-Without a usable entry, a sound default (``implicit_gemm``'s default config) runs and
+``autoconv bench`` measured cuDNN's best plan in the problem's precision (strict FP32, or
+TF32 for tf32) faster than the winner, that cuDNN plan runs instead (through the cuDNN
+frontend, when it is installed; :func:`use_cudnn` turns this off), so calling autoconv is
+never slower than calling cuDNN.
+A tf32 problem without a tf32 winner runs the fp32 winner of its shape where there is one
+(more accurate than asked). Without a usable entry, a sound default (``implicit_gemm``'s
+default config; for tf32 ``implicit_gemm_wgmma``'s on compute capability 9.0) runs and
 :class:`UntunedWarning` says so, once per problem. :func:`loaded_kernels` tells what runs
 for each problem seen so far. ``'same'`` follows TensorFlow's rule (odd padding at the
 bottom/right), which for stride 1 matches PyTorch's.
@@ -36,7 +46,7 @@ from typing import Any
 
 from autoconv.errors import ProblemError
 from autoconv.problems.problem import make_problem
-from autoconv.runtime.arguments import check_shapes
+from autoconv.runtime.arguments import check_precision, check_shapes
 from autoconv.runtime.selection import REGISTRY, CudnnFallbackWarning, UntunedWarning
 
 __all__ = ["CudnnFallbackWarning", "UntunedWarning", "cache_path", "clear_loaded", "conv2d", "loaded_kernels",
@@ -64,9 +74,11 @@ def use_cudnn(enabled: bool = True) -> None:
 
 def loaded_kernels() -> list[dict[str, Any]]:
     """What ``conv2d`` runs for each (device, problem) it has seen in this process:
-    ``device``, ``problem`` (its spec string), ``origin`` (``cache``: the tuned winner;
-    ``cudnn``: cuDNN's plan, measured faster than the winner; ``default``: untuned) and
-    ``kernel`` (the kernel's name, or ``cudnn:<plan>``)."""
+    ``device``, ``problem`` (its spec string, with ``precision=tf32`` for tf32), ``origin``
+    (``cache``: the tuned winner; ``cudnn``: cuDNN's plan, measured faster than the winner;
+    ``default``: untuned), ``kernel`` (the kernel's name, or ``cudnn:<plan>``) and ``note``
+    (empty, or how what runs differs from what was asked: a tf32 problem running its
+    shape's fp32 winner says so here)."""
     return REGISTRY.loaded()
 
 
@@ -81,22 +93,28 @@ def clear_loaded() -> None:
         torch_ops.forget_calls()
 
 
-#: (device, shapes, parameters) -> (problem, runner): repeated calls skip building the
-#: problem (~20 us of Python).
+#: (device, shapes, parameters, precision) -> (problem, runner): repeated calls skip
+#: building the problem (~20 us of Python).
 _calls: dict[tuple, tuple] = {}
 
 
-def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None):
+def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None, precision=None):
     """``y = conv2d(x, w) + bias`` on the GPU (see the module docstring).
+
+    Args:
+        precision: ``"fp32"``, ``"tf32"``, or None: PyTorch's setting for cuDNN
+            convolutions for PyTorch tensors, ``"fp32"`` for other arrays.
 
     Returns:
         ``y`` of shape (N, K, P, Q), float32: a PyTorch tensor for PyTorch input, else a
         CuPy array (``out`` itself when given).
 
     Raises:
-        ProblemError: wrong dtype, shapes, layout, device or parameters.
+        ProblemError: wrong dtype, shapes, layout, device, precision or parameters.
         BackendUnavailable: CuPy is not installed.
     """
+    if precision is not None:
+        precision = check_precision(precision)
     # Host arrays and foreign objects are refused first, so that the error is the same
     # (and as clear) for every kind of array and where CuPy is missing.
     for name, value in (("x", x), ("w", w), ("bias", bias), ("out", out)):
@@ -104,7 +122,10 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None):
             _refuse_host_memory(name, value)
     if _is_torch(x):
         from autoconv.torch.functional import conv2d as torch_conv2d
-        return torch_conv2d(x, w, bias, _hashable(stride), _hashable(padding), _hashable(dilation), out=out)
+        return torch_conv2d(x, w, bias, _hashable(stride), _hashable(padding), _hashable(dilation), out=out,
+                            precision=precision)
+    if precision is None:
+        precision = "fp32"
 
     from autoconv.gpu.device import require_cupy
 
@@ -122,14 +143,14 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None):
                                f"under `with cupy.cuda.Device({array.device.id}):`")
 
     call_key = (device_id, xa.shape, wa.shape, _hashable(stride), _hashable(padding), _hashable(dilation),
-                ba is not None)
+                ba is not None, precision)
     try:
         problem, runner = _calls[call_key]
     except (KeyError, TypeError):
         N, C, H, W = (int(v) for v in xa.shape)
         K, _, R, S = (int(v) for v in wa.shape)
         problem = make_problem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation,
-                               padding=padding, bias=ba is not None)
+                               padding=padding, bias=ba is not None, precision=precision)
         runner = REGISTRY.runner(problem, device_id)
         try:
             _calls[call_key] = (problem, runner)

@@ -4,6 +4,7 @@ what autoconv.conv2d and the PyTorch operator both refuse, with the same words."
 from __future__ import annotations
 
 from autoconv.errors import ProblemError
+from autoconv.problems.problem import PRECISIONS, did_you_mean
 
 
 def check_shapes(x_shape: tuple, w_shape: tuple, bias_shape: tuple | None) -> None:
@@ -18,3 +19,22 @@ def check_shapes(x_shape: tuple, w_shape: tuple, bias_shape: tuple | None) -> No
                            "and w is K, C, R, S; groups are not supported)")
     if bias_shape is not None and bias_shape != (w_shape[0],):
         raise ProblemError("bias.shape", bias_shape, f"expected ({w_shape[0]},): one value per filter")
+
+
+def check_precision(precision, *, none_allowed: bool = True) -> str:
+    """``precision`` if it is one of :data:`~autoconv.problems.problem.PRECISIONS`, else
+    ProblemError naming the field and the values allowed. Where the caller takes None
+    (``none_allowed``: PyTorch's setting for PyTorch tensors, "fp32" otherwise; the caller
+    resolves it before this), the message says so."""
+    if isinstance(precision, str) and precision in PRECISIONS:
+        return precision
+    hint = ""
+    if isinstance(precision, str):
+        hint = {"ieee": " (PyTorch's 'ieee' is autoconv's 'fp32')", "highest": " (use 'fp32')",
+                "high": " (use 'tf32')"}.get(precision.lower(), did_you_mean(precision, PRECISIONS))
+    allowed = "'fp32' (float32 accuracy) or 'tf32' (inputs rounded to TF32, float32 accumulation)"
+    if none_allowed:
+        allowed = ("'fp32' (float32 accuracy), 'tf32' (inputs rounded to TF32, float32 accumulation) or None "
+                   "(PyTorch tensors: PyTorch's setting for cuDNN convolutions, "
+                   "torch.backends.cudnn.conv.fp32_precision; other arrays: 'fp32')")
+    raise ProblemError("precision", precision, f"expected {allowed}{hint}")

@@ -3,11 +3,17 @@
 The choice, in order:
 
 1. cuDNN's plan, where the cache entry records that ``autoconv bench`` measured cuDNN's
-   best strict-FP32 plan faster than the tuned winner (and cuDNN use is allowed);
+   best plan (strict FP32, or TF32 for a tf32 problem) faster than the tuned winner (and
+   cuDNN use is allowed);
 2. the cached winner (see :mod:`autoconv.cache`; the cache is :meth:`KernelRegistry.set_cache`'s,
-   else ``$AUTOCONV_CACHE``, else the default path);
-3. otherwise a sound default (``implicit_gemm``'s default config), with an
-   :class:`UntunedWarning` once per problem.
+   else ``$AUTOCONV_CACHE``, else the default path). The lookup is by problem key, which
+   includes the precision; a ``tf32`` problem without a usable tf32 winner runs the fp32
+   winner of the same shape where there is one (tuned, and more accurate than asked), and
+   :meth:`KernelRegistry.loaded`'s ``note`` says so;
+3. otherwise a sound default, with an :class:`UntunedWarning` once per problem:
+   ``implicit_gemm``'s default config, or for a ``tf32`` problem ``implicit_gemm_wgmma``'s
+   where the device has it (compute capability 9.0; elsewhere ``implicit_gemm`` runs tf32
+   problems at float32 accuracy).
 
 The chosen kernel is compiled with NVRTC, loaded on the device and wrapped in a
 :class:`~autoconv.runtime.launcher.Launcher`: a :class:`Runner`. All of it happens on the
@@ -24,7 +30,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from autoconv.cache.sql import NoCache
-from autoconv.cache.winners import CacheKey, WinnerCache, default_location, is_url
+from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache, default_location, is_url
 from autoconv.errors import AutoconvError, CacheError
 from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, get_family
 from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
@@ -34,6 +40,9 @@ from autoconv.search.storage import masked_url
 
 #: The family whose default config runs untuned problems.
 FALLBACK_FAMILY = "implicit_gemm"
+#: The family whose default config runs untuned tf32 problems where the device has it
+#: (its search space accepts compute capability 9.0 only); elsewhere :data:`FALLBACK_FAMILY`.
+TF32_DEFAULT_FAMILY = "implicit_gemm_wgmma"
 
 
 class UntunedWarning(UserWarning):
@@ -54,6 +63,7 @@ class Runner:
     origin: str                # "cache", "default" or "cudnn"
     cudnn: Any = None          # autoconv.bench.cudnn.CudnnConv where cuDNN beat the cached winner
     loaded: Any = None         # autoconv.gpu.kernels.LoadedPlan: keeps the module loaded
+    note: str = ""             # how what runs differs from what was asked (an fp32 winner for tf32)
 
     # (plan is None only where cuDNN runs)
     @property
@@ -64,6 +74,27 @@ class Runner:
     def workspace_bytes(self) -> int:
         """Scratch bytes one call needs (the plan's workspace, or cuDNN's)."""
         return self.cudnn.workspace_bytes if self.cudnn is not None else cast(KernelPlan, self.plan).workspace_bytes
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What the winners' cache offers for a problem: the winner's plan (None where none is
+    usable, ``why`` says why), the entry consulted (None where the cache has none; it
+    also tells whether cuDNN was measured faster) and the problem that entry is keyed by.
+    That is the fp32 problem where a tf32 problem falls back to the fp32 entry; then
+    ``fallback`` says why (no tf32 entry, or one that cannot run)."""
+    plan: KernelPlan | None
+    entry: CacheEntry | None
+    entry_problem: ConvProblem
+    why: str
+    fallback: str = ""
+
+    def note(self, runs: str) -> str:
+        """What :meth:`KernelRegistry.loaded` says of a runner that runs ``runs`` from this
+        lookup's entry: empty unless it is the fp32 entry of a tf32 problem."""
+        if not self.fallback:
+            return ""
+        return f"{self.fallback}: {runs} runs (float32 accuracy, more than tf32 asks)"
 
 
 class KernelRegistry:
@@ -88,9 +119,12 @@ class KernelRegistry:
         return self._cache_location if self._cache_location is not None else default_location()
 
     def loaded(self) -> list[dict[str, Any]]:
+        """One dict per loaded (device, problem): ``device``, ``problem`` (spec), ``origin``,
+        ``kernel`` and ``note`` (empty, or how what runs differs from what was asked)."""
         with self._lock:
             return [{"device": device, "problem": runner.problem.spec(), "origin": runner.origin,
-                     "kernel": runner.name} for (device, _), runner in self._runners.items()]
+                     "kernel": runner.name, "note": runner.note}
+                    for (device, _), runner in self._runners.items()]
 
     def clear(self) -> None:
         with self._lock:
@@ -134,18 +168,18 @@ class KernelRegistry:
         if device_id not in self._devices:
             self._devices[device_id] = read_device(device_id)
         limits, identity = self._devices[device_id]
-        plan, origin, why, entry = self.winner_plan(problem, limits, identity)
-        if entry is not None and self.cudnn_allowed:
-            cudnn = _cudnn_if_faster(problem, entry)
+        found = self.lookup(problem, limits, identity)
+        if found.entry is not None and self.cudnn_allowed:
+            cudnn = _cudnn_if_faster(found.entry_problem, found.entry)
             if cudnn is not None:
-                return Runner(problem, device_id, plan, None, "cudnn", cudnn)
+                return Runner(problem, device_id, found.plan, None, "cudnn", cudnn,
+                              note=found.note("the fp32 entry's cuDNN plan (measured faster than its winner)"))
+        plan, origin, note = found.plan, "cache", found.note("the fp32 winner of this shape")
         if plan is None:
-            plan, origin = _default_plan(problem, limits), "default"
+            plan, origin, note = _default_plan(problem, limits), "default", ""
             if (device_id, problem.key()) not in self._warned:
                 self._warned.add((device_id, problem.key()))
-                warnings.warn(f"autoconv.conv2d: {why}; running {plan.family}'s default configuration for "
-                              f"{problem.shape_str()} (correct, maybe slow). Tune it with `autoconv tune` "
-                              "(problem spec: " + problem.spec() + ")", UntunedWarning, stacklevel=5)
+                warnings.warn(untuned_message(problem, found.why, plan), UntunedWarning, stacklevel=5)
         compiled = compile_cached(plan.source, limits.arch, plan.name)
         if not compiled.ok:
             raise AutoconvError(f"autoconv.conv2d: the {origin} kernel {plan.name} does not compile with this "
@@ -159,31 +193,62 @@ class KernelRegistry:
             raise AutoconvError(f"autoconv.conv2d: the {origin} kernel {plan.name} cannot launch on "
                                 f"{limits.name}: {trouble[1]}")
         loaded.configure()
-        return Runner(problem, device_id, plan, Launcher(plan, loaded.function_handles()), origin, loaded=loaded)
+        return Runner(problem, device_id, plan, Launcher(plan, loaded.function_handles()), origin, loaded=loaded,
+                      note=note)
+
+    def lookup(self, problem: ConvProblem, limits, identity) -> Lookup:
+        """The cached winner that runs ``problem`` on the device (``limits``, ``identity``),
+        or why none does. A ``tf32`` problem without a usable tf32 winner takes the fp32
+        winner of the same shape where there is one: tuned, and more accurate than asked
+        (``entry_problem`` is then the fp32 problem and ``fallback`` says why)."""
+        found = self._lookup_exact(problem, limits, identity)
+        if found.plan is not None or problem.precision == "fp32":
+            return found
+        strict = problem.with_(precision="fp32")
+        other = self._lookup_exact(strict, limits, identity)
+        reason = (f"no {problem.precision} winner is cached for this shape" if found.entry is None
+                  else f"the {problem.precision} winner cannot run ({found.why})")
+        if other.plan is not None:
+            return Lookup(other.plan, other.entry, strict, "", fallback=reason)
+        # Neither runs: one reason where both are the same (the cache is missing or unreadable).
+        why = found.why if other.why == found.why else f"{found.why}; fp32: {other.why}"
+        if found.entry is None and other.entry is not None:  # (its cuDNN plan may still run)
+            return Lookup(None, other.entry, strict, why, fallback=reason)
+        return Lookup(None, found.entry, problem, why)
 
     def winner_plan(self, problem: ConvProblem, limits, identity):
-        """``(plan, "cache", "", entry)`` for the cached winner, or ``(None, "", why, entry)``
-        where none is usable (``entry`` None where the cache has none for this problem)."""
+        """``(plan, "cache", "", entry)`` for the cached winner that runs ``problem`` (see
+        :meth:`lookup`), or ``(None, "", why, entry)`` where none is usable (``entry`` None
+        where the cache has none for this problem)."""
+        found = self.lookup(problem, limits, identity)
+        return found.plan, "cache" if found.plan is not None else "", found.why, found.entry
+
+    def _lookup_exact(self, problem: ConvProblem, limits, identity) -> Lookup:
+        """The cached winner of exactly ``problem`` (its key, precision included), or why none."""
         location = self.cache_location()
         try:
             with WinnerCache(location, create=False) as winners:  # a reader creates no file or table
                 entry = winners.get(CacheKey.for_problem(identity, problem))
         except NoCache:
-            return None, "", f"no winners' cache at {masked_url(str(location))}", None
+            return Lookup(None, None, problem, f"no winners' cache at {masked_url(str(location))}")
         except CacheError as err:
-            return None, "", f"the winners' cache cannot be used ({err})", None
+            return Lookup(None, None, problem, f"the winners' cache cannot be used ({err})")
         if entry is None:
-            return None, "", f"no tuned kernel for this problem on {identity.gpu_name} in {winners.location}", None
+            precision = "" if problem.precision == "fp32" else f" ({problem.precision})"
+            return Lookup(None, None, problem,
+                          f"no tuned kernel for this problem{precision} on {identity.gpu_name} in {winners.location}")
         if entry.family not in FAMILY_NAMES:
-            return None, "", f"the cached winner's family {entry.family!r} is not part of this autoconv", entry
+            return Lookup(None, entry, problem,
+                          f"the cached winner's family {entry.family!r} is not part of this autoconv")
         limit = max(DEFAULT_WORKSPACE_LIMIT, entry.workspace_bytes)
         try:
             plan = get_family(entry.family).plan(problem, dict(entry.config), limits, limit)
         except AutoconvError as err:
-            return None, "", f"the cached winner no longer fits ({err})", entry
+            return Lookup(None, entry, problem, f"the cached winner no longer fits ({err})")
         if plan.source_hash != entry.source_hash:
-            return None, "", "the cached winner's source differs from what this autoconv renders (stale entry)", entry
-        return plan, "cache", "", entry
+            return Lookup(None, entry, problem,
+                          "the cached winner's source differs from what this autoconv renders (stale entry)")
+        return Lookup(plan, entry, problem, "")
 
 
 def _cudnn_if_faster(problem: ConvProblem, entry):
@@ -209,15 +274,29 @@ def _cudnn_if_faster(problem: ConvProblem, entry):
 
 
 def _default_plan(problem: ConvProblem, limits) -> KernelPlan:
-    """The fallback family's default config; else any family's, in registry order."""
+    """The default config of the first family that can run ``problem`` on the device:
+    for a tf32 problem :data:`TF32_DEFAULT_FAMILY` (one TF32 product per multiply, where
+    the device has it), then :data:`FALLBACK_FAMILY`, then the others in registry order."""
+    first = (TF32_DEFAULT_FAMILY, FALLBACK_FAMILY) if problem.precision == "tf32" else (FALLBACK_FAMILY,)
     reasons = []
-    for name in (FALLBACK_FAMILY, *[n for n in FAMILY_NAMES if n != FALLBACK_FAMILY]):
+    for name in (*first, *[n for n in FAMILY_NAMES if n not in first]):
         try:
             return get_family(name).plan(problem, None, limits)
         except AutoconvError as err:
             reasons.append(f"{name}: {err}")
     raise AutoconvError(f"autoconv.conv2d: no kernel family can run {problem.shape_str()}:\n  "
                         + "\n  ".join(reasons))
+
+
+def untuned_message(problem: ConvProblem, why: str, plan: KernelPlan) -> str:
+    """The :class:`UntunedWarning` for ``problem``, which runs ``plan`` (a default config)
+    because no cached winner is usable (``why``). Names the precision, and says so where
+    the default computes a tf32 problem at float32 accuracy (a family without TF32)."""
+    precision = f"precision {problem.precision}"
+    if problem.precision == "tf32" and not get_family(plan.family).tensor_cores:
+        precision += ", computed at float32 accuracy"
+    return (f"autoconv.conv2d: {why}; running {plan.family}'s default configuration for {problem.shape_str()} "
+            f"({precision}; correct, maybe slow). Tune it with `autoconv tune` (problem spec: {problem.spec()})")
 
 
 #: The registry of this process, behind :mod:`autoconv.runtime`'s functions.

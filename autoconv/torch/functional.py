@@ -1,12 +1,23 @@
 """``autoconv.torch.conv2d``: :func:`torch.nn.functional.conv2d`'s signature, autoconv's kernels.
 
-    y = autoconv.torch.conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1)
+    y = autoconv.torch.conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
+                              out=None, precision=None)
 
 ``padding`` is an int, a (height, width) pair, a (top, bottom, left, right) 4-tuple,
 ``'valid'``, or ``'same'`` with PyTorch's rule (stride 1 only; total padding
 ``dilation * (kernel - 1)``, the odd element at the bottom/right). ``groups`` must be 1.
 Inputs must be float32 CUDA tensors on one device; a non-contiguous or channels_last
 input is copied to contiguous NCHW first (autoconv's kernels read NCHW).
+
+``precision`` is ``"fp32"`` (float32 accuracy), ``"tf32"`` (inputs rounded to TF32, one
+tensor-core product per multiply, float32 accumulation) or None: what PyTorch does for its
+own cuDNN convolutions, read when the call is made (:func:`pytorch_precision`: ``"tf32"``
+where ``torch.backends.cudnn.conv.fp32_precision == "tf32"``, or ``allow_tf32`` before that
+existed; PyTorch's default allows TF32). The precision picks the kernel (tf32 and fp32 are
+tuned and cached apart); the backward is PyTorch's and follows PyTorch's setting.
+Under ``torch.compile`` and ``torch.export`` the precision resolved when tracing is baked
+into the graph as a constant: changing PyTorch's flag afterwards does not retrace, so set
+the flag before compiling, or pass ``precision`` explicitly.
 
 Eager calls on CUDA tensors go straight to the operator's CUDA implementation, through
 :class:`~autoconv.torch.ops.EagerConv2d` when they need gradients: the dispatcher and
@@ -23,13 +34,15 @@ from functools import lru_cache
 import torch
 
 from autoconv.errors import ProblemError
+from autoconv.runtime.arguments import check_precision
 from autoconv.torch import ops
 
 _Tensor = torch.Tensor
 
 
 def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
-           dilation=1, groups: int = 1, *, out: torch.Tensor | None = None) -> torch.Tensor:
+           dilation=1, groups: int = 1, *, out: torch.Tensor | None = None,
+           precision: str | None = None) -> torch.Tensor:
     """``y = conv2d(x, w) + bias`` with autoconv's tuned kernel (see the module docstring).
 
     Args:
@@ -40,6 +53,8 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
         padding: an int, a pair, (top, bottom, left, right), ``'same'`` or ``'valid'``.
         groups: must be 1.
         out: optional (N, K, P, Q) contiguous float32 tensor to write (no autograd).
+        precision: ``"fp32"``, ``"tf32"``, or None for PyTorch's setting for cuDNN
+            convolutions (:func:`pytorch_precision`, read per call; baked in when traced).
 
     Returns:
         y, (N, K, P, Q) float32 on x's device.
@@ -51,17 +66,48 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
         raise ProblemError("groups", groups, "autoconv computes groups=1 convolutions only; leave grouped and "
                            "depthwise convolutions to torch.nn.functional.conv2d")
     if torch.compiler.is_compiling():  # traced: one operator node (Dynamo would skip resolve's cache)
+        precision = _traced_precision() if precision is None else check_precision(precision)
         stride, padding, dilation = resolve.__wrapped__(_key(stride), _key(padding), _key(dilation),
                                                         w.shape[2], w.shape[3])
-        return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation)
+        return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation, precision)
+    precision = pytorch_precision() if precision is None else check_precision(precision)
     stride, padding, dilation = resolve(_key(stride), _key(padding), _key(dilation), w.shape[2], w.shape[3])
     if out is not None:
-        return _into(out, x, w, bias, stride, padding, dilation)
+        return _into(out, x, w, bias, stride, padding, dilation, precision)
     if type(x) is not _Tensor or not x.is_cuda:  # subclasses, meta and CPU tensors: the dispatcher decides
-        return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation)
+        return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation, precision)
     if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
-        return ops.EagerConv2d.apply(x, w, bias, stride, padding, dilation)
-    return ops.conv2d_cuda(x, w, bias, stride, padding, dilation)
+        return ops.EagerConv2d.apply(x, w, bias, stride, padding, dilation, precision)
+    return ops.conv2d_cuda(x, w, bias, stride, padding, dilation, precision)
+
+
+def _legacy_fp32_precision(backend: str, op: str) -> str:
+    """``torch._C._get_fp32_precision_getter`` for PyTorch before 2.9 (cuDNN convolutions
+    only): ``"tf32"`` where ``torch.backends.cudnn.allow_tf32``, else ``"ieee"``."""
+    return "tf32" if torch.backends.cudnn.allow_tf32 else "ieee"
+
+
+#: PyTorch's (backend, op) -> "tf32" | "ieee" | "none" getter behind
+#: ``torch.backends.cudnn.conv.fp32_precision`` (PyTorch 2.9 and later; 0.1 us where the
+#: attribute costs 1 us). There ``allow_tf32`` raises once conv and RNN settings differ, so
+#: it is read only in PyTorch without the getter.
+_conv_fp32_precision = getattr(torch._C, "_get_fp32_precision_getter", _legacy_fp32_precision)
+
+
+def pytorch_precision() -> str:
+    """``"tf32"`` where PyTorch currently lets its cuDNN convolutions use TF32
+    (``torch.backends.cudnn.conv.fp32_precision == "tf32"``; ``"none"``, what
+    ``allow_tf32 = False`` leaves, and ``"ieee"`` do not), else ``"fp32"``: the precision an
+    autoconv call with ``precision=None`` computes. Read at every call (about 0.15 us)."""
+    return "tf32" if _conv_fp32_precision("cuda", "conv") == "tf32" else "fp32"
+
+
+@torch.compiler.assume_constant_result
+def _traced_precision() -> str:
+    """:func:`pytorch_precision` for tracing: Dynamo cannot trace PyTorch's getter, so its
+    result is taken as a constant of the graph (no guard: a later change of the flag does not
+    recompile)."""
+    return pytorch_precision()
 
 
 def _key(value):
@@ -113,13 +159,13 @@ def _pair(name: str, value) -> tuple[int, int]:
     raise ProblemError(name, value, "expected an int or a (height, width) pair")
 
 
-def _into(out, x, w, bias, stride, padding, dilation) -> torch.Tensor:
+def _into(out, x, w, bias, stride, padding, dilation, precision) -> torch.Tensor:
     if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         raise ProblemError("out", "given", "out= computes no gradient; call without out= for autograd")
     if out.dtype is not torch.float32 or not out.is_contiguous() or out.device != x.device:
         raise ProblemError("out", f"{out.dtype} on {out.device}",
                            f"out must be a contiguous float32 tensor on {x.device}")
-    expected = tuple(ops.conv2d_fake(x, w, bias, stride, padding, dilation).shape)
+    expected = tuple(ops.conv2d_fake(x, w, bias, stride, padding, dilation, precision).shape)
     if tuple(out.shape) != expected:
         raise ProblemError("out.shape", tuple(out.shape), f"expected {expected} for this convolution")
-    return ops.conv2d_cuda(x, w, bias, stride, padding, dilation, out=out)
+    return ops.conv2d_cuda(x, w, bias, stride, padding, dilation, precision, out=out)

@@ -1,7 +1,8 @@
 """Models, not presets: an ``nn.Conv2d`` that runs autoconv, and :func:`convert` to swap
 it into a model.
 
-    model, report = autoconv.torch.convert(model)
+    model, report = autoconv.torch.convert(model)                      # precision: PyTorch's setting
+    model, report = autoconv.torch.convert(model, precision="tf32")    # or one for every layer
     print(report)          # what was converted, what was left alone and why
 
 :class:`Conv2d` is an ``nn.Conv2d`` (same parameters, state dict, hooks and repr) whose
@@ -10,31 +11,52 @@ CPU inputs; non-zero ``padding_mode`` pads the input first, as ``nn.Conv2d`` doe
 :func:`convert` changes the class of each eligible layer in place (the way
 ``torch.nn.utils.parametrize`` does), so parameters, their identity (optimizers keep
 working) and hooks stay.
+
+A layer's ``precision`` (``"fp32"``, ``"tf32"``, or None: PyTorch's setting for cuDNN
+convolutions, read per call; see :func:`autoconv.torch.conv2d`) is a plain attribute:
+set it on a layer, or for every layer with ``convert(model, precision=...)``.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from autoconv.errors import ProblemError
+from autoconv.runtime.arguments import check_precision
 from autoconv.torch.functional import conv2d
 
 
 class Conv2d(nn.Conv2d):
-    """``nn.Conv2d`` whose forward runs autoconv's tuned kernel on CUDA."""
+    """``nn.Conv2d`` whose forward runs autoconv's tuned kernel on CUDA.
+
+    Takes ``nn.Conv2d``'s arguments and ``precision``: ``"fp32"``, ``"tf32"``, or None
+    (the default) for PyTorch's setting for cuDNN convolutions at each call."""
+
+    #: The precision of the forward on CUDA: "fp32", "tf32", or None for PyTorch's setting.
+    #: (A class attribute too, so that layers :func:`convert` re-classes have one.)
+    precision: str | None = None
+
+    def __init__(self, *args, precision: str | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.precision = None if precision is None else check_precision(precision)
+
+    def extra_repr(self) -> str:
+        text = super().extra_repr()
+        return text if self.precision is None else f"{text}, precision={self.precision!r}"
 
     def _conv_forward(self, input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         if not input.is_cuda:
             return super()._conv_forward(input, weight, bias)
         if self.padding_mode != "zeros":
             input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            return conv2d(input, weight, bias, self.stride, 0, self.dilation)
-        return conv2d(input, weight, bias, self.stride, self.padding, self.dilation)
+            return conv2d(input, weight, bias, self.stride, 0, self.dilation, precision=self.precision)
+        return conv2d(input, weight, bias, self.stride, self.padding, self.dilation, precision=self.precision)
 
 
 @dataclass
@@ -65,19 +87,25 @@ def ineligible_reason(module: nn.Module) -> str | None:
     return None
 
 
-def convert(model: nn.Module, *, inplace: bool = False) -> tuple[nn.Module, ConversionReport]:
+def convert(model: nn.Module, *, inplace: bool = False,
+            precision: str | None = None) -> tuple[nn.Module, ConversionReport]:
     """Make every eligible ``nn.Conv2d`` of ``model`` (groups=1, float32 weights) an
     autoconv :class:`Conv2d`.
 
     Args:
         model: any module (the model itself may be an ``nn.Conv2d``).
         inplace: convert ``model`` itself instead of a deep copy.
+        precision: ``"fp32"`` or ``"tf32"`` for every converted layer (autoconv layers
+            already in the model included); None (the default) leaves it to PyTorch's setting
+            for cuDNN convolutions at each call, and autoconv layers already there keep theirs.
 
     Returns:
         ``(model, report)``: the converted model and a :class:`ConversionReport`.
     """
     if not isinstance(model, nn.Module):
         raise ProblemError("model", type(model).__name__, "expected a torch.nn.Module")
+    if precision is not None:
+        precision = check_precision(precision)
     if not inplace:
         model = copy.deepcopy(model)
     report = ConversionReport()
@@ -90,5 +118,7 @@ def convert(model: nn.Module, *, inplace: bool = False) -> tuple[nn.Module, Conv
             report.skipped[label] = why
             continue
         module.__class__ = Conv2d
+        if precision is not None:
+            cast(Conv2d, module).precision = precision
         report.converted.append(label)
     return model, report

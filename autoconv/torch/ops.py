@@ -2,7 +2,11 @@
 (meta) implementation and autograd formula.
 
     torch.ops.autoconv.conv2d(x, w, bias, stride=[sh, sw], padding=[top, bottom, left, right],
-                              dilation=[dh, dw]) -> y
+                              dilation=[dh, dw], precision="fp32") -> y
+
+``precision`` is ``"fp32"`` (float32 accuracy; the default of the operator itself) or
+``"tf32"`` (inputs rounded to TF32, float32 accumulation), a string resolved by the caller:
+:func:`autoconv.torch.conv2d` reads PyTorch's setting for cuDNN convolutions when given None.
 
 Registered with :mod:`torch.library`, so ``torch.compile(fullgraph=True)`` traces it as
 one node (the fake implementation gives the output's shape), CUDA graphs capture its
@@ -20,8 +24,9 @@ launches, and autograd differentiates it:
   version counter (as for any PyTorch cache keyed on it): call
   :func:`autoconv.torch.clear_weight_cache` after such changes.
 - **Backward**: PyTorch's own convolution backward (``aten.convolution_backward``, so
-  it follows ``torch.backends.cudnn`` settings such as ``allow_tf32``), until autoconv
-  tunes backward kernels. Asymmetric padding is applied to ``x`` explicitly first.
+  it follows ``torch.backends.cudnn`` settings such as ``conv.fp32_precision``, whatever
+  the forward's ``precision``), until autoconv tunes backward kernels. Asymmetric padding
+  is applied to ``x`` explicitly first.
 
 Nothing in a call allocates with cudaMalloc (PyTorch's allocator serves), compiles,
 reads the cache or synchronises, once the problem's kernel is loaded; a first call
@@ -40,15 +45,16 @@ import torch.nn.functional as F
 
 from autoconv.errors import AutoconvError, ProblemError
 from autoconv.problems.problem import ConvProblem
-from autoconv.runtime.arguments import check_shapes
+from autoconv.runtime.arguments import check_precision, check_shapes
 from autoconv.runtime.selection import REGISTRY, Runner
 
 _Pair = tuple[int, int]
 _Padding = tuple[int, int, int, int]
 
-#: The operator's schema: padding is (top, bottom, left, right), already resolved.
-SCHEMA = ("conv2d(Tensor x, Tensor w, Tensor? bias, SymInt[2] stride, SymInt[4] padding, SymInt[2] dilation) "
-          "-> Tensor")
+#: The operator's schema: padding is (top, bottom, left, right), already resolved; precision
+#: is "fp32" or "tf32" (see :data:`autoconv.problems.problem.PRECISIONS`), already resolved.
+SCHEMA = ("conv2d(Tensor x, Tensor w, Tensor? bias, SymInt[2] stride, SymInt[4] padding, SymInt[2] dilation, "
+          "str precision='fp32') -> Tensor")
 
 _library = torch.library.Library("autoconv", "DEF")
 _library.define(SCHEMA)
@@ -148,23 +154,24 @@ class _Call:
             self._weights.clear()
 
 
-#: (shapes, has bias, stride, padding, dilation, device) -> _Call
+#: (shapes, has bias, stride, padding, dilation, device, precision) -> _Call
 _calls: dict[tuple, _Call] = {}
 _FLOAT32 = torch.float32
 
 
 def conv2d_cuda(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, stride: tuple, padding: tuple,
-                dilation: tuple, out: torch.Tensor | None = None) -> torch.Tensor:
+                dilation: tuple, precision: str, out: torch.Tensor | None = None) -> torch.Tensor:
     """The forward on CUDA tensors, ``stride``/``padding``/``dilation`` as tuples (see
-    :func:`autoconv.torch.functional.resolve`). The operator's CUDA kernel, and what eager
-    calls of :func:`autoconv.torch.conv2d` run directly."""
+    :func:`autoconv.torch.functional.resolve`) and ``precision`` resolved ("fp32" or "tf32").
+    The operator's CUDA kernel, and what eager calls of :func:`autoconv.torch.conv2d` run
+    directly."""
     if x.dtype is not _FLOAT32 or w.dtype is not _FLOAT32 or (bias is not None and bias.dtype is not _FLOAT32):
         _refuse_dtype(x, w, bias)
     device = x.get_device()
-    key = (x.shape, w.shape, bias is None, stride, padding, dilation, device)
+    key = (x.shape, w.shape, bias is None, stride, padding, dilation, device, precision)
     call = _calls.get(key)
     if call is None:
-        call = _first_call(key, x, w, bias, stride, padding, dilation)
+        call = _first_call(key, x, w, bias, stride, padding, dilation, precision)
     if w.get_device() != device or (bias is not None and bias.get_device() != device):
         _refuse_devices(x, w, bias)
     if not x.is_contiguous():
@@ -179,16 +186,17 @@ def conv2d_cuda(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, str
     return call(x, w, bias, out)
 
 
-def _conv2d_kernel(x, w, bias, stride, padding, dilation):
+def _conv2d_kernel(x, w, bias, stride, padding, dilation, precision="fp32"):
     """The operator's CUDA kernel: the dispatcher passes the int lists as lists."""
-    return conv2d_cuda(x, w, bias, tuple(stride), tuple(padding), tuple(dilation))
+    return conv2d_cuda(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), precision)
 
 
 _current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
 
 
-def _first_call(key, x, w, bias, stride, padding, dilation) -> _Call:
+def _first_call(key, x, w, bias, stride, padding, dilation, precision) -> _Call:
     """Check the arguments, build the problem and load its kernel (once per key)."""
+    check_precision(precision, none_allowed=False)
     check_shapes(tuple(x.shape), tuple(w.shape), None if bias is None else tuple(bias.shape))
     if not x.is_cuda:
         raise ProblemError("x.device", str(x.device), "the autoconv CUDA kernel got a tensor that is not on a "
@@ -199,7 +207,8 @@ def _first_call(key, x, w, bias, stride, padding, dilation) -> _Call:
     # (as given: ConvProblem checks the lengths)
     problem = ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=cast(_Pair, tuple(int(v) for v in stride)),
                           dilation=cast(_Pair, tuple(int(v) for v in dilation)),
-                          padding=cast(_Padding, tuple(int(v) for v in padding)), bias=bias is not None)
+                          padding=cast(_Padding, tuple(int(v) for v in padding)), bias=bias is not None,
+                          precision=precision)
     device = x.get_device()
     if not REGISTRY.is_loaded(problem, device) and torch.cuda.is_current_stream_capturing():
         raise CaptureError(f"autoconv: the first call for {problem.shape_str()} on cuda:{device} happened "
@@ -246,7 +255,9 @@ def _output_size(size, kernel, stride, before, after, dilation):
     return (size + before + after - dilation * (kernel - 1) - 1) // stride + 1
 
 
-def conv2d_fake(x, w, bias, stride, padding, dilation):
+def conv2d_fake(x, w, bias, stride, padding, dilation, precision="fp32"):
+    """The output's shape and dtype, on x's device (no data): what tracing sees."""
+    check_precision(precision, none_allowed=False)
     N, _, H, W = x.shape
     K, _, R, S = w.shape
     P = _output_size(H, R, stride[0], padding[0], padding[1], dilation[0])
@@ -257,7 +268,7 @@ def conv2d_fake(x, w, bias, stride, padding, dilation):
 # ---- autograd: PyTorch's convolution backward -------------------------------------------------
 
 def _setup_context(ctx, inputs, output) -> None:
-    x, w, bias, stride, padding, dilation = inputs
+    x, w, bias, stride, padding, dilation = inputs[:6]  # (the precision does not change the backward)
     ctx.save_for_backward(x, w)
     ctx.has_bias = bias is not None
     ctx.stride, ctx.padding, ctx.dilation = list(stride), list(padding), list(dilation)
@@ -275,10 +286,10 @@ def _backward(ctx, grad_y):
         [needs_x, needs_w, needs_bias and ctx.has_bias])
     if grad_x is not None and not symmetric:
         grad_x = grad_x[:, :, top:top + x.shape[2], left:left + x.shape[3]]
-    return grad_x, grad_w, grad_bias if ctx.has_bias else None, None, None, None
+    return grad_x, grad_w, grad_bias if ctx.has_bias else None, None, None, None, None
 
 
-def conv2d_cpu(x, w, bias, stride, padding, dilation):
+def conv2d_cpu(x, w, bias, stride, padding, dilation, precision="fp32"):
     raise ProblemError("x.device", str(x.device), "autoconv's kernels run on CUDA devices; move the tensors "
                        "with .cuda(), or use torch.nn.functional.conv2d on the CPU")
 
@@ -292,8 +303,8 @@ class EagerConv2d(torch.autograd.Function):
     which skips the functorch checks that a separate ``setup_context`` costs."""
 
     @staticmethod
-    def forward(ctx, x, w, bias, stride, padding, dilation):
-        y = conv2d_cuda(x, w, bias, stride, padding, dilation)
+    def forward(ctx, x, w, bias, stride, padding, dilation, precision):
+        y = conv2d_cuda(x, w, bias, stride, padding, dilation, precision)
         _setup_context(ctx, (x, w, bias, stride, padding, dilation), y)
         return y
 

@@ -2,12 +2,16 @@
 
     problems, skipped = autoconv.torch.conv_problems(model, torch.randn(32, 3, 224, 224))
     autoconv.torch.write_config(problems, "my_model.yaml", budget={"trials": 160})
+    tf32, _ = autoconv.torch.conv_problems(model, example, precision="tf32")   # to tune for TF32
 
 Forward pre-hooks on every ``nn.Conv2d`` record each call's input shape; identical
 problems are merged (named after the first layer that runs them, with a count), and
 layers autoconv cannot run are listed with the reason. The model may live on any device,
 ``meta`` included (shapes only, no memory, no arithmetic): the command line
 (``autoconv tune --model torchvision.models:resnet50 --input 32x3x224x224``) runs it so.
+The problems have the ``precision`` asked (``"fp32"`` unless told): tune the precision the
+model will run at (``autoconv.torch.pytorch_precision()`` tells what PyTorch's current
+setting gives layers whose precision is None). The config names it in each spec string.
 """
 
 from __future__ import annotations
@@ -25,14 +29,18 @@ from autoconv.errors import ProblemError, UsageError
 from autoconv.files import write_atomically
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
+from autoconv.runtime.arguments import check_precision
 from autoconv.torch.functional import resolve
 from autoconv.torch.modules import ineligible_reason
 
 
-def conv_problems(model: nn.Module, *inputs: Any, **kwargs: Any) -> tuple[list[NamedProblem], dict[str, str]]:
+def conv_problems(model: nn.Module, *inputs: Any, precision: str = "fp32",
+                  **kwargs: Any) -> tuple[list[NamedProblem], dict[str, str]]:
     """Run ``model(*inputs, **kwargs)`` once (no gradient) and return the unique problems
     of its eligible convolutions, in the order they first ran, and ``{layer: why}`` for
-    the convolutions autoconv would leave to PyTorch."""
+    the convolutions autoconv would leave to PyTorch. Every problem has ``precision``
+    (``"fp32"`` or ``"tf32"``; the keyword is not passed on to the model)."""
+    precision = check_precision(precision, none_allowed=False)
     found: dict[str, NamedProblem] = {}
     skipped: dict[str, str] = {}
 
@@ -42,7 +50,7 @@ def conv_problems(model: nn.Module, *inputs: Any, **kwargs: Any) -> tuple[list[N
             if why is not None:
                 skipped.setdefault(name, why)
                 return
-            problem = problem_of(module, args[0])
+            problem = problem_of(module, args[0], precision)
             key = problem.key()
             seen = found.get(key)
             found[key] = (NamedProblem(name, problem, 1) if seen is None
@@ -60,8 +68,9 @@ def conv_problems(model: nn.Module, *inputs: Any, **kwargs: Any) -> tuple[list[N
     return list(found.values()), skipped
 
 
-def problem_of(module: nn.Conv2d, x: torch.Tensor) -> ConvProblem:
-    """The problem ``module`` computes on input ``x`` (non-zero padding modes pad first)."""
+def problem_of(module: nn.Conv2d, x: torch.Tensor, precision: str = "fp32") -> ConvProblem:
+    """The problem ``module`` computes on input ``x`` at ``precision`` (non-zero padding
+    modes pad first)."""
     N, C, H, W = (int(v) for v in x.shape)
     K, _, R, S = (int(v) for v in module.weight.shape)
     stride, padding, dilation = resolve(tuple(module.stride), _padding(module.padding), tuple(module.dilation), R, S)
@@ -69,7 +78,7 @@ def problem_of(module: nn.Conv2d, x: torch.Tensor) -> ConvProblem:
         top, bottom, left, right = padding
         H, W, padding = H + top + bottom, W + left + right, (0, 0, 0, 0)
     return ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation, padding=padding,
-                       bias=module.bias is not None)
+                       bias=module.bias is not None, precision=precision)
 
 
 def _padding(value):
@@ -77,7 +86,8 @@ def _padding(value):
 
 
 def config_text(problems: list[NamedProblem], *, budget: dict | None = None, comment: str = "") -> str:
-    """A tuning config (YAML) for ``problems``: one spec string per problem, with its count."""
+    """A tuning config (YAML) for ``problems``: one spec string per problem (``precision=tf32``
+    in it for a tf32 problem), with its count."""
     document: dict[str, Any] = {"problems": [{"name": named.name, "spec": named.problem.spec(),
                                               "count": named.count} for named in problems]}
     if budget:
@@ -129,12 +139,14 @@ def load_model(spec: str) -> nn.Module:
     return model.eval()
 
 
-def model_problems(spec: str, input_shape: tuple[int, ...]) -> tuple[list[NamedProblem], dict[str, str]]:
+def model_problems(spec: str, input_shape: tuple[int, ...],
+                   precision: str = "fp32") -> tuple[list[NamedProblem], dict[str, str]]:
     """:func:`conv_problems` of the model ``spec`` names on a random input of ``input_shape``,
-    both on the ``meta`` device."""
+    both on the ``meta`` device, as problems of ``precision``."""
+    precision = check_precision(precision, none_allowed=False)  # (before running the user's code)
     model = load_model(spec)
     try:
-        return conv_problems(model, torch.empty(input_shape, device="meta"))
+        return conv_problems(model, torch.empty(input_shape, device="meta"), precision=precision)
     except (ProblemError, UsageError):
         raise
     except Exception as err:  # the user's model: a wrong input shape usually

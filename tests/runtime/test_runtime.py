@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import replace
 
 import pytest
 
@@ -60,3 +61,196 @@ def test_the_runtime_lookup_creates_no_cache(kind, tmp_path):
     plan, origin, why, entry = registry.winner_plan(PROBLEM, H100, FAKE_IDENTITY)
     assert (plan, entry) == (None, None) and "no winners' cache" in why
     assert not path.exists() and not path.parent.exists()
+
+
+# ---- precision: the argument, the cache lookup by precision, the defaults -----------------------
+
+TF32_PROBLEM = PROBLEM.with_(precision="tf32")
+
+
+@pytest.mark.parametrize("bad, hint", [("bf16", ""), ("TF32", "did you mean 'tf32'"),
+                                       ("ieee", "PyTorch's 'ieee' is autoconv's 'fp32'"), (32, ""), (b"fp32", "")])
+def test_conv2d_refuses_an_unknown_precision_before_anything_else(bad, hint, monkeypatch):
+    import autoconv
+    import autoconv.gpu.device
+    from autoconv.errors import BackendUnavailable, ProblemError
+    from tests.runtime.test_host_arrays import CudaArrayLike
+
+    def no_cupy():
+        raise BackendUnavailable("CuPy is not installed (test)")
+    monkeypatch.setattr(autoconv.gpu.device, "require_cupy", no_cupy)
+    gpu = CudaArrayLike()
+    with pytest.raises(ProblemError) as caught:
+        autoconv.conv2d(gpu, gpu, precision=bad)
+    message = str(caught.value)
+    assert caught.value.field == "precision" and message.startswith("precision=")
+    assert "'fp32'" in message and "'tf32'" in message and "None" in message and hint in message
+    for good in (None, "fp32", "tf32"):  # accepted: these get as far as needing CuPy
+        with pytest.raises(BackendUnavailable):
+            autoconv.conv2d(gpu, gpu, precision=good)
+
+
+def _winner(problem, family_name, cache_path, time_ms=1.0, **changes):
+    """Store ``family_name``'s default config as the winner of ``problem`` (for FAKE_IDENTITY)."""
+    from autoconv.backends.fake import FAKE_IDENTITY
+    from autoconv.cache.winners import WinnerCache
+    from autoconv.kernels.families import get_family
+    from autoconv.kernels.limits import H100
+
+    plan = get_family(family_name).plan(problem, None, H100)
+    stored = replace(CacheEntry(key=CacheKey.for_problem(FAKE_IDENTITY, problem), family=family_name,
+                                config=dict(plan.config), kernel_name=plan.name, source_hash=plan.source_hash,
+                                time_ms=time_ms, tflops=1.0, workspace_bytes=plan.workspace_bytes), **changes)
+    with WinnerCache(cache_path) as cache:
+        cache.put(stored, only_if_faster=False)
+    return plan
+
+
+class _FakeLoadedPlan:
+    """Stands for autoconv.gpu.kernels.LoadedPlan: nothing is loaded on a GPU."""
+
+    def __init__(self, plan, cubin):
+        self.plan = plan
+
+    def resource_problem(self, limits):
+        return None
+
+    def configure(self):
+        pass
+
+    def function_handles(self):
+        return {launch.kernel: 1 for launch in self.plan.launches}
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    """A registry on a fake device (H100 limits, FAKE_IDENTITY) whose kernels are neither
+    compiled nor loaded: what it chooses, without a GPU."""
+    import autoconv.gpu.kernels
+    import autoconv.runtime.cubins
+    from autoconv.backends.fake import FAKE_IDENTITY
+    from autoconv.kernels.limits import H100
+
+    class Compiled:
+        ok, cubin = True, b""
+
+    monkeypatch.setattr(autoconv.runtime.cubins, "compile_cached", lambda *args, **kwargs: Compiled())
+    monkeypatch.setattr(autoconv.gpu.kernels, "LoadedPlan", _FakeLoadedPlan)
+    chooser = selection.KernelRegistry()
+    chooser.set_cache(tmp_path / "winners.sqlite3")
+    chooser._devices[0] = (H100, FAKE_IDENTITY)
+    monkeypatch.setattr(chooser, "_load", chooser._load_on_current_device)  # (no CuPy device switch)
+    return chooser
+
+
+def test_a_tf32_problem_runs_its_tf32_winner(registry, tmp_path):
+    _winner(PROBLEM, "direct", tmp_path / "winners.sqlite3")
+    tf32 = _winner(TF32_PROBLEM, "implicit_gemm", tmp_path / "winners.sqlite3", time_ms=2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        runner = registry.runner(TF32_PROBLEM, 0)
+    assert runner.origin == "cache" and runner.plan.name == tf32.name and "_tf32_" in tf32.name
+    assert runner.plan.problem.precision == "tf32" and runner.note == ""
+    loaded, = registry.loaded()
+    assert loaded["problem"].endswith("precision=tf32") and loaded["note"] == ""
+
+
+def test_a_tf32_problem_without_a_tf32_winner_runs_the_fp32_winner_and_says_so(registry, tmp_path):
+    fp32 = _winner(PROBLEM, "direct", tmp_path / "winners.sqlite3")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # tuned: no UntunedWarning
+        runner = registry.runner(TF32_PROBLEM, 0)
+        strict = registry.runner(PROBLEM, 0)
+    assert runner.origin == "cache" and runner.plan.name == fp32.name and runner.plan.problem == PROBLEM
+    assert runner.problem == TF32_PROBLEM
+    assert "no tf32 winner is cached" in runner.note and "fp32 winner" in runner.note
+    assert "float32 accuracy" in runner.note
+    assert strict.plan.name == fp32.name and strict.note == ""  # the fp32 problem itself: no note
+    notes = {entry["problem"]: entry["note"] for entry in registry.loaded()}
+    assert notes == {TF32_PROBLEM.spec(): runner.note, PROBLEM.spec(): ""}
+
+
+def test_a_stale_tf32_winner_gives_way_to_the_fp32_winner(registry, tmp_path):
+    _winner(TF32_PROBLEM, "implicit_gemm", tmp_path / "winners.sqlite3", source_hash="0" * 16)
+    fp32 = _winner(PROBLEM, "direct", tmp_path / "winners.sqlite3")
+    runner = registry.runner(TF32_PROBLEM, 0)
+    assert runner.plan.name == fp32.name
+    assert runner.note.startswith("the tf32 winner cannot run (") and "stale entry" in runner.note
+
+
+def test_a_tf32_problem_without_winners_runs_the_tf32_default_and_warns_naming_the_precision(registry):
+    with pytest.warns(selection.UntunedWarning) as caught:
+        runner = registry.runner(TF32_PROBLEM, 0)
+    assert runner.origin == "default" and runner.plan.family == selection.TF32_DEFAULT_FAMILY  # H100: wgmma
+    message = str(caught[0].message)
+    assert "precision tf32" in message and "precision=tf32" in message
+    assert "no winners' cache" in message and "; fp32:" not in message  # one reason: no cache at all
+    assert registry.loaded()[0]["note"] == ""
+
+
+def test_the_untuned_warning_names_both_lookups_where_the_cache_has_neither(registry, tmp_path):
+    _winner(PROBLEM.with_(K=PROBLEM.K + 1), "direct", tmp_path / "winners.sqlite3")  # the cache exists
+    with pytest.warns(selection.UntunedWarning) as caught:
+        registry.runner(TF32_PROBLEM, 0)
+    message = str(caught[0].message)
+    assert "no tuned kernel for this problem (tf32)" in message and "; fp32: no tuned kernel" in message
+
+
+def test_the_fp32_entry_may_run_cudnn_for_a_tf32_problem(registry, tmp_path, monkeypatch):
+    _winner(PROBLEM, "direct", tmp_path / "winners.sqlite3", baseline_time_ms=0.5, baseline_plan=PLAN)
+    asked = []
+
+    class FakeCudnn:
+        plan_name, workspace_bytes = "eng0_k2=1", 0
+
+    def cudnn_if_faster(problem, entry):
+        asked.append(problem)
+        return FakeCudnn()
+    monkeypatch.setattr(selection, "_cudnn_if_faster", cudnn_if_faster)
+    runner = registry.runner(TF32_PROBLEM, 0)
+    assert asked == [PROBLEM]  # cuDNN's plan of the fp32 entry is built for the fp32 problem
+    assert runner.origin == "cudnn" and "cuDNN plan" in runner.note
+
+
+def test_the_default_for_tf32_is_wgmma_on_hopper_else_the_fallback_family():
+    from autoconv.kernels.limits import H100
+
+    ampere = replace(H100, name="A100 (test)", compute_capability=(8, 0))
+    assert selection._default_plan(TF32_PROBLEM, H100).family == "implicit_gemm_wgmma"
+    assert selection._default_plan(TF32_PROBLEM, ampere).family == selection.FALLBACK_FAMILY
+    assert selection._default_plan(PROBLEM, H100).family == selection.FALLBACK_FAMILY
+    plan = selection._default_plan(TF32_PROBLEM, ampere)
+    message = selection.untuned_message(TF32_PROBLEM, "no cache", plan)
+    assert "precision tf32, computed at float32 accuracy" in message and "precision=tf32" in message
+    strict = selection.untuned_message(PROBLEM, "no cache", selection._default_plan(PROBLEM, H100))
+    assert "precision fp32" in strict and "float32 accuracy" not in strict
+
+
+@pytest.mark.gpu
+def test_cupy_arrays_compute_fp32_unless_told_tf32(tmp_path, seed):
+    cupy = pytest.importorskip("cupy")
+    import numpy
+
+    import autoconv
+    from autoconv.runtime import api
+    from autoconv.verify.reference import conv2d_reference, random_inputs
+
+    api.set_cache(tmp_path / "empty.sqlite3")
+    api.clear_loaded()
+    try:
+        x, w, bias = random_inputs(PROBLEM, numpy.random.default_rng(seed))
+        want = conv2d_reference(PROBLEM, x, w, bias)
+        args = (cupy.asarray(x), cupy.asarray(w), cupy.asarray(bias), (1, 2), 1)
+        errors = {}
+        for precision in (None, "fp32", "tf32"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", selection.UntunedWarning)
+                y = cupy.asnumpy(autoconv.conv2d(*args, precision=precision))
+            errors[precision] = float(numpy.linalg.norm(y - want) / numpy.linalg.norm(want))
+        specs = sorted(entry["problem"] for entry in api.loaded_kernels())
+        assert specs == sorted([PROBLEM.spec(), TF32_PROBLEM.spec()])  # None is fp32 for CuPy arrays
+        assert errors[None] < 1e-5 and errors["fp32"] < 1e-5
+        assert errors["tf32"] < 5e-3  # inputs rounded to TF32 (10 mantissa bits)
+    finally:
+        api.set_cache(None)
+        api.clear_loaded()

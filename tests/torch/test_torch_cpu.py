@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import autoconv.torch as ac  # noqa: E402
 from autoconv.errors import ProblemError  # noqa: E402
@@ -22,6 +23,7 @@ THIS = __name__
 def test_the_operator_is_registered_with_its_schema():
     schema = str(torch.ops.autoconv.conv2d.default._schema)
     assert schema.startswith("autoconv::conv2d(Tensor x, Tensor w, Tensor? bias, SymInt[2] stride")
+    assert schema.endswith('SymInt[2] dilation, str precision="fp32") -> Tensor')
 
 
 @pytest.mark.parametrize("shape", [
@@ -32,10 +34,11 @@ def test_the_operator_is_registered_with_its_schema():
 def test_fake_shapes_match_pytorch(shape):
     x_shape, w_shape, stride, padding, dilation = shape
     x, w = torch.empty(x_shape, device="meta"), torch.empty(w_shape, device="meta")
-    got = torch.ops.autoconv.conv2d(x, w, None, stride, padding, dilation)
     top, bottom, left, right = padding
     want = F.conv2d(F.pad(x, (left, right, top, bottom)), w, None, stride, 0, dilation)
-    assert got.shape == want.shape and got.device.type == "meta"
+    for precision in ((), ("fp32",), ("tf32",)):  # the precision changes no shape
+        got = torch.ops.autoconv.conv2d(x, w, None, stride, padding, dilation, *precision)
+        assert got.shape == want.shape and got.device.type == "meta"
 
 
 def test_export_traces_the_operator_as_one_node():
@@ -202,3 +205,180 @@ def test_tune_model_never_replaces_a_file_it_did_not_write(tmp_path, monkeypatch
     written = tmp_path / "written.yaml"
     assert main([*argv, "--write-config", str(written)]) == 0
     assert main([*argv, "--write-config", str(written)]) == 0  # its own file is replaced
+
+
+# ---- precision ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def cudnn_flags():
+    """PyTorch's TF32 settings for cuDNN put back after the test (the cuDNN-level setter
+    reaches cuBLAS's too). The legacy ``allow_tf32`` goes first: PyTorch keeps it apart and
+    its getter raises once it disagrees with the conv and RNN settings."""
+    get = getattr(torch._C, "_get_fp32_precision_getter", None)
+    if get is None:
+        pytest.skip("this PyTorch has no torch.backends.cudnn.conv.fp32_precision (before 2.9)")
+    legacy = torch.backends.cudnn.allow_tf32
+    saved = [(op, get("cuda", op)) for op in ("all", "conv", "rnn", "matmul")]
+    yield
+    torch.backends.cudnn.allow_tf32 = legacy
+    for op, value in saved:
+        torch._C._set_fp32_precision_setter("cuda", op, value)
+
+
+def _allow(value):
+    return lambda: setattr(torch.backends.cudnn, "allow_tf32", value)
+
+
+def _conv(value):
+    return lambda: setattr(torch.backends.cudnn.conv, "fp32_precision", value)
+
+
+def _cudnn(value):
+    return lambda: setattr(torch.backends.cudnn, "fp32_precision", value)
+
+
+@pytest.mark.parametrize("changes, want", [
+    ([_allow(True)], "tf32"), ([_allow(False)], "fp32"),  # the legacy flag (conv reads "none" after False)
+    ([_conv("tf32")], "tf32"), ([_conv("ieee")], "fp32"),
+    ([_conv("none"), _cudnn("ieee")], "fp32"), ([_conv("none"), _cudnn("tf32")], "tf32"),  # conv inherits
+    ([_conv("tf32"), _cudnn("ieee")], "tf32"),  # a setting of conv itself wins over the cuDNN level's
+])
+def test_pytorch_precision_follows_pytorchs_setting_for_cudnn_convolutions(changes, want, cudnn_flags):
+    for change in changes:
+        change()
+    assert ac.pytorch_precision() == want
+
+
+def test_pytorch_precision_reads_conv_not_the_legacy_flag_where_conv_and_rnn_differ(cudnn_flags):
+    torch.backends.cudnn.conv.fp32_precision = "ieee"
+    torch.backends.cudnn.rnn.fp32_precision = "tf32"
+    assert ac.pytorch_precision() == "fp32"
+    torch.backends.cudnn.conv.fp32_precision = "tf32"
+    torch.backends.cudnn.rnn.fp32_precision = "ieee"
+    assert ac.pytorch_precision() == "tf32"
+
+
+def test_the_legacy_reader_follows_allow_tf32(cudnn_flags):
+    from autoconv.torch.functional import _legacy_fp32_precision
+
+    for allowed, want in ((True, "tf32"), (False, "ieee")):
+        torch.backends.cudnn.allow_tf32 = allowed
+        assert _legacy_fp32_precision("cuda", "conv") == want
+
+
+class _RecordOperatorCalls(TorchDispatchMode):
+    """Records the precision each call of ``torch.ops.autoconv.conv2d`` receives."""
+
+    def __init__(self):
+        super().__init__()
+        self.precisions = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.ops.autoconv.conv2d.default:  # (the dispatcher drops an argument at its default)
+            self.precisions.append(kwargs.get("precision", args[6] if len(args) > 6 else "fp32"))
+        return func(*args, **kwargs)
+
+
+def test_conv2d_resolves_precision_none_from_pytorch_at_each_call(cudnn_flags):
+    x, w = torch.empty(1, 3, 8, 8, device="meta"), torch.empty(4, 3, 3, 3, device="meta")
+    with _RecordOperatorCalls() as record:
+        torch.backends.cudnn.conv.fp32_precision = "tf32"
+        ac.conv2d(x, w, padding=1)
+        ac.conv2d(x, w, padding=1, precision="fp32")  # an explicit precision wins
+        torch.backends.cudnn.conv.fp32_precision = "ieee"
+        ac.conv2d(x, w, padding=1)
+        ac.conv2d(x, w, padding=1, precision="tf32")
+    assert record.precisions == ["tf32", "fp32", "fp32", "tf32"]
+
+
+@pytest.mark.parametrize("bad", ["bf16", "TF32", "ieee", 1, ["tf32"]])
+def test_an_unknown_precision_is_refused_naming_the_field(bad):
+    x, w = torch.empty(1, 3, 8, 8, device="meta"), torch.empty(4, 3, 3, 3, device="meta")
+    calls = [lambda: ac.conv2d(x, w, precision=bad), lambda: ac.Conv2d(3, 4, 3, precision=bad),
+             lambda: ac.convert(nn.Conv2d(3, 4, 3), precision=bad),
+             lambda: ac.conv_problems(nn.Conv2d(3, 4, 3).to("meta"), x, precision=bad)]
+    if isinstance(bad, str):  # (the operator's schema takes strings only)
+        calls.append(lambda: torch.ops.autoconv.conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], bad))
+    for call in calls:
+        with pytest.raises(ProblemError) as info:
+            call()
+        assert info.value.field == "precision" and "'fp32'" in str(info.value) and "'tf32'" in str(info.value)
+
+
+def test_traced_calls_bake_the_resolved_precision_into_the_graph(cudnn_flags):
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return lambda *args: (torch.empty(0),)  # (the CPU implementation would refuse to run)
+
+    def precisions():
+        return [node.args[6] if len(node.args) > 6 else node.kwargs.get("precision", "fp32")
+                for node in graphs[-1].graph.nodes if node.target is torch.ops.autoconv.conv2d.default
+                or node.target is torch.ops.autoconv.conv2d]
+
+    x, w = torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3)
+    for allowed, want in ((True, "tf32"), (False, "fp32")):
+        torch.backends.cudnn.allow_tf32 = allowed  # (the legacy flag: torch.export also reads it)
+        torch._dynamo.reset()
+        torch.compile(lambda x, w: ac.conv2d(x, w, padding=1), backend=backend, fullgraph=True)(x, w)
+        assert precisions() == [want]
+    torch._dynamo.reset()
+    torch.compile(lambda x, w: ac.conv2d(x, w, precision="tf32"), backend=backend, fullgraph=True)(x, w)
+    assert precisions() == ["tf32"]
+    torch._dynamo.reset()
+
+
+def test_conv2d_layers_carry_their_precision_and_convert_sets_it(monkeypatch):
+    import types
+
+    import autoconv.torch.modules as modules
+
+    layer = ac.Conv2d(3, 4, 3, padding=1, precision="tf32")
+    assert layer.precision == "tf32" and "precision='tf32'" in repr(layer)
+    assert ac.Conv2d(3, 4, 3).precision is None and "precision" not in repr(ac.Conv2d(3, 4, 3))
+    seen = []
+    monkeypatch.setattr(modules, "conv2d", lambda *args, precision=None: seen.append(precision))
+    cuda_like = types.SimpleNamespace(is_cuda=True)  # (only its is_cuda is read before the call)
+    layer._conv_forward(cuda_like, layer.weight, layer.bias)
+    reflect = ac.Conv2d(3, 4, 3, padding=1, padding_mode="reflect", precision="fp32")
+    monkeypatch.setattr(modules.F, "pad", lambda x, *args, **kwargs: x)
+    reflect._conv_forward(cuda_like, reflect.weight, reflect.bias)
+    assert seen == ["tf32", "fp32"]
+
+    model = Mixed()
+    same, _ = ac.convert(model)
+    assert same.stem.precision is None  # PyTorch's setting, per call
+    converted, report = ac.convert(model, precision="tf32")
+    assert [converted.get_submodule(name).precision for name in report.converted] == ["tf32"] * 4
+    assert type(model.stem) is nn.Conv2d  # copies were converted
+    again, _ = ac.convert(converted)  # None keeps what autoconv layers have
+    assert again.stem.precision == "tf32"
+    assert ac.convert(converted, precision="fp32")[0].stem.precision == "fp32"
+    assert not hasattr(nn.Conv2d(3, 4, 3), "precision")  # nn.Conv2d itself is untouched
+
+
+def test_conv_problems_take_a_precision_and_the_config_keeps_it(tmp_path):
+    model = Mixed().to("meta")
+    x = torch.empty(2, 3, 20, 18, device="meta")
+    strict, _ = ac.conv_problems(model, x)
+    tf32, _ = ac.conv_problems(model, x, precision="tf32")
+    assert {p.problem.precision for p in strict} == {"fp32"} and {p.problem.precision for p in tf32} == {"tf32"}
+    assert [p.problem.with_(precision="fp32") for p in tf32] == [p.problem for p in strict]
+    with pytest.raises(ProblemError) as info:  # problems have a precision: None is no choice here
+        ac.conv_problems(model, x, precision=None)
+    assert info.value.field == "precision" and "None" not in str(info.value).partition(": ")[2]
+    path = ac.write_config(tf32, tmp_path / "tf32.yaml")
+    assert path.read_text().count("precision=tf32") == len(tf32)
+    assert [(p.name, p.problem.key(), p.count) for p in load_config(path).problems] == \
+        [(p.name, p.problem.key(), p.count) for p in tf32]
+
+
+def test_model_problems_take_a_precision():
+    from autoconv.torch.problems import model_problems
+
+    problems, _ = model_problems(f"{THIS}:mixed_model", (2, 3, 20, 18), precision="tf32")
+    assert [p.name for p in problems] == ["stem", "reflect", "head.0"]
+    assert all(p.problem.precision == "tf32" for p in problems)
+    assert all(p.problem.precision == "fp32" for p in model_problems(f"{THIS}:mixed_model", (2, 3, 20, 18))[0])

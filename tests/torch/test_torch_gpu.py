@@ -23,6 +23,8 @@ pytestmark = [pytest.mark.gpu,
 
 #: Relative L2 error allowed against float64 (autoconv's float32 tolerance, see autoconv.verify).
 TOLERANCE = 1e-5
+#: The same for tf32 problems: inputs rounded to TF32 (10 mantissa bits), float32 accumulation.
+TF32_TOLERANCE = 5e-3
 
 
 @pytest.fixture(autouse=True)
@@ -281,3 +283,43 @@ def test_make_graphed_callables_trains_like_eager():
             optimizer.step()
     for mine, theirs in zip(graphed_model.parameters(), eager.parameters()):
         assert relative_error(mine.detach(), theirs.detach().double()) < 1e-5
+
+
+def test_precision_follows_pytorch_unless_given_and_precisions_are_kept_apart():
+    from autoconv.torch import ops
+
+    x = torch.randn(2, 32, 14, 14, device="cuda")
+    w = torch.randn(48, 32, 3, 3, device="cuda")
+    want = reference(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1))
+    assert ac.pytorch_precision() == "fp32"  # (the fixture turned TF32 off for cuDNN)
+    strict = ac.conv2d(x, w, padding=1)
+    torch.backends.cudnn.allow_tf32 = True  # (put back by the fixture)
+    assert ac.pytorch_precision() == "tf32"
+    tf32 = ac.conv2d(x, w, padding=1)
+    through_runtime = autoconv.conv2d(x, w, padding=1)  # PyTorch tensors follow PyTorch there too
+    explicit = ac.conv2d(x, w, padding=1, precision="fp32")  # an explicit precision wins
+    assert relative_error(strict, want) < TOLERANCE and relative_error(explicit, want) < TOLERANCE
+    assert relative_error(tf32, want) < TF32_TOLERANCE and relative_error(through_runtime, want) < TF32_TOLERANCE
+    specs = sorted(kernel["problem"] for kernel in autoconv.runtime.loaded_kernels())
+    assert [spec.endswith(",precision=tf32") for spec in specs] == [False, True]
+    assert sorted(key[-1] for key in ops._calls) == ["fp32", "tf32"]  # one prepared call each
+
+
+def test_tf32_layers_train_and_compile():
+    model, _ = ac.convert(SmallNet().cuda(), precision="tf32")
+    x = torch.randn(2, 3, 16, 16, device="cuda")
+    with torch.no_grad():
+        want = float64_twin(model)(x.double())
+        assert relative_error(model(x), want) < TF32_TOLERANCE
+        compiled = torch.compile(model, fullgraph=True)
+        assert relative_error(compiled(x), want) < TF32_TOLERANCE
+    loss = model(x.requires_grad_()).square().mean()  # autograd: PyTorch's backward
+    loss.backward()
+    assert torch.isfinite(x.grad).all() and all(torch.isfinite(p.grad).all() for p in model.parameters())
+    assert {kernel["problem"].endswith("precision=tf32") for kernel in autoconv.runtime.loaded_kernels()} == {True}
+
+
+def test_opcheck_with_tf32():
+    x = torch.randn(1, 3, 7, 6, device="cuda", requires_grad=True)
+    w = torch.randn(4, 3, 3, 2, device="cuda", requires_grad=True)
+    torch.library.opcheck(torch.ops.autoconv.conv2d.default, (x, w, None, [1, 2], [1, 0, 0, 1], [1, 1], "tf32"))

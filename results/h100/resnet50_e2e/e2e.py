@@ -6,7 +6,7 @@
 Three variants of one model (random weights, BatchNorm statistics from three training-mode
 passes on random data, so that eval mode normalises realistically):
 
-- ``autoconv``: ``autoconv.torch.convert(model)``; convs at float32 accuracy (the cached
+- ``autoconv``: ``autoconv.torch.convert(model, precision="fp32")``; convs at float32 accuracy (the cached
   winners, 3xTF32 or FP32 SIMT), everything else PyTorch with TF32 off;
 - ``torch_strict``: PyTorch eager with cuDNN strict FP32 (``allow_tf32 = False``);
 - ``torch_tf32``: PyTorch's default (cuDNN convolutions in TF32).
@@ -59,7 +59,7 @@ def build_models(seed: int):
         for _ in range(3):
             model(torch.randn(16, 3, 224, 224, device="cuda"))
     model.eval()
-    converted, report = ac.convert(model)
+    converted, report = ac.convert(model, precision="fp32")  # (not PyTorch's flag: float32 accuracy)
     reference = copy.deepcopy(model).double()
     return {"autoconv": converted, "torch_strict": model, "torch_tf32": copy.deepcopy(model)}, reference, report
 
