@@ -226,10 +226,10 @@ BASELINE_LABELS = {"fp32": "strict FP32", "tf32": "TF32"}
 OTHER_MODE = {"fp32": ("tf32", "TF32"), "tf32": ("strict", "strict FP32")}
 #: What each precision computes, for the report.
 PRECISION_MEANINGS = {
-    "fp32": "float32 accuracy (PyTorch's `torch.backends.cudnn.conv.fp32_precision = \"ieee\"`, "
-            "`allow_tf32 = False`)",
-    "tf32": "inputs rounded to TF32, one tensor-core product per multiply-add, float32 sums (PyTorch's "
-            "default for convolutions: `fp32_precision = \"tf32\"`, `allow_tf32 = True`)",
+    "fp32": "float32 accuracy; PyTorch's `torch.backends.cudnn.conv.fp32_precision = \"ieee\"`, "
+            "`allow_tf32 = False`",
+    "tf32": "inputs rounded to TF32, one tensor-core product per multiply-add, float32 sums; PyTorch's "
+            "default for convolutions, `fp32_precision = \"tf32\"`, `allow_tf32 = True`",
 }
 
 
