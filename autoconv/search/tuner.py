@@ -38,9 +38,10 @@ For each problem (:class:`Tuner.tune`):
    before is told FAIL (``status: repeat``; samplers ignore failed trials) and its
    nearest unevaluated neighbour enqueued likewise. So is one that another process
    holds: a proposal is checked again once its params are in the storage, so of two
-   processes proposing one config at once, the later one sees the earlier's. Each family's default config,
-   then its seeds (the search space's list of configs measured best elsewhere), each as its
-   nearest valid point, are enqueued first (warm start).
+   processes proposing one config at once, the later one sees the earlier's. The winners of
+   the nearest problems already tuned on this GPU (:mod:`autoconv.search.transfer`), then each
+   family's default config and its seeds (the search space's list of configs measured best
+   elsewhere), each as its nearest valid point, are enqueued first (warm start).
 4. **Pipelined evaluation.** Up to ``pipeline_depth`` candidates are asked ahead and
    submitted to the backend, which compiles them in parallel while the GPU evaluates
    the oldest (TPE's constant liar treats the pending ones as bad, so the batch stays
@@ -97,6 +98,7 @@ from autoconv.search.study import (
     study_name,
     suggest,
 )
+from autoconv.search.transfer import TRANSFERRED_WINNERS, Neighbour, nearest_winners
 
 #: Candidates asked ahead and compiling while the GPU evaluates (per problem).
 DEFAULT_PIPELINE_DEPTH = 8
@@ -359,18 +361,30 @@ class Tuner:
         return None
 
     def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints) -> None:
-        """Each family's default config, then its seeds (each the valid point nearest to it),
+        """The winners of the nearest tuned problems in the cache (:mod:`~autoconv.search.transfer`),
+        then each family's default config and its seeds; each as the valid point nearest to it,
         unless evaluated or queued already."""
         history = SearchHistory.of(study)
         known = set(history.results) | history.waiting | history.running
+        starts = [(n.entry.family, points.nearest(n.entry.family, n.entry.config),
+                   f"winner of {n.problem.spec()} (distance {n.distance:.2f})")
+                  for n in self._neighbours(problem) if n.entry.family in points.families]
         for family in points.families:
-            starts = [(points.default(family), "family default")]
-            starts += [(points.nearest(family, seed), "family seed") for seed in get_family(family).space.seeds]
-            for config, origin in starts:
-                key = config_key(family, config)
-                if key not in known:
-                    known.add(key)
-                    enqueue(study, family, config, origin)
+            starts.append((family, points.default(family), "family default"))
+            starts += [(family, points.nearest(family, seed), "family seed")
+                       for seed in get_family(family).space.seeds]
+        for family, config, origin in starts:
+            key = config_key(family, config)
+            if key not in known:
+                known.add(key)
+                enqueue(study, family, config, origin)
+
+    def _neighbours(self, problem: ConvProblem) -> list[Neighbour]:
+        """The cache's winners of the problems nearest to ``problem`` (none without a cache)."""
+        if self.cache is None:
+            return []
+        return nearest_winners(problem, self.cache.entries(), gpu_name=self.backend.identity.gpu_name,
+                               limit=TRANSFERRED_WINNERS)
 
     def _next_candidate(self, study, problem: ConvProblem, points: ValidPoints, history: SearchHistory,
                         in_flight, outcome: ProblemOutcome, workspace_limit: int):

@@ -259,3 +259,34 @@ def test_no_valid_configuration_is_reported_not_raised():
     outcome, = tuner.tune([problem])
     assert outcome.source == "none" and outcome.time_ms is None
     assert "no configuration" in outcome.message and not backend.evaluated
+
+
+def test_a_new_study_starts_with_the_winners_of_the_nearest_tuned_problems(tmp_path):
+    """Transfer: the cache's winners of similar problems (same GPU and precision) are the first
+    candidates of a new problem, before any family default; a problem of another precision or a
+    far one is not a neighbour."""
+    from autoconv.search.transfer import distance, nearest_winners
+
+    tuned = [NamedProblem("near", parse_spec("N=2,C=13,H=29,W=29,K=17,R=3,S=3,stride=2x1,pad=1")),
+             NamedProblem("far", parse_spec("N=8,C=3,H=64,W=64,K=64,R=1,S=1")),
+             NamedProblem("tf32", parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,precision=tf32"))]
+    backend = FakeBackend()
+    with WinnerCache(tmp_path / "cache.sqlite") as cache:
+        Tuner(backend, storage=storage(), families=("im2col_gemm",), budget=Budget(trials=6), seed=3,
+              cache=cache).tune(tuned[:2])
+        Tuner(backend, storage=storage(), families=("implicit_gemm",), budget=Budget(trials=3), seed=3,
+              cache=cache).tune(tuned[2:])
+        entries = cache.entries()
+        neighbours = nearest_winners(PROBLEM.problem, entries, gpu_name=backend.identity.gpu_name)
+        assert [n.problem for n in neighbours] == [tuned[0].problem, tuned[1].problem]  # not tf32's
+        assert distance(PROBLEM.problem, tuned[0].problem) < distance(PROBLEM.problem, tuned[1].problem)
+        assert nearest_winners(PROBLEM.problem, entries, gpu_name="another GPU") == []
+
+        near_winner = next(e for e in entries if e.key.problem_key == tuned[0].problem.key())
+        backend.evaluated.clear()
+        tuner = make_tuner(backend, Budget(trials=4), cache=cache)
+        tuner.tune([PROBLEM])
+    first = backend.evaluated[0]
+    assert (first.family, dict(first.config)) == (near_winner.family, dict(near_winner.config))
+    trial = study_of(tuner).trials[0]
+    assert trial.user_attrs["origin"].startswith(f"winner of {tuned[0].problem.spec()} (distance ")
