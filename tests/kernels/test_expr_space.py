@@ -342,7 +342,8 @@ def brute_force_points(space_doc: dict, problem, device, workspace_limit: int) -
         "PAD_LEFT": problem.padding[2], "PAD_RIGHT": problem.padding[3],
         "GEMM_M": problem.N * problem.P * problem.Q, "GEMM_N": problem.K,
         "GEMM_K": problem.C * problem.R * problem.S, "HAS_BIAS": int(problem.bias),
-        "ELEMENT_BYTES": 4, "workspace_limit_bytes": workspace_limit, **device.variables(),
+        "ELEMENT_BYTES": 4, "PRECISION_TF32": int(problem.precision == "tf32"),
+        "workspace_limit_bytes": workspace_limit, **device.variables(),
     }
     derived = [(name, compile(str(text), name, "eval")) for name, text in (space_doc.get("derived") or {}).items()]
     constraints = [compile(str(c["expr"] if isinstance(c, dict) else c), "constraint", "eval")
@@ -365,6 +366,7 @@ ENUMERATION_PROBLEMS = [
     "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1",
     "N=1,C=3,H=21,W=17,K=24,R=4,S=2,stride=2,pad=same",
     "N=32,C=256,H=14,W=14,K=1024,R=1,S=1",
+    "N=4,C=64,H=14,W=14,K=128,R=3,S=3,pad=1,precision=tf32",   # (PRECISION_TF32 switches wgmma's space)
 ]
 
 
