@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 
+from autoconv.cache.neighbours import nearest_winners
 from autoconv.cache.sql import NoCache
 from autoconv.cache.winners import WinnerCache
 from autoconv.commands.console import cache_table, stdout_console
 from autoconv.formatting import format_params
 from autoconv.problems.problem import parse_spec
 from autoconv.search.session import TuneSession
-from autoconv.search.transfer import TRANSFERRED_WINNERS, nearest_winners
+from autoconv.search.tuner import TRANSFERRED_WINNERS
 
 
 def add_parser(commands) -> None:
@@ -50,7 +51,7 @@ def show_command(cache: str | None = None, config_path: str | None = None) -> in
 
 def predict_command(spec: str, cache: str | None = None, config_path: str | None = None) -> int:
     """Print, for the problem ``spec`` and each GPU with current entries in the cache, its
-    cached winner, or else the nearest tuned problems (:mod:`autoconv.search.transfer`) with
+    cached winner, or else the nearest tuned problems (:mod:`autoconv.cache.neighbours`) with
     their winners and distances. Exit status 0."""
     problem = parse_spec(spec)
     location = cache or (TuneSession.load(config_path).cache if config_path else None)
@@ -80,8 +81,9 @@ def predict_command(spec: str, cache: str | None = None, config_path: str | None
             console.print(f"{gpu}: no tuned problem of precision {problem.precision}; {problem.shape_str()} would "
                           "start from each family's default", markup=False, highlight=False)
             continue
-        console.print(f"{gpu}: {problem.shape_str()} is not tuned; a study would try first the winners of",
-                      markup=False, highlight=False)
+        console.print(f"{gpu}: {problem.shape_str()} is not tuned; a study would try first the winners of the "
+                      "problems below, and autoconv.conv2d runs the first configuration valid for this shape "
+                      "(checked once against a reference):", markup=False, highlight=False)
         for n in neighbours:
             console.print(f"  {n.problem.shape_str()} (distance {n.distance:.2f}, {n.entry.tflops:.1f} TFLOP/s): "
                           f"{n.entry.family} {format_params(n.entry.config)}", markup=False, highlight=False)

@@ -27,9 +27,11 @@ TF32 for tf32) faster than the winner, that cuDNN plan runs instead (through the
 frontend, when it is installed; :func:`use_cudnn` turns this off), so calling autoconv is
 never slower than calling cuDNN.
 A tf32 problem without a tf32 winner runs the fp32 winner of its shape where there is one
-(more accurate than asked). Without a usable entry, a sound default (``implicit_gemm``'s
-default config; for tf32 ``implicit_gemm_wgmma``'s on compute capability 9.0) runs and
-:class:`UntunedWarning` says so, once per problem. :func:`loaded_kernels` tells what runs
+(more accurate than asked). Without a usable entry, the winning configuration of the nearest
+tuned problem (same GPU and precision) runs, checked once against a float64 reference before
+its first use; else a sound default (``implicit_gemm``'s default config; for tf32
+``implicit_gemm_wgmma``'s on compute capability 9.0); :class:`UntunedWarning` says which, once
+per problem. :func:`loaded_kernels` tells what runs
 for each problem seen so far. ``'same'`` follows TensorFlow's rule (odd padding at the
 bottom/right), which for stride 1 matches PyTorch's.
 

@@ -10,7 +10,11 @@ The choice, in order:
    includes the precision; a ``tf32`` problem without a usable tf32 winner runs the fp32
    winner of the same shape where there is one (tuned, and more accurate than asked), and
    :meth:`KernelRegistry.loaded`'s ``note`` says so;
-3. otherwise a sound default, with an :class:`UntunedWarning` once per problem:
+3. for a problem never tuned, the winning configuration of the nearest tuned problem on this GPU
+   in the same precision (:mod:`autoconv.cache.neighbours`; up to :data:`PREDICTION_NEIGHBOURS`
+   tried, the first valid for the problem), run once on random inputs against the float64
+   reference before its first use (:func:`verify_runner`), with an :class:`UntunedWarning`;
+4. otherwise, or when that check fails, a sound default, with an :class:`UntunedWarning` once per problem:
    ``implicit_gemm``'s default config, or for a ``tf32`` problem ``implicit_gemm_wgmma``'s
    where the device has it (compute capability 9.0; elsewhere ``implicit_gemm`` runs tf32
    problems at float32 accuracy).
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from autoconv.cache.neighbours import Neighbour, nearest_winners
 from autoconv.cache.sql import NoCache
 from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache, default_location, is_url
 from autoconv.errors import AutoconvError, CacheError
@@ -38,6 +43,10 @@ from autoconv.problems.problem import ConvProblem
 from autoconv.runtime.launcher import Launcher
 from autoconv.search.storage import masked_url
 
+#: Tuned problems whose winners' configurations an untuned problem may run (nearest first).
+PREDICTION_NEIGHBOURS = 3
+#: Seed of the random inputs a predicted kernel is checked on.
+VERIFY_SEED = 2027
 #: The family whose default config runs untuned problems.
 FALLBACK_FAMILY = "implicit_gemm"
 #: The family whose default config runs untuned tf32 problems where the device has it
@@ -162,8 +171,6 @@ class KernelRegistry:
 
     def _load_on_current_device(self, problem: ConvProblem, device_id: int) -> Runner:
         from autoconv.gpu.device import read_device
-        from autoconv.gpu.kernels import LoadedPlan
-        from autoconv.runtime.cubins import compile_cached
 
         if device_id not in self._devices:
             self._devices[device_id] = read_device(device_id)
@@ -174,27 +181,52 @@ class KernelRegistry:
             if cudnn is not None:
                 return Runner(problem, device_id, found.plan, None, "cudnn", cudnn,
                               note=found.note("the fp32 entry's cuDNN plan (measured faster than its winner)"))
-        plan, origin, note = found.plan, "cache", found.note("the fp32 winner of this shape")
-        if plan is None:
-            plan, origin, note = _default_plan(problem, limits), "default", ""
-            if (device_id, problem.key()) not in self._warned:
-                self._warned.add((device_id, problem.key()))
-                warnings.warn(untuned_message(problem, found.why, plan), UntunedWarning, stacklevel=5)
-        compiled = compile_cached(plan.source, limits.arch, plan.name)
-        if not compiled.ok:
-            raise AutoconvError(f"autoconv.conv2d: the {origin} kernel {plan.name} does not compile with this "
-                                f"CUDA (NVRTC):\n{compiled.reason()}")
+        if found.plan is not None:
+            return _loaded_runner(problem, device_id, found.plan, "cache", limits,
+                                  note=found.note("the fp32 winner of this shape"))
+
+        # Untuned: the configuration of the nearest tuned problem's winner, checked against a
+        # reference once; else (none, or it fails its check) the default configuration.
+        warn = (device_id, problem.key()) not in self._warned
+        self._warned.add((device_id, problem.key()))
+        for neighbour, plan in self._predicted_plans(problem, limits, identity):
+            runner = _loaded_runner(problem, device_id, plan, "predicted", limits,
+                                    note=f"the winner configuration of the nearest tuned problem "
+                                         f"{neighbour.problem.spec()} (distance {neighbour.distance:.2f})")
+            failure = verify_runner(runner)
+            if failure is None:
+                if warn:
+                    warnings.warn(untuned_message(problem, found.why, plan, runner.note), UntunedWarning,
+                                  stacklevel=5)
+                return runner
+            warnings.warn(f"autoconv.conv2d: {plan.name}, predicted for {problem.shape_str()} from "
+                          f"{neighbour.problem.shape_str()}, failed its check ({failure}); running the default "
+                          "configuration instead", UntunedWarning, stacklevel=5)
+            break
+        plan = _default_plan(problem, limits)
+        if warn:
+            warnings.warn(untuned_message(problem, found.why, plan), UntunedWarning, stacklevel=5)
+        return _loaded_runner(problem, device_id, plan, "default", limits)
+
+    def _predicted_plans(self, problem: ConvProblem, limits, identity) -> list[tuple[Neighbour, KernelPlan]]:
+        """The plans of the nearest tuned problems' winning configurations that are valid for
+        ``problem`` as they are, nearest first (:mod:`autoconv.cache.neighbours`); none where
+        the cache cannot be read."""
         try:
-            loaded = LoadedPlan(plan, compiled.cubin)
-        except Exception:  # a damaged file in the cubin folder: compile again
-            loaded = LoadedPlan(plan, compile_cached(plan.source, limits.arch, plan.name, fresh=True).cubin)
-        trouble = loaded.resource_problem(limits)
-        if trouble is not None and trouble[0] != "spills":  # spilling is slow, not wrong
-            raise AutoconvError(f"autoconv.conv2d: the {origin} kernel {plan.name} cannot launch on "
-                                f"{limits.name}: {trouble[1]}")
-        loaded.configure()
-        return Runner(problem, device_id, plan, Launcher(plan, loaded.function_handles()), origin, loaded=loaded,
-                      note=note)
+            with WinnerCache(self.cache_location(), create=False) as winners:
+                entries = winners.entries()
+        except (NoCache, CacheError):
+            return []
+        plans = []
+        for neighbour in nearest_winners(problem, entries, gpu_name=identity.gpu_name, limit=PREDICTION_NEIGHBOURS):
+            if neighbour.entry.family not in FAMILY_NAMES:
+                continue
+            try:
+                plans.append((neighbour, get_family(neighbour.entry.family).plan(
+                    problem, dict(neighbour.entry.config), limits, DEFAULT_WORKSPACE_LIMIT)))
+            except AutoconvError:  # not valid for this problem (a tile too large, a workspace...)
+                continue
+        return plans
 
     def lookup(self, problem: ConvProblem, limits, identity) -> Lookup:
         """The cached winner that runs ``problem`` on the device (``limits``, ``identity``),
@@ -251,6 +283,66 @@ class KernelRegistry:
         return Lookup(plan, entry, problem, "")
 
 
+def _loaded_runner(problem: ConvProblem, device_id: int, plan: KernelPlan, origin: str, limits, *,
+                   note: str = "") -> Runner:
+    """``plan`` compiled (or read from the cubin folder), loaded and wrapped for launching on
+    the current device.
+
+    Raises:
+        AutoconvError: it does not compile, or cannot launch on the device.
+    """
+    from autoconv.gpu.kernels import LoadedPlan
+    from autoconv.runtime.cubins import compile_cached
+
+    compiled = compile_cached(plan.source, limits.arch, plan.name)
+    if not compiled.ok:
+        raise AutoconvError(f"autoconv.conv2d: the {origin} kernel {plan.name} does not compile with this "
+                            f"CUDA (NVRTC):\n{compiled.reason()}")
+    try:
+        loaded = LoadedPlan(plan, compiled.cubin)
+    except Exception:  # a damaged file in the cubin folder: compile again
+        loaded = LoadedPlan(plan, compile_cached(plan.source, limits.arch, plan.name, fresh=True).cubin)
+    trouble = loaded.resource_problem(limits)
+    if trouble is not None and trouble[0] != "spills":  # spilling is slow, not wrong
+        raise AutoconvError(f"autoconv.conv2d: the {origin} kernel {plan.name} cannot launch on "
+                            f"{limits.name}: {trouble[1]}")
+    loaded.configure()
+    return Runner(problem, device_id, plan, Launcher(plan, loaded.function_handles()), origin, loaded=loaded,
+                  note=note)
+
+
+def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
+    """Run ``runner``'s kernels once on random inputs (on a stream of its own, synchronised)
+    and compare with the float64 reference at the problem's tolerance, as the tuner checks a
+    candidate: None when the output is right, else why not. Outputs and workspace start as
+    NaN, so an unwritten element fails."""
+    import numpy
+
+    from autoconv.gpu.device import require_cupy
+    from autoconv.verify.compare import POISON, check_result
+    from autoconv.verify.reference import conv2d_reference, random_inputs
+    from autoconv.verify.tolerance import tolerance
+
+    cupy = require_cupy()
+    problem = runner.problem
+    x_host, w_host, bias_host = random_inputs(problem, numpy.random.default_rng(seed))
+    x, w = cupy.asarray(x_host), cupy.asarray(w_host)
+    bias = None if bias_host is None else cupy.asarray(bias_host)
+    y = cupy.full(problem.output_shape, POISON, dtype=cupy.float32)
+    plan = cast(KernelPlan, runner.plan)
+    workspace = cupy.full(plan.workspace_elements, POISON, dtype=cupy.float32) if plan.workspace_bytes else None
+    stream = cupy.cuda.Stream(non_blocking=True)
+    try:
+        cast(Launcher, runner.launcher)((x.data.ptr, w.data.ptr, 0 if bias is None else bias.data.ptr, y.data.ptr,
+                                         0 if workspace is None else workspace.data.ptr), stream.ptr)
+        stream.synchronize()
+    except Exception as err:  # a refused launch, a fault: the kernel is not usable
+        return f"{type(err).__name__}: {err}"
+    reference = conv2d_reference(problem, x, w, bias, xp=cupy)
+    verdict = check_result(y, reference, tolerance(problem, x, w, reference, xp=cupy))
+    return None if verdict.ok else verdict.message
+
+
 def _cudnn_if_faster(problem: ConvProblem, entry):
     """cuDNN's plan for ``problem`` when the cache entry says it beat the tuned winner
     (timed side by side by ``autoconv bench``) and the frontend can build it; else None."""
@@ -288,14 +380,17 @@ def _default_plan(problem: ConvProblem, limits) -> KernelPlan:
                         + "\n  ".join(reasons))
 
 
-def untuned_message(problem: ConvProblem, why: str, plan: KernelPlan) -> str:
-    """The :class:`UntunedWarning` for ``problem``, which runs ``plan`` (a default config)
-    because no cached winner is usable (``why``). Names the precision, and says so where
-    the default computes a tf32 problem at float32 accuracy (a family without TF32)."""
+def untuned_message(problem: ConvProblem, why: str, plan: KernelPlan, predicted_from: str = "") -> str:
+    """The :class:`UntunedWarning` for ``problem``, which runs ``plan`` because no cached
+    winner is usable (``why``): a default config, or (``predicted_from`` says whose) the
+    configuration of a nearby tuned problem's winner. Names the precision, and says so where
+    a tf32 problem is computed at float32 accuracy (a family without TF32)."""
     precision = f"precision {problem.precision}"
     if problem.precision == "tf32" and not get_family(plan.family).tensor_cores:
         precision += ", computed at float32 accuracy"
-    return (f"autoconv.conv2d: {why}; running {plan.family}'s default configuration for {problem.shape_str()} "
+    what = (f"{plan.family} with {predicted_from}, checked against a reference" if predicted_from
+            else f"{plan.family}'s default configuration")
+    return (f"autoconv.conv2d: {why}; running {what} for {problem.shape_str()} "
             f"({precision}; correct, maybe slow). Tune it with `autoconv tune` (problem spec: {problem.spec()})")
 
 

@@ -39,7 +39,7 @@ For each problem (:class:`Tuner.tune`):
    nearest unevaluated neighbour enqueued likewise. So is one that another process
    holds: a proposal is checked again once its params are in the storage, so of two
    processes proposing one config at once, the later one sees the earlier's. The winners of
-   the nearest problems already tuned on this GPU (:mod:`autoconv.search.transfer`), then each
+   the nearest problems already tuned on this GPU (:mod:`autoconv.cache.neighbours`), then each
    family's default config and its seeds (the search space's list of configs measured best
    elsewhere), each as its nearest valid point, are enqueued first (warm start).
 4. **Pipelined evaluation.** Up to ``pipeline_depth`` candidates are asked ahead and
@@ -72,6 +72,7 @@ from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
 from autoconv.backends.base import Backend, Status, TrialResult
+from autoconv.cache.neighbours import Neighbour, nearest_winners
 from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
 from autoconv.errors import AutoconvError, DeviceMemoryError
 from autoconv.gpu.memory import check_fits
@@ -98,8 +99,9 @@ from autoconv.search.study import (
     study_name,
     suggest,
 )
-from autoconv.search.transfer import TRANSFERRED_WINNERS, Neighbour, nearest_winners
 
+#: Winners of the nearest tuned problems a new study tries first.
+TRANSFERRED_WINNERS = 3
 #: Candidates asked ahead and compiling while the GPU evaluates (per problem).
 DEFAULT_PIPELINE_DEPTH = 8
 #: Fastest ok trials tried, in order, when the winner fails its re-verification.
@@ -361,7 +363,7 @@ class Tuner:
         return None
 
     def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints) -> None:
-        """The winners of the nearest tuned problems in the cache (:mod:`~autoconv.search.transfer`),
+        """The winners of the nearest tuned problems in the cache (:mod:`~autoconv.cache.neighbours`),
         then each family's default config and its seeds; each as the valid point nearest to it,
         unless evaluated or queued already."""
         history = SearchHistory.of(study)

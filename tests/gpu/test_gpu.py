@@ -431,3 +431,25 @@ def test_second_tune_is_served_from_the_cache(tmp_path):
     show = subprocess.run([sys.executable, "-m", "autoconv", "show", str(config)], capture_output=True,
                           text=True, env=env, timeout=60)
     assert show.returncode == 0 and "current" in show.stdout
+
+
+def test_a_predicted_kernel_is_checked_before_it_runs():
+    """verify_runner (what an untuned problem's predicted kernel must pass on first use): a
+    right kernel passes; a kernel built for another problem (one filter fewer, so part of y
+    stays NaN and the rest is misplaced) is caught."""
+    import cupy
+
+    from autoconv.gpu.device import read_device
+    from autoconv.runtime import selection
+
+    problem = parse_spec("N=2,C=19,H=11,W=13,K=12,R=3,S=2,stride=1x2,pad=1,bias=1")
+    limits, _ = read_device(0)
+    with cupy.cuda.Device(0):
+        right = selection._loaded_runner(problem, 0, get_family("implicit_gemm").plan(problem, None, limits),
+                                         "predicted", limits)
+        assert selection.verify_runner(right) is None
+        other = problem.with_(K=problem.K - 1)
+        wrong = selection._loaded_runner(other, 0, get_family("implicit_gemm").plan(other, None, limits),
+                                         "predicted", limits)
+        failure = selection.verify_runner(replace(wrong, problem=problem))
+    assert failure is not None and ("NaN" in failure or "exceeds" in failure)

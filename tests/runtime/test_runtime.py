@@ -254,3 +254,47 @@ def test_cupy_arrays_compute_fp32_unless_told_tf32(tmp_path, seed):
     finally:
         api.set_cache(None)
         api.clear_loaded()
+
+
+# ---- untuned problems: the nearest tuned problem's winner configuration, checked once --------
+
+def test_an_untuned_problem_runs_the_nearest_tuned_winners_configuration_once_checked(registry, tmp_path,
+                                                                                       monkeypatch):
+    near = PROBLEM.with_(K=PROBLEM.K + 1)
+    tuned = _winner(near, "direct", tmp_path / "winners.sqlite3")
+    checked = []
+    monkeypatch.setattr(selection, "verify_runner", lambda runner: checked.append(runner) or None)
+    with pytest.warns(selection.UntunedWarning) as caught:
+        runner = registry.runner(PROBLEM, 0)
+    assert runner.origin == "predicted" and runner.plan.family == "direct"
+    assert dict(runner.plan.config) == dict(tuned.config) and runner.plan.problem == PROBLEM
+    assert checked == [runner]  # checked against a reference before its first use
+    assert near.spec() in runner.note and "distance" in runner.note
+    message = str(caught[0].message)
+    assert "checked against a reference" in message and near.spec() in message
+    assert registry.loaded()[0]["origin"] == "predicted"
+    registry.runner(PROBLEM, 0)
+    assert len(checked) == 1  # once
+
+
+def test_a_predicted_kernel_that_fails_its_check_gives_way_to_the_default(registry, tmp_path, monkeypatch):
+    _winner(PROBLEM.with_(K=PROBLEM.K + 1), "direct", tmp_path / "winners.sqlite3")
+    monkeypatch.setattr(selection, "verify_runner", lambda runner: "relative L2 error 0.3 exceeds 1e-05")
+    with pytest.warns(selection.UntunedWarning) as caught:
+        runner = registry.runner(PROBLEM, 0)
+    assert runner.origin == "default" and runner.plan.family == selection.FALLBACK_FAMILY
+    assert any("failed its check (relative L2 error 0.3" in str(w.message) for w in caught)
+
+
+def test_no_prediction_from_another_gpu_or_precision(registry, tmp_path, monkeypatch):
+    from autoconv.cache.winners import WinnerCache
+
+    _winner(PROBLEM.with_(K=PROBLEM.K + 1, precision="tf32"), "implicit_gemm", tmp_path / "winners.sqlite3")
+    other_gpu = _winner(PROBLEM.with_(K=PROBLEM.K + 2), "direct", tmp_path / "other.sqlite3")
+    with WinnerCache(tmp_path / "other.sqlite3") as source, WinnerCache(tmp_path / "winners.sqlite3") as target:
+        entry, = source.entries()
+        target.put(replace(entry, key=replace(entry.key, gpu_name="another GPU")), only_if_faster=False)
+    monkeypatch.setattr(selection, "verify_runner", lambda runner: pytest.fail("nothing to predict from"))
+    with pytest.warns(selection.UntunedWarning):
+        runner = registry.runner(PROBLEM, 0)
+    assert runner.origin == "default" and other_gpu.name != runner.plan.name

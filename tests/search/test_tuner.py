@@ -265,7 +265,7 @@ def test_a_new_study_starts_with_the_winners_of_the_nearest_tuned_problems(tmp_p
     """Transfer: the cache's winners of similar problems (same GPU and precision) are the first
     candidates of a new problem, before any family default; a problem of another precision or a
     far one is not a neighbour."""
-    from autoconv.search.transfer import distance, nearest_winners
+    from autoconv.cache.neighbours import distance, nearest_winners
 
     tuned = [NamedProblem("near", parse_spec("N=2,C=13,H=29,W=29,K=17,R=3,S=3,stride=2x1,pad=1")),
              NamedProblem("far", parse_spec("N=8,C=3,H=64,W=64,K=64,R=1,S=1")),

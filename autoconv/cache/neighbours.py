@@ -1,5 +1,5 @@
-"""What the winners' cache already knows, for a problem it has no winner for: the winners of
-the nearest tuned problems.
+"""What the winners' cache knows about a problem it has no winner for: the winners of the
+nearest tuned problems.
 
 A tuned problem's winner is a good first guess for a similar problem: the same tile shapes,
 pipeline depth and split-K suit similar GEMM sizes and filters. Problems are compared by
@@ -7,7 +7,9 @@ pipeline depth and split-K suit similar GEMM sizes and filters. Problems are com
 stride and dilation as they are), and :func:`nearest_winners` lists the current cache entries
 of the same GPU and precision, nearest first. The tuner tries their configurations first
 (:meth:`autoconv.search.tuner.Tuner`), each as the nearest valid point of its family for the
-new problem; ``autoconv show --predict`` says what they are and how far.
+new problem; ``autoconv.conv2d`` runs the nearest one's configuration, verified on first use,
+for a problem never tuned (:mod:`autoconv.runtime.selection`); ``autoconv show --predict``
+says what they are and how far.
 """
 
 from __future__ import annotations
@@ -19,9 +21,6 @@ from dataclasses import dataclass
 from autoconv.cache.winners import CacheEntry
 from autoconv.errors import ProblemError
 from autoconv.problems.problem import ConvProblem, parse_spec
-
-#: Winners of the nearest tuned problems a new study tries first.
-TRANSFERRED_WINNERS = 3
 
 #: How much each feature counts (a difference of 1 in a log2 size is one doubling): the GEMM's
 #: sizes decide tiles and split-K; the filter and stride change the gather (a 1x1 stride-1
