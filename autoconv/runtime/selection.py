@@ -325,21 +325,21 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
 
     cupy = require_cupy()
     problem = runner.problem
-    x_host, w_host, bias_host = random_inputs(problem, numpy.random.default_rng(seed))
-    x, w = cupy.asarray(x_host), cupy.asarray(w_host)
-    bias = None if bias_host is None else cupy.asarray(bias_host)
-    y = cupy.full(problem.output_shape, POISON, dtype=cupy.float32)
     plan = cast(KernelPlan, runner.plan)
-    workspace = cupy.full(plan.workspace_elements, POISON, dtype=cupy.float32) if plan.workspace_bytes else None
-    stream = cupy.cuda.Stream(non_blocking=True)
-    try:
+    try:  # anything that goes wrong here (a refused launch, a fault, memory) makes the kernel unusable
+        x_host, w_host, bias_host = random_inputs(problem, numpy.random.default_rng(seed))
+        x, w = cupy.asarray(x_host), cupy.asarray(w_host)
+        bias = None if bias_host is None else cupy.asarray(bias_host)
+        y = cupy.full(problem.output_shape, POISON, dtype=cupy.float32)
+        workspace = cupy.full(plan.workspace_elements, POISON, dtype=cupy.float32) if plan.workspace_bytes else None
+        stream = cupy.cuda.Stream(non_blocking=True)
         cast(Launcher, runner.launcher)((x.data.ptr, w.data.ptr, 0 if bias is None else bias.data.ptr, y.data.ptr,
                                          0 if workspace is None else workspace.data.ptr), stream.ptr)
         stream.synchronize()
-    except Exception as err:  # a refused launch, a fault: the kernel is not usable
+        reference = conv2d_reference(problem, x, w, bias, xp=cupy)
+        verdict = check_result(y, reference, tolerance(problem, x, w, reference, xp=cupy))
+    except Exception as err:
         return f"{type(err).__name__}: {err}"
-    reference = conv2d_reference(problem, x, w, bias, xp=cupy)
-    verdict = check_result(y, reference, tolerance(problem, x, w, reference, xp=cupy))
     return None if verdict.ok else verdict.message
 
 
