@@ -40,9 +40,10 @@
 // each float ignored, as the tensor cores do); the 8 products of a k step are exact; their sum
 // with the accumulator is rounded toward zero once. Unlike mma.sync's, the hardware's sum is not
 // always that: on an H100 it dropped an addend 2^-6 of the accumulator's ulp that rounding toward
-// zero counts (tests/test_wgmma_tf32.py), so results may differ from the model's by a few float32
-// roundings of the magnitudes summed (checked on the GPU). As with mma.sync, long chains of products into one accumulator lose accuracy (truncation
-// is a bias): families start a fresh chain per K tile.
+// zero counts (tests/emulator/test_wgmma_tf32.py), so results may differ from the model's by a few float32
+// roundings of the magnitudes summed (checked on the GPU). As with mma.sync, long chains of
+// products into one accumulator lose accuracy (truncation is a bias): fp32 (3xTF32) kernels start
+// a fresh chain per K tile; tf32 kernels, whose operand rounding errs far more, add into the sums.
 #ifndef AUTOCONV_WGMMA_TF32_CUH  // a guard, not #pragma once: inlined into a source, that one warns
 #define AUTOCONV_WGMMA_TF32_CUH
 
