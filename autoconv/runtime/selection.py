@@ -190,10 +190,14 @@ class KernelRegistry:
         warn = (device_id, problem.key()) not in self._warned
         self._warned.add((device_id, problem.key()))
         for neighbour, plan in self._predicted_plans(problem, limits, identity):
-            runner = _loaded_runner(problem, device_id, plan, "predicted", limits,
-                                    note=f"the winner configuration of the nearest tuned problem "
-                                         f"{neighbour.problem.spec()} (distance {neighbour.distance:.2f})")
-            failure = verify_runner(runner)
+            try:
+                runner = _loaded_runner(problem, device_id, plan, "predicted", limits,
+                                        note=f"the winner configuration of the nearest tuned problem "
+                                             f"{neighbour.problem.spec()} (distance {neighbour.distance:.2f})")
+            except AutoconvError as err:  # does not compile or cannot launch here: not a candidate
+                failure: str | None = str(err)
+            else:
+                failure = verify_runner(runner)
             if failure is None:
                 if warn:
                     warnings.warn(untuned_message(problem, found.why, plan, runner.note), UntunedWarning,

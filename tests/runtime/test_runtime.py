@@ -298,3 +298,24 @@ def test_no_prediction_from_another_gpu_or_precision(registry, tmp_path, monkeyp
     with pytest.warns(selection.UntunedWarning):
         runner = registry.runner(PROBLEM, 0)
     assert runner.origin == "default" and other_gpu.name != runner.plan.name
+
+
+def test_a_predicted_kernel_that_does_not_compile_gives_way_to_the_default(registry, tmp_path, monkeypatch):
+    import autoconv.runtime.cubins
+
+    _winner(PROBLEM.with_(K=PROBLEM.K + 1), "direct", tmp_path / "winners.sqlite3")
+
+    class Compiled:
+        def __init__(self, ok):
+            self.ok, self.cubin = ok, b""
+
+        def reason(self):
+            return "error: something the compiler refused"
+
+    monkeypatch.setattr(autoconv.runtime.cubins, "compile_cached",
+                        lambda source, arch, name, **kwargs: Compiled(not name.startswith("direct")))
+    monkeypatch.setattr(selection, "verify_runner", lambda runner: pytest.fail("not compiled: nothing to check"))
+    with pytest.warns(selection.UntunedWarning) as caught:
+        runner = registry.runner(PROBLEM, 0)
+    assert runner.origin == "default"
+    assert any("failed its check" in str(w.message) and "does not compile" in str(w.message) for w in caught)
