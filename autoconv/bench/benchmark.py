@@ -53,7 +53,7 @@ from autoconv.bench.baseline import (
 )
 from autoconv.bench.cudnn import STRICT, TF32, CudnnConv, cudnn_versions, import_cudnn
 from autoconv.bench.peak import measure_fp32_peak
-from autoconv.bench.results import SCHEMA_VERSION, geomeans, geomeans_by_precision
+from autoconv.bench.results import CUDNN_MODES, SCHEMA_VERSION, geomeans, geomeans_by_precision
 from autoconv.cache.winners import CacheKey
 from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.gpu.backend import CupyBackend
@@ -71,8 +71,6 @@ from autoconv.verify.tolerance import tolerance as result_tolerance
 
 #: Where the measurement of one side of the comparison lives in a problem's entry.
 SIDES = ("autoconv", "cudnn_strict", "cudnn_tf32", "torch")
-#: cuDNN's mode that computes each precision: autoconv's baseline for a problem of that precision.
-BASELINE_MODES = {"fp32": STRICT, "tf32": TF32}
 
 
 # ---- the environment -----------------------------------------------------------------------------
@@ -419,7 +417,7 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
     strict_ms, autoconv_ms = times["cudnn_strict"], times["autoconv"]
     strict_tflops = problem.flops / (strict_ms * 1e-3) / 1e12
     # The baseline: cuDNN in the problem's precision (strict against fp32, TF32 against tf32).
-    mode = BASELINE_MODES[problem.precision]
+    mode = CUDNN_MODES[problem.precision]
     baseline_ms = times[f"cudnn_{mode}"]
     baseline_tflops = problem.flops / (baseline_ms * 1e-3) / 1e12
     fields = baselines[mode].cache_baseline(cudnn_versions()["cudnn_frontend"])

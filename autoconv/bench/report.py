@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from autoconv.bench.results import (
+    CUDNN_MODES,
+    OTHER_CUDNN_MODES,
     PROBLEM_FIELDS,
     ReportError,
     baseline_ms,
@@ -37,6 +39,7 @@ from autoconv.bench.results import (
     geomeans_by_precision,
     is_positive,
     precision_of,
+    speedup,
     tflops,
 )
 from autoconv.errors import AutoconvError, BackendUnavailable
@@ -220,10 +223,10 @@ def _uses_tensor_cores(family_name) -> bool:
     return family_name in FAMILY_NAMES and get_family(family_name).tensor_cores
 
 
+#: What each mode of cuDNN is called in the report.
+MODE_LABELS = {"strict": "strict FP32", "tf32": "TF32"}
 #: What cuDNN's baseline is called for each precision (the mode that computes it).
-BASELINE_LABELS = {"fp32": "strict FP32", "tf32": "TF32"}
-#: The other mode of cuDNN, shown beside the baseline.
-OTHER_MODE = {"fp32": ("tf32", "TF32"), "tf32": ("strict", "strict FP32")}
+BASELINE_LABELS = {precision: MODE_LABELS[mode] for precision, mode in CUDNN_MODES.items()}
 #: What each precision computes, for the report.
 PRECISION_MEANINGS = {
     "fp32": "float32 accuracy; PyTorch's `torch.backends.cudnn.conv.fp32_precision = \"ieee\"`, "
@@ -276,8 +279,9 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
 
     for precision, means in by_precision.items():
         label = BASELINE_LABELS[precision]
-        other_mode, other_label = OTHER_MODE[precision]
-        baseline_side = "cudnn_strict" if precision == "fp32" else "cudnn_tf32"
+        other_mode = OTHER_CUDNN_MODES[precision]
+        other_label = MODE_LABELS[other_mode]
+        baseline_side = f"cudnn_{CUDNN_MODES[precision]}"
         fp32 = precision == "fp32"
         lines += [f"## Per layer, {precision}", "",
                   f"Speedup = cuDNN {label} ms / autoconv ms (cuDNN's best plan in the same precision); above 1 "
@@ -293,14 +297,11 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
             if precision_of(p) != precision:
                 continue
             errors = p.get("errors_vs_reference") or {}
-            baseline = baseline_ms(p)
-            speedup = (baseline / p["autoconv_ms"] if is_positive(baseline) and is_positive(p.get("autoconv_ms"))
-                       else None)
             lines.append(
                 f"| {p['name']} | {p.get('count') or 1} | `{p['shape']}` | {_num(p['gflop'], '.3f')} "
                 f"| {p.get('family') or '–'} | {format_params(p.get('params'), limit=8)} | {_ms(p['autoconv_ms'])} "
                 f"| {_num(p['autoconv_tflops'], '.2f')} |" + (f" {_num(p['pct_of_peak'], '.1f')} |" if fp32 else "")
-                + f" {_ms(baseline)} | {_num(speedup, '.3f')} "
+                + f" {_ms(baseline_ms(p))} | {_num(speedup(p), '.3f')} "
                 f"| {_ms(p.get(f'cudnn_{other_mode}_ms'))} | {_ms(p['torch_ms'])} "
                 f"| {_error(errors.get('autoconv'))} | {_error(errors.get(baseline_side))} "
                 f"| {_error(errors.get('torch'))} |")
@@ -381,19 +382,12 @@ def _subtitle(results) -> str:
     return f"{env.get('gpu') or 'GPU'}, FP32, {env.get('date', '')[:10]}".rstrip(", ")
 
 
-def _speedup(problem) -> float | None:
-    """cuDNN ms in the problem's precision / autoconv ms."""
-    baseline = baseline_ms(problem)
-    ms = problem.get("autoconv_ms")
-    return baseline / ms if is_positive(baseline) and is_positive(ms) else None
-
-
 def plot_speedup(pyplot, results):
-    problems = [p for p in results["problems"] if _speedup(p) is not None]
+    problems = [p for p in results["problems"] if speedup(p) is not None]
     if not problems:
         return None
     names = [f"{p['name']} ({precision_of(p)})" for p in problems]
-    speedups = [cast(float, _speedup(p)) for p in problems]
+    speedups = [cast(float, speedup(p)) for p in problems]
     figure, ax = pyplot.subplots(figsize=(_width(len(names)), 4.5))
     colors = ["tab:green" if s >= 1.0 else "tab:red" for s in speedups]
     bars = ax.bar(range(len(names)), speedups, color=colors)

@@ -152,11 +152,23 @@ def precision_of(problem: Mapping[str, Any]) -> str:
     return problem.get("precision") or "fp32"
 
 
+#: The cuDNN mode that computes each precision (a layer's baseline), and the other mode, shown
+#: beside it; a layer's cuDNN fields are named after them (``cudnn_strict_ms``, ``cudnn_tf32_ms``).
+CUDNN_MODES = {"fp32": "strict", "tf32": "tf32"}
+OTHER_CUDNN_MODES = {"fp32": "tf32", "tf32": "strict"}
+
+
 def baseline_ms(problem: Mapping[str, Any]) -> float | None:
-    """cuDNN's time in the problem's precision: strict FP32 for fp32, TF32 for tf32."""
+    """cuDNN's time in the problem's precision (:data:`CUDNN_MODES`)."""
     if "cudnn_ms" in problem:
         return problem["cudnn_ms"]
-    return problem.get("cudnn_tf32_ms" if precision_of(problem) == "tf32" else "cudnn_strict_ms")
+    return problem.get(f"cudnn_{CUDNN_MODES[precision_of(problem)]}_ms")
+
+
+def speedup(problem: Mapping[str, Any]) -> float | None:
+    """cuDNN ms in the problem's precision / autoconv ms; None unless both were measured."""
+    baseline, ms = baseline_ms(problem), problem.get("autoconv_ms")
+    return baseline / ms if is_positive(baseline) and is_positive(ms) else None
 
 
 def geomeans(problems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -168,8 +180,8 @@ def geomeans(problems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ``speedup_vs_cudnn_tf32`` against one mode of cuDNN for every layer; ``worst`` the layer
     with the lowest ``speedup_vs_cudnn``.
     """
-    paired = [p for p in problems if is_positive(p.get("autoconv_ms")) and is_positive(baseline_ms(p))]
-    speedups = [cast(float, baseline_ms(p)) / p["autoconv_ms"] for p in paired]
+    paired = [p for p in problems if speedup(p) is not None]
+    speedups = [cast(float, speedup(p)) for p in paired]
     totals: dict[str, float | None] = {"autoconv": None, "cudnn": None}
     if paired:
         totals = {"autoconv": sum(p["autoconv_ms"] * (p.get("count") or 1) for p in paired),

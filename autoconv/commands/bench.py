@@ -13,12 +13,14 @@ from typing import Any
 
 from autoconv.bench.benchmark import run_bench
 from autoconv.bench.results import (
+    OTHER_CUDNN_MODES,
     ReportError,
     baseline_ms,
     geomeans_by_precision,
     is_positive,
     precision_of,
     results_target_problem,
+    speedup,
     write_results,
 )
 from autoconv.errors import AutoconvError
@@ -99,13 +101,12 @@ def format_table(results: Mapping[str, Any]) -> str:
 
     rows = []
     for p in problems:
-        fp32 = precision_of(p) == "fp32"
-        baseline = baseline_ms(p)
-        rows.append([p["name"], precision_of(p), p.get("family") or "-", ms(p.get("autoconv_ms")),
-                     _number(p.get("autoconv_tflops"), ".2f"), _number(p.get("pct_of_peak") if fp32 else None, ".1f"),
-                     ms(baseline), _number(baseline / p["autoconv_ms"] if is_positive(baseline)
-                                           and is_positive(p.get("autoconv_ms")) else None, ".2f", "x"),
-                     ms(p.get("cudnn_tf32_ms" if fp32 else "cudnn_strict_ms")), ms(p.get("torch_ms"))])
+        precision = precision_of(p)
+        rows.append([p["name"], precision, p.get("family") or "-", ms(p.get("autoconv_ms")),
+                     _number(p.get("autoconv_tflops"), ".2f"),
+                     _number(p.get("pct_of_peak") if precision == "fp32" else None, ".1f"),
+                     ms(baseline_ms(p)), _number(speedup(p), ".2f", "x"),
+                     ms(p.get(f"cudnn_{OTHER_CUDNN_MODES[precision]}_ms")), ms(p.get("torch_ms"))])
     means_rows = []
     for precision, means in geomeans_by_precision(problems).items():
         mean_tflops = means.get("autoconv_tflops")
