@@ -179,3 +179,14 @@ def dead_pid() -> int:
         os._exit(0)
     os.waitpid(pid, 0)
     return pid
+
+
+def round_mantissa(values, bits: int):
+    """float32 ``values`` rounded to ``bits`` explicit mantissa bits, to nearest with ties away
+    from zero (10: TF32, as cvt.rna.tf32.f32 rounds; 7: bfloat16's precision)."""
+    import numpy
+
+    dropped = 23 - bits
+    raw = numpy.asarray(values, dtype=numpy.float32).view(numpy.uint32)
+    kept = numpy.uint32(~((1 << dropped) - 1) & 0xFFFFFFFF)
+    return ((raw + numpy.uint32(1 << (dropped - 1))) & kept).view(numpy.float32)

@@ -32,6 +32,7 @@ from autoconv.kernels.resources import templates_dir
 from autoconv.problems.problem import ConvProblem, make_problem
 from autoconv.verify.compare import POISON, check_result, relative_l2_error
 from autoconv.verify.reference import conv2d_reference, random_inputs
+from tests.helpers import round_mantissa
 
 # ---- awkward problems -----------------------------------------------------------------------
 # Together the shapes below cover N = 1..3, C in {1, 3, 13, 64}, odd K (a multiple of no
@@ -478,12 +479,6 @@ def test_im2col_gemm_reads_x_in_place_only_where_x_is_the_column_buffer(spec):
 
 # ---- precision tf32 ---------------------------------------------------------------------------
 
-def _tf32(values: np.ndarray) -> np.ndarray:
-    """Round float32 values to TF32 (10 mantissa bits) to nearest, ties away from zero (cvt.rna)."""
-    bits = np.asarray(values, dtype=np.float32).view(np.uint32)
-    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
-
-
 #: Families with kernels of their own for tf32 problems (one TF32 product per multiply-add).
 TF32_FAMILIES = [name for name in FAMILY_NAMES
                  if "tf32" in get_family(name).precisions and get_family(name).tensor_cores]
@@ -503,7 +498,7 @@ def test_tf32_kernels_compute_tf32_exactly(family_name, shape, seed):
     configs = sample_configs(family, problem, CONFIGS_PER_PROBLEM, rng)
     x, w, bias = random_inputs(problem, rng)
     exact = conv2d_reference(problem, x, w, bias)
-    tf32_model = conv2d_reference(problem, _tf32(x), _tf32(w), bias)
+    tf32_model = conv2d_reference(problem, round_mantissa(x, 10), round_mantissa(w, 10), bias)
     assert relative_l2_error(tf32_model, exact) > 3e-5  # (the two references really differ)
     from autoconv.emulator import emulate_plan
     from autoconv.verify.tolerance import tolerance

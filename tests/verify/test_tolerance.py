@@ -14,15 +14,9 @@ from autoconv.problems.problem import parse_spec
 from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result, relative_l2_error
 from autoconv.verify.reference import conv2d_reference, random_inputs
 from autoconv.verify.tolerance import TF32_UNIT_ROUNDOFF, expected_tf32_error, tolerance
+from tests.helpers import round_mantissa
 
 SPEC = "N=2,C=48,H=9,W=11,K=17,R=3,S=3,pad=1,bias=1"
-
-
-def _round_mantissa(values: np.ndarray, bits: int) -> np.ndarray:
-    """float32 values rounded to ``bits`` explicit mantissa bits (to nearest, ties away)."""
-    dropped = 23 - bits
-    raw = np.asarray(values, dtype=np.float32).view(np.uint32)
-    return ((raw + np.uint32(1 << (dropped - 1))) & np.uint32(~((1 << dropped) - 1) & 0xFFFFFFFF)).view(np.float32)
 
 
 @pytest.fixture(params=["signed", "relu"])
@@ -42,7 +36,7 @@ def test_fp32_keeps_its_constant():
 
 def test_tf32_rounding_passes_and_is_predicted(data):
     problem, x, w, bias, exact = data
-    tf32 = conv2d_reference(problem, _round_mantissa(x, 10), _round_mantissa(w, 10), bias)
+    tf32 = conv2d_reference(problem, round_mantissa(x, 10), round_mantissa(w, 10), bias)
     error = relative_l2_error(tf32, exact)
     expected = expected_tf32_error(problem, x, w, exact)
     # The expectation is an upper estimate (every rounding at its largest mean square)...
@@ -56,7 +50,7 @@ def test_tf32_rounding_passes_and_is_predicted(data):
 def test_a_coarser_format_or_a_lost_term_fails(data):
     problem, x, w, bias, exact = data
     limit = tolerance(problem, x, w, exact)
-    bf16 = conv2d_reference(problem, _round_mantissa(x, 7), _round_mantissa(w, 7), bias)
+    bf16 = conv2d_reference(problem, round_mantissa(x, 7), round_mantissa(w, 7), bias)
     assert not check_result(bf16, exact, limit).ok
     w_lost = w.copy()
     w_lost[:, 5, 1, 1] = 0.0  # one channel's centre tap dropped: 1 of 432 terms per output
