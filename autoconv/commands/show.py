@@ -36,9 +36,8 @@ def run(args: argparse.Namespace) -> int:
 def show_command(cache: str | None = None, config_path: str | None = None) -> int:
     """List ``cache``; else the cache ``autoconv tune`` uses for the config at
     ``config_path`` (:class:`~autoconv.search.session.TuneSession`); else the default one."""
-    location = cache or (TuneSession.load(config_path).cache if config_path else None)
     try:
-        winners = WinnerCache(location, create=False)  # a reader: creates no file, folder or table
+        winners = WinnerCache(_location(cache, config_path), create=False)  # a reader: creates nothing
     except NoCache as err:
         stdout_console().print(cache_table([], f"{err}: 0 cached winners"))
         return 0
@@ -49,15 +48,20 @@ def show_command(cache: str | None = None, config_path: str | None = None) -> in
     return 0
 
 
+def _location(cache: str | None, config_path: str | None):
+    """``cache``; else the cache ``autoconv tune`` uses for the config at ``config_path``
+    (:class:`~autoconv.search.session.TuneSession`); else None, the default one."""
+    return cache or (TuneSession.load(config_path).cache if config_path else None)
+
+
 def predict_command(spec: str, cache: str | None = None, config_path: str | None = None) -> int:
     """Print, for the problem ``spec`` and each GPU with current entries in the cache, its
     cached winner, or else the nearest tuned problems (:mod:`autoconv.cache.neighbours`) with
     their winners and distances. Exit status 0."""
     problem = parse_spec(spec)
-    location = cache or (TuneSession.load(config_path).cache if config_path else None)
     console = stdout_console()
     try:
-        winners = WinnerCache(location, create=False)
+        winners = WinnerCache(_location(cache, config_path), create=False)
     except NoCache as err:
         console.print(f"{err}: nothing tuned yet; `autoconv tune` would start {problem.shape_str()} from "
                       "each family's default", markup=False, highlight=False)
