@@ -10,8 +10,9 @@ valid point nearest to it); a configuration invalid for a layer is reported and 
 Every configuration is compiled (NVRTC), verified against the float64 reference and timed
 by the tuner's GPU worker (a separate process, so a faulting kernel costs one result, not
 the run): a CUDA graph of back-to-back launches over rotating buffer sets larger than the
-L2 cache, median of 7. Then cuDNN's fastest strict-FP32 plan (all engine plans built,
-verified and timed the same way) is timed in this process, per layer. Prints a table and
+L2 cache, median of 7. Then cuDNN's fastest plan in the problem's precision (strict FP32 for
+fp32, TF32 for tf32; all engine plans built, verified and timed the same way) is timed in this
+process, per layer. Prints a table and
 writes every result to --out (JSON). Needs a GPU, CuPy and the cuDNN frontend.
 """
 
@@ -22,7 +23,8 @@ import json
 import sys
 import time
 
-from autoconv.bench.baseline import STRICT, find_best_plan
+from autoconv.bench.baseline import find_best_plan
+from autoconv.bench.results import CUDNN_MODES
 from autoconv.problems.config import load_config
 from autoconv.errors import SearchSpaceError
 from autoconv.kernels.families import get_family
@@ -80,7 +82,8 @@ def main(argv=None) -> int:
                     continue
                 tickets.append((candidate, backend.submit(plan)))
             results = [(candidate, backend.result(ticket)) for candidate, ticket in tickets]
-            cudnn = find_best_plan(problem, STRICT, seed=config.seed)
+            mode = CUDNN_MODES[problem.precision]   # strict against fp32, TF32 against tf32
+            cudnn = find_best_plan(problem, mode, seed=config.seed)
             for candidate, result in results:
                 ok = result.time_ms is not None
                 row = {"layer": item.name, "config": candidate, "status": result.status.value,
@@ -92,11 +95,11 @@ def main(argv=None) -> int:
                 if ok:
                     key = json.dumps(override_of(candidate, default), sort_keys=True)
                     ratios.setdefault(key, []).append(row["speedup"])
-            print(f"{item.name}: cuDNN strict {cudnn.time_ms:.4f} ms ({cudnn.plan_name})", flush=True)
+            print(f"{item.name}: cuDNN {mode} {cudnn.time_ms:.4f} ms ({cudnn.plan_name})", flush=True)
             for row in rows:
                 if row["layer"] == item.name:
                     print("   " + format_row(row, default), flush=True)
-    print(f"\nspeedup over cuDNN strict by configuration (geometric mean over the layers it ran on), "
+    print(f"\nspeedup over cuDNN in the problems' precision by configuration (geometric mean over the layers it ran on), "
           f"{time.perf_counter() - started:.0f} s:")
     for key, values in sorted(ratios.items(), key=lambda kv: -geometric_mean(kv[1])):
         print(f"  {geometric_mean(values):.3f}x over {len(values)} layers  {key}")

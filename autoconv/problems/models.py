@@ -93,5 +93,36 @@ def resnet50(batch: int = 1) -> tuple[NamedProblem, ...]:
     return unique_layers(_bottleneck_resnet_convs(_check_batch(batch), (3, 4, 6, 3)))
 
 
+#: VGG-16's feature extractor (configuration "D"): output channels of each 3x3 conv, "M" a
+#: 2x2 stride-2 max-pool.
+_VGG16_FEATURES = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
+
+
+def _vgg_convs(batch: int, features: tuple, image: int = 224) -> Iterator[tuple[str, ConvProblem]]:
+    """Every conv of a torchvision VGG (without batch norm), in module order, named as
+    torchvision names them (``features.<index>``: each conv is followed by a ReLU, so
+    indices skip the ReLUs and pools). Each conv is 3x3, stride 1, padding 1, with bias."""
+    channels, size, index = 3, image, 0
+    for item in features:
+        if item == "M":
+            size //= 2
+            index += 1
+            continue
+        yield f"features.{index}", make_problem(N=batch, C=channels, H=size, W=size, K=item, R=3, S=3,
+                                                padding=1, bias=True)
+        channels = item
+        index += 2  # the conv and its ReLU
+
+
+def vgg16(batch: int = 1) -> tuple[NamedProblem, ...]:
+    """The 9 unique conv layers of torchvision's VGG-16 at 224x224, with their occurrence
+    counts (13 convs in all).
+
+    Raises:
+        ProblemError: ``batch`` is not a positive integer (or too large for 32-bit indexing).
+    """
+    return unique_layers(_vgg_convs(_check_batch(batch), _VGG16_FEATURES))
+
+
 #: Presets a config's ``models:`` entries may name.
-MODEL_PRESETS: dict[str, Callable[[int], tuple[NamedProblem, ...]]] = {"resnet50": resnet50}
+MODEL_PRESETS: dict[str, Callable[[int], tuple[NamedProblem, ...]]] = {"resnet50": resnet50, "vgg16": vgg16}

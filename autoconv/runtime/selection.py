@@ -213,24 +213,13 @@ class KernelRegistry:
         return _loaded_runner(problem, device_id, plan, "default", limits)
 
     def _predicted_plans(self, problem: ConvProblem, limits, identity) -> list[tuple[Neighbour, KernelPlan]]:
-        """The plans of the nearest tuned problems' winning configurations that are valid for
-        ``problem`` as they are, nearest first (:mod:`autoconv.cache.neighbours`); none where
-        the cache cannot be read."""
+        """:func:`predicted_plans` from this registry's cache; none where it cannot be read."""
         try:
             with WinnerCache(self.cache_location(), create=False) as winners:
                 entries = winners.entries()
         except (NoCache, CacheError):
             return []
-        plans = []
-        for neighbour in nearest_winners(problem, entries, gpu_name=identity.gpu_name, limit=PREDICTION_NEIGHBOURS):
-            if neighbour.entry.family not in FAMILY_NAMES:
-                continue
-            try:
-                plans.append((neighbour, get_family(neighbour.entry.family).plan(
-                    problem, dict(neighbour.entry.config), limits, DEFAULT_WORKSPACE_LIMIT)))
-            except AutoconvError:  # not valid for this problem (a tile too large, a workspace...)
-                continue
-        return plans
+        return predicted_plans(problem, entries, limits, identity.gpu_name)
 
     def lookup(self, problem: ConvProblem, limits, identity) -> Lookup:
         """The cached winner that runs ``problem`` on the device (``limits``, ``identity``),
@@ -285,6 +274,23 @@ class KernelRegistry:
             return Lookup(None, entry, problem,
                           "the cached winner's source differs from what this autoconv renders (stale entry)")
         return Lookup(plan, entry, problem, "")
+
+
+def predicted_plans(problem: ConvProblem, entries, limits, gpu_name: str) -> list[tuple[Neighbour, KernelPlan]]:
+    """The plans of the nearest tuned problems' winning configurations (among cache
+    ``entries`` of GPU ``gpu_name``) that are valid for ``problem`` as they are, nearest
+    first (:mod:`autoconv.cache.neighbours`): the first is what ``autoconv.conv2d`` runs on
+    an untuned shape, once checked."""
+    plans = []
+    for neighbour in nearest_winners(problem, entries, gpu_name=gpu_name, limit=PREDICTION_NEIGHBOURS):
+        if neighbour.entry.family not in FAMILY_NAMES:
+            continue
+        try:
+            plans.append((neighbour, get_family(neighbour.entry.family).plan(
+                problem, dict(neighbour.entry.config), limits, DEFAULT_WORKSPACE_LIMIT)))
+        except AutoconvError:  # not valid for this problem (a tile too large, a workspace...)
+            continue
+    return plans
 
 
 def _loaded_runner(problem: ConvProblem, device_id: int, plan: KernelPlan, origin: str, limits, *,

@@ -261,12 +261,13 @@ def test_conv2d_runs_cudnn_where_the_cache_says_cudnn_was_faster(tmp_path, seed)
             warnings.simplefilter("error")  # neither untuned nor a fallback
             record_baseline(0.5, cudnn_plan)  # cuDNN faster: its plan runs
             assert run() == {"device": 0, "problem": problem.spec(), "origin": "cudnn",
-                             "kernel": f"cudnn:{cudnn_plan}"}
+                             "kernel": f"cudnn:{cudnn_plan}", "note": ""}
             runtime.use_cudnn(False)  # the user's choice wins
             assert run()["origin"] == "cache"
             runtime.use_cudnn(True)
             record_baseline(2.0, cudnn_plan)  # cuDNN slower: the winner runs
-            assert run() == {"device": 0, "problem": problem.spec(), "origin": "cache", "kernel": plan.name}
+            assert run() == {"device": 0, "problem": problem.spec(), "origin": "cache", "kernel": plan.name,
+                             "note": ""}
         record_baseline(0.5, "eng999_no_such_plan")  # recorded by another cuDNN: say so, run the winner
         with pytest.warns(runtime.CudnnFallbackWarning, match="eng999_no_such_plan|no plan"):
             assert run()["origin"] == "cache"

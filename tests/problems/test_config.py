@@ -31,7 +31,7 @@ from autoconv.problems.config import (
     load_config,
     load_config_text,
 )
-from autoconv.problems.models import MODEL_PRESETS, NamedProblem, resnet50
+from autoconv.problems.models import MODEL_PRESETS, NamedProblem, resnet50, vgg16
 from autoconv.problems.problem import make_problem, parse_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -283,7 +283,7 @@ def test_models_expand_with_prefix_and_batch():
     ("models:\n  - preset: resnet50\n    batch: big\n", "test.yaml:3: models[0].batch: expected an integer, got 'big'"),
     ("models:\n  - preset: resnet50\n    batch: 100000\n",
      "test.yaml:3: models[0].batch: size=15052800000: input N*C*H*W has 15052800000 elements"),
-    ("models:\n  - batch: 2\n", "test.yaml:2: models[0]: missing 'preset' (one of resnet50)"),
+    ("models:\n  - batch: 2\n", "test.yaml:2: models[0]: missing 'preset' (one of resnet50, vgg16)"),
     ("models:\n  - {preset: resnet50, bacth: 2}\n",
      "test.yaml:2: models[0].bacth: unknown key (did you mean 'batch'?)"),
     ("models:\n  - {preset: resnet50}\nproblems:\n  - {name: resnet50.conv1, spec: 'N=1,C=1,H=4,W=4,K=1,R=1,S=1'}\n",
@@ -474,7 +474,7 @@ def test_resnet50_batch_must_be_a_positive_integer(batch):
 
 
 def test_model_registry():
-    assert MODEL_PRESETS == {"resnet50": resnet50}
+    assert MODEL_PRESETS == {"resnet50": resnet50, "vgg16": vgg16}
     assert isinstance(resnet50(2)[0], NamedProblem)
 
 

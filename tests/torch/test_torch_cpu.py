@@ -190,6 +190,19 @@ def test_the_resnet50_preset_is_what_torchvision_runs():
         [(p.name, p.problem.key(), p.count) for p in preset]
 
 
+def test_the_vgg16_preset_is_what_torchvision_runs():
+    torchvision = pytest.importorskip("torchvision")
+    from autoconv.problems.models import vgg16
+
+    with torch.device("meta"):
+        model = torchvision.models.vgg16()
+    found, skipped = ac.conv_problems(model, torch.empty(16, 3, 224, 224, device="meta"))
+    preset = vgg16(16)
+    assert not skipped and len(preset) == 9 and sum(p.count for p in preset) == 13
+    assert [(p.name, p.problem.key(), p.count) for p in found] == \
+        [(p.name, p.problem.key(), p.count) for p in preset]
+
+
 def test_tune_model_never_replaces_a_file_it_did_not_write(tmp_path, monkeypatch, capsys):
     from autoconv.commands.main import main
 
