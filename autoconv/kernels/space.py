@@ -210,26 +210,40 @@ class SearchSpace:
                        workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> dict[str, object]:
         """The family's default; where it does not fit this problem, its first valid
         fallback (``fallbacks`` in the YAML); else the valid point nearest to the default
-        (nearest: fewest parameters changed, then smallest index distance in each
-        parameter's choice list).
+        (:meth:`nearest_config`).
 
         Raises:
             SearchSpaceError: no configuration of this family is valid for the problem.
         """
-        default = dict(self.default)
-        for config in (default, *self.fallbacks):
+        for config in (self.default, *self.fallbacks):
             if self.is_valid(config, problem, device, workspace_limit):
                 return dict(config)
+        return self.nearest_config(self.default, problem, device, workspace_limit)
+
+    def nearest_config(self, config: Mapping[str, object], problem: ConvProblem, device: DeviceLimits,
+                       workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> dict[str, object]:
+        """``config`` where it is valid for the problem, else the valid point nearest to it:
+        fewest parameters changed, then smallest index distance in each parameter's choice
+        list (a value not in a list counts as the list's length).
+
+        Raises:
+            SearchSpaceError: no configuration of this family is valid for the problem.
+        """
+        wanted = {name: config.get(name) for name in self.params}
+        if self.is_valid(wanted, problem, device, workspace_limit):
+            return wanted
         points = self.points(problem, device, workspace_limit)
         if not points:
             raise SearchSpaceError(
                 f"{self.family}: no valid configuration for {problem.shape_str()}")
 
-        def distance(config):
-            changed = sum(config[n] != default[n] for n in self.params)
-            steps = sum(abs(self.params[n].index(config[n]) - self.params[n].index(default[n]))
-                        for n in self.params)
-            return changed, steps
+        def steps(name: str, value: object) -> int:
+            choices = self.params[name]
+            return abs(choices.index(value) - choices.index(wanted[name])) if wanted[name] in choices else len(choices)
+
+        def distance(candidate):
+            changed = sum(candidate[n] != wanted[n] for n in self.params)
+            return changed, sum(steps(n, candidate[n]) for n in self.params)
         return min(points, key=distance)
 
 

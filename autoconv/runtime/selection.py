@@ -278,18 +278,23 @@ class KernelRegistry:
 
 def predicted_plans(problem: ConvProblem, entries, limits, gpu_name: str) -> list[tuple[Neighbour, KernelPlan]]:
     """The plans of the nearest tuned problems' winning configurations (among cache
-    ``entries`` of GPU ``gpu_name``) that are valid for ``problem`` as they are, nearest
-    first (:mod:`autoconv.cache.neighbours`): the first is what ``autoconv.conv2d`` runs on
-    an untuned shape, once checked."""
-    plans = []
+    ``entries`` of GPU ``gpu_name``), nearest first (:mod:`autoconv.cache.neighbours`), each
+    as the valid point of its family nearest to it for ``problem`` (the configuration itself
+    where it fits; else, say, another reduction order where ``C`` is no multiple of the K
+    tile), without repeats: the first is what ``autoconv.conv2d`` runs on an untuned shape,
+    once checked."""
+    plans: list[tuple[Neighbour, KernelPlan]] = []
     for neighbour in nearest_winners(problem, entries, gpu_name=gpu_name, limit=PREDICTION_NEIGHBOURS):
         if neighbour.entry.family not in FAMILY_NAMES:
             continue
+        family = get_family(neighbour.entry.family)
         try:
-            plans.append((neighbour, get_family(neighbour.entry.family).plan(
-                problem, dict(neighbour.entry.config), limits, DEFAULT_WORKSPACE_LIMIT)))
-        except AutoconvError:  # not valid for this problem (a tile too large, a workspace...)
+            config = family.space.nearest_config(neighbour.entry.config, problem, limits, DEFAULT_WORKSPACE_LIMIT)
+            plan = family.plan(problem, config, limits, DEFAULT_WORKSPACE_LIMIT)
+        except AutoconvError:  # the family cannot run this problem at all
             continue
+        if all(plan.name != other.name for _, other in plans):
+            plans.append((neighbour, plan))
     return plans
 
 

@@ -510,6 +510,25 @@ def test_tf32_kernels_compute_tf32_exactly(family_name, shape, seed):
         assert check_result(y, exact, tolerance(problem, x, w, exact)).ok, described
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("overlap", ["none", "quad"])
+def test_tf32_wgmma_with_the_widest_tiles(overlap, seed):
+    """Tiles 256 filters wide, which the sampled problems are too narrow for, on filters that
+    fill one tile and spill into a second: one warpgroup's m64n256k8 (WGN 256, tf32 only: its
+    128 sums leave no registers for fp32's chains), and two warpgroups of m64n128k8 in the
+    quad loop, on a reduction of 9 K tiles (two trips of four and one tile)."""
+    problem = make_problem(N=1, C=32, H=6, W=7, K=261, R=3, S=3, padding=1, bias=True, precision="tf32")
+    family = get_family("implicit_gemm_wgmma")
+    config = {"BM": 64, "BN": 256, "WGN": 256 if overlap == "none" else 128, "BK": 32,
+              "STAGES": 4 if overlap == "quad" else 2, "MMA_OVERLAP": overlap, "SPLIT_K": 1, "MIN_BLOCKS": 1,
+              "GATHER": "rsc"}
+    x, w, bias = random_inputs(problem, np.random.default_rng(seed))
+    tf32_model = conv2d_reference(problem, round_mantissa(x, 10), round_mantissa(w, 10), bias)
+    from autoconv.emulator import emulate_plan
+    y = emulate_plan(family.plan(problem, config), x, w, bias)
+    assert relative_l2_error(y, tf32_model) <= 1e-5
+
+
 def test_tf32_sampling_covers_every_switch():
     """The tf32 kernels' code paths (MMA_OVERLAP, GATHER, SPLIT_K...) are all sampled, as for fp32."""
     problem = PROBLEMS["3x3-C32-bias-PQ4"](np.random.default_rng(0)).with_(precision="tf32")

@@ -172,11 +172,13 @@ def test_space_command_lists_exactly_the_valid_points(family_name, capsys):
 
 #: Problems on which every code path of every family has a valid config: odd C with bias, C a
 #: multiple of 64 (GATHER = rsc) with P*Q a multiple of 4 (float4 stores), a 1x1 filter at stride
-#: 1 (im2col_gemm reading x in place), outputs small enough for split-K.
+#: 1 (im2col_gemm reading x in place), outputs small enough for split-K, and a tf32 problem.
 SWITCH_PROBLEMS = (
     "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,bias=1",
     "N=1,C=128,H=8,W=8,K=64,R=3,S=3,pad=1",
     "N=2,C=64,H=7,W=7,K=96,R=1,S=1,bias=1",
+    # tf32: kernels of their own (MMA_OVERLAP quad; WGN 256, which needs K >= 128)
+    "N=1,C=64,H=8,W=8,K=160,R=3,S=3,pad=1,precision=tf32",
 )
 
 

@@ -277,6 +277,27 @@ def test_an_untuned_problem_runs_the_nearest_tuned_winners_configuration_once_ch
     assert len(checked) == 1  # once
 
 
+def test_a_neighbours_winner_that_does_not_fit_is_moved_to_the_nearest_valid_configuration():
+    """A winner with GATHER = rsc (whole K tiles per filter tap) predicts for a problem whose C
+    is no multiple of the K tile as the same configuration in the other reduction order."""
+    from autoconv.backends.fake import FAKE_IDENTITY
+    from autoconv.kernels.families import get_family
+    from autoconv.kernels.limits import H100
+
+    tuned = parse_spec("N=8,C=64,H=28,W=28,K=128,R=3,S=3,pad=1")
+    untuned = tuned.with_(C=50)
+    family = get_family("implicit_gemm")
+    config = {**family.space.default, "GATHER": "rsc"}
+    plan = family.plan(tuned, config, H100)
+    entry = CacheEntry(key=CacheKey.for_problem(FAKE_IDENTITY, tuned), family=family.name, config=config,
+                       kernel_name=plan.name, source_hash=plan.source_hash, time_ms=1.0, tflops=1.0,
+                       workspace_bytes=plan.workspace_bytes)
+    assert not family.space.is_valid(config, untuned, H100)
+    (neighbour, predicted), = selection.predicted_plans(untuned, [entry], H100, FAKE_IDENTITY.gpu_name)
+    assert neighbour.problem == tuned and predicted.problem == untuned
+    assert dict(predicted.config) == {**config, "GATHER": "crs"}
+
+
 def test_a_predicted_kernel_that_fails_its_check_gives_way_to_the_default(registry, tmp_path, monkeypatch):
     _winner(PROBLEM.with_(K=PROBLEM.K + 1), "direct", tmp_path / "winners.sqlite3")
     monkeypatch.setattr(selection, "verify_runner", lambda runner: "relative L2 error 0.3 exceeds 1e-05")
