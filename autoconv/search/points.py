@@ -18,9 +18,12 @@ import os
 import random
 from collections.abc import Mapping, Sequence
 
+import numpy
+
 from autoconv.errors import AutoconvError
 from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import DeviceLimits
+from autoconv.kernels.space import PointTable
 from autoconv.problems.problem import ConvProblem
 from autoconv.processes import exit_with_parent
 
@@ -73,8 +76,11 @@ class ValidPoints:
     def __init__(self, points: Mapping[str, list[dict]]):
         self.points = {family: list(configs) for family, configs in points.items() if configs}
         self.families = tuple(self.points)
-        self._keys = {family: {config_key(family, c) for c in configs}
-                      for family, configs in self.points.items()}
+        self._key_lists = {family: [config_key(family, c) for c in configs]
+                           for family, configs in self.points.items()}
+        self._keys = {family: set(keys) for family, keys in self._key_lists.items()}
+        self._tables = {family: PointTable(get_family(family).space.params, configs)
+                        for family, configs in self.points.items()}
 
     def __len__(self) -> int:
         return sum(len(configs) for configs in self.points.values())
@@ -96,26 +102,19 @@ class ValidPoints:
         return found[1]
 
     def nearest_unseen(self, family: str, config: Mapping[str, object], seen: set[str]) -> tuple[str, dict] | None:
-        """The valid, unseen config of ``family`` closest to ``config`` (fewest parameters
-        changed, then fewest steps along each parameter's choice list); if the family has
-        none left, the first unseen config of another family; None when all are seen."""
-        space = get_family(family).space
-
-        def distance(candidate: Mapping[str, object]) -> tuple[int, int]:
-            changed = steps = 0
-            for name, choices in space.params.items():
-                if candidate[name] != config.get(name):
-                    changed += 1
-                    steps += abs(choices.index(candidate[name]) - choices.index(config[name])) \
-                        if config.get(name) in choices else len(choices)
-            return changed, steps
-
-        unseen = [c for c in self.points.get(family, ()) if config_key(family, c) not in seen]
-        if unseen:
-            return family, min(unseen, key=distance)
+        """The valid, unseen config of ``family`` closest to ``config`` (:class:`PointTable`:
+        fewest parameters changed, then fewest steps along each parameter's choice list);
+        if the family has none left, the first unseen config of another family; None when
+        all are seen."""
+        if family in self.points:
+            keys = self._key_lists[family]
+            excluded = numpy.fromiter((key in seen for key in keys), dtype=bool, count=len(keys))
+            row = self._tables[family].nearest(config, excluded)
+            if row is not None:
+                return family, self.points[family][row]
         for other, configs in self.points.items():
-            for candidate in configs:
-                if config_key(other, candidate) not in seen:
+            for candidate, key in zip(configs, self._key_lists[other]):
+                if key not in seen:
                     return other, candidate
         return None
 

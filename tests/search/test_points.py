@@ -40,6 +40,43 @@ def test_the_nearest_unseen_point_changes_the_fewest_params(points):
     assert changed(nearest, start) == min(changed(c, start) for c in configs if c != start)
 
 
+def test_the_point_table_orders_as_the_rule_says(points):
+    """PointTable (numpy) against the rule in plain Python, for proposals valid and invalid,
+    with values outside a parameter's list, and seen points excluded: fewest parameters
+    changed, then fewest steps along each list (the list's length for a value not in it),
+    the first of equals."""
+    import random
+
+    import numpy
+
+    from autoconv.kernels.space import PointTable
+
+    family = "im2col_gemm"
+    params = get_family(family).space.params
+    configs = points.points[family]
+    table = PointTable(params, configs)
+    rng = random.Random(7)
+
+    def rule(proposal, excluded):
+        def distance(c):
+            changed = sum(c[n] != proposal.get(n) for n in params)
+            steps = sum((abs(params[n].index(c[n]) - params[n].index(proposal[n])) if proposal.get(n) in params[n]
+                         else len(params[n])) for n in params if c[n] != proposal.get(n))
+            return changed, steps
+        kept = [i for i in range(len(configs)) if not excluded[i]]
+        return min(kept, key=lambda i: distance(configs[i])) if kept else None
+
+    for _ in range(200):
+        proposal = {n: rng.choice(choices) for n, choices in params.items()}
+        if rng.random() < 0.3:
+            proposal[rng.choice(list(params))] = 999_999   # in no list
+        excluded = numpy.array([rng.random() < 0.5 for _ in configs])
+        assert table.nearest(proposal, excluded) == rule(proposal, excluded)
+        assert table.nearest(proposal) == rule(proposal, numpy.zeros(len(configs), dtype=bool))
+    assert table.nearest(configs[3]) == 3
+    assert table.nearest(configs[3], numpy.ones(len(configs), dtype=bool)) is None
+
+
 def test_when_a_family_is_exhausted_another_is_offered_then_none(points):
     seen = {config_key("direct", c) for c in points.points["direct"]}
     other, config = points.nearest_unseen("direct", points.default("direct"), seen)
