@@ -110,6 +110,34 @@ def test_a_corrupt_cache_is_reported_with_the_way_out(config, tmp_path, capsys, 
     assert run_cli(capsys, "tune", config)[0] == 0
 
 
+def test_pipeline_depth_bounds_the_candidates_in_flight(config, tmp_path, capsys, fake_gpu, monkeypatch):
+    """--pipeline-depth N: never more than N candidates submitted and not yet collected, N
+    reached, and the depth recorded in tune.json; a depth below 1 is a usage error."""
+    from autoconv.backends.fake import FakeBackend
+
+    in_flight, most = [0], [0]
+    submit, result = FakeBackend.submit, FakeBackend.result
+
+    def counting_submit(self, plan, **kwargs):
+        in_flight[0] += 1
+        most[0] = max(most[0], in_flight[0])
+        return submit(self, plan, **kwargs)
+
+    def counting_result(self, ticket):
+        in_flight[0] -= 1
+        return result(self, ticket)
+    monkeypatch.setattr(FakeBackend, "submit", counting_submit)
+    monkeypatch.setattr(FakeBackend, "result", counting_result)
+    code, _, err = run_cli(capsys, "tune", config, "--pipeline-depth", "3")
+    assert code == 0, err
+    assert most[0] == 3
+    assert json.loads((tmp_path / "results" / "tune.json").read_text())["pipeline_depth"] == 3
+    with pytest.raises(SystemExit) as refused:  # argparse's own refusal of the value
+        run_cli(capsys, "tune", config, "--pipeline-depth", "0")
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and "--pipeline-depth" in err and ">= 1" in err and "Traceback" not in err
+
+
 def test_bad_arguments_are_errors_not_tracebacks(config, tmp_path, capsys, fake_gpu):
     code, _, err = run_cli(capsys, "tune", config, "--families", "implicit_gem")
     assert code == 2 and "unknown kernel family 'implicit_gem'" in err and "implicit_gemm" in err
