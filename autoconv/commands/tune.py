@@ -64,6 +64,10 @@ def add_parser(commands) -> None:
                       help=f"candidates asked ahead of the GPU, compiling or waiting (default "
                            f"{DEFAULT_PIPELINE_DEPTH}); at most this many compile at once, and the sampler "
                            f"proposes each candidate without the results of the N - 1 before it")
+    tune.add_argument("--rank", type=argument_type(count_problem), metavar="K",
+                      help="after each study's warm start, try the K configurations that a model of the "
+                           "tuning history in the storage (same GPU, templates and precision) predicts "
+                           "fastest (default: none)")
     tune.add_argument("--dry-run", action="store_true",
                       help="no GPU: render each family's default (--per-family N: N configs) and compile with nvcc")
     tune.add_argument("--per-family", type=argument_type(count_problem), default=1, metavar="N",
@@ -90,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     return tune_command(config, families=families or None, trials=args.trials, seconds=args.seconds,
                         patience=args.patience, dry_run=args.dry_run, storage=args.storage,
                         cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus,
-                        precision=args.precision, pipeline_depth=args.pipeline_depth)
+                        precision=args.precision, pipeline_depth=args.pipeline_depth, ranked=args.rank)
 
 
 #: How the comment of a config written by ``--model`` starts (config_text makes it a ``# `` line):
@@ -154,14 +158,14 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
                  seconds: float | None = None, patience: int | None = None, dry_run: bool = False,
                  storage: str | None = None, cache: str | None = None, retune: bool = False,
                  per_family: int = 1, gpus: str | None = None, precision: str | None = None,
-                 pipeline_depth: int | None = None) -> int:
+                 pipeline_depth: int | None = None, ranked: int | None = None) -> int:
     """``autoconv tune``: 0 when every problem has a verified winner (or, with
     ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError.
     ``gpus`` (``all`` or ``0,1,...``) tunes with one worker process per GPU
     (:mod:`autoconv.search.fleet`)."""
     session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
                                patience=patience, storage=storage, cache=cache, retune=retune,
-                               precision=precision, pipeline_depth=pipeline_depth)
+                               precision=precision, pipeline_depth=pipeline_depth, ranked=ranked)
     summary_path = session.config.results / "tune.json"
     problem = summary_target_problem(summary_path)
     if problem and not dry_run:  # before any tuning, not after
@@ -204,7 +208,8 @@ def _tune_on_gpus(session: TuneSession, devices: Sequence[int], started: float, 
     reporter.note(f"cache {shown(session.cache)}; storage {shown(session.storage)}")
     outcomes, workers = tune_on_gpus(session.config, devices, families=session.families, budget=session.budget,
                                      storage=session.storage, cache=session.cache, retune=session.retune,
-                                     reporter=reporter, pipeline_depth=session.pipeline_depth)
+                                     reporter=reporter, pipeline_depth=session.pipeline_depth,
+                                     ranked=session.ranked)
     wall_s = time.monotonic() - started
     for worker in workers:
         if worker.status != "done":
@@ -224,7 +229,8 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
     summary_path = config.results / "tune.json"
     write_atomically(summary_path, json.dumps({  # a kill leaves the old file or the new one
         "config": config.origin, **run, "families": list(session.families),
-        "budget": dataclasses.asdict(session.budget), "pipeline_depth": session.pipeline_depth, "wall_s": wall_s,
+        "budget": dataclasses.asdict(session.budget), "pipeline_depth": session.pipeline_depth,
+        "ranked": session.ranked, "wall_s": wall_s,
         "problems": [outcome.as_dict() for outcome in outcomes]}, indent=1) + "\n")
     stdout.print(f"summary written to {summary_path}")
     return 0 if all(outcome.time_ms is not None for outcome in outcomes) else 1

@@ -52,7 +52,7 @@ from autoconv.processes import exit_with_parent
 from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.session import TuneSession
 from autoconv.search.storage import make_storage
-from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH
+from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, DEFAULT_RANKED
 
 #: Seconds between two looks at the workers while no event arrives.
 POLL_S = 0.5
@@ -127,6 +127,7 @@ class WorkerJob:
     retune: bool
     compile_workers: int
     pipeline_depth: int
+    ranked: int
 
 
 # ---- what a worker tells the parent ------------------------------------------------------
@@ -208,7 +209,7 @@ def worker_main(job: WorkerJob, events, parent_pid: int) -> None:
         config = load_config(job.config_path)
         session = TuneSession(config, families=job.families, budget=job.budget, storage=job.storage,
                               cache=job.cache, retune=job.retune,
-                              pipeline_depth=job.pipeline_depth)  # resolved by the parent
+                              pipeline_depth=job.pipeline_depth, ranked=job.ranked)  # resolved by the parent
         problems = config.problems[job.start:] + config.problems[:job.start]
         with make_backend(job.device, seed=config.seed, compile_workers=job.compile_workers) as backend, \
                 session.open_cache() as winners:
@@ -259,7 +260,8 @@ class FleetReporter:
 
 def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], budget: Budget, storage: str,
                  cache: str, retune: bool = False, reporter: FleetReporter | None = None,
-                 pipeline_depth: int = DEFAULT_PIPELINE_DEPTH) -> tuple[list[ProblemOutcome], list[WorkerState]]:
+                 pipeline_depth: int = DEFAULT_PIPELINE_DEPTH, ranked: int = DEFAULT_RANKED,
+                 ) -> tuple[list[ProblemOutcome], list[WorkerState]]:
     """Tune ``config``'s problems with one worker process per device (see the module
     docstring). Returns the merged outcome per problem (:func:`merge_outcomes`) and each
     worker's final state (``status`` done or failed, ``error``).
@@ -281,7 +283,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
         start = position * len(config.problems) // len(devices)
         job = WorkerJob(device=device, start=start, config_path=str(config.origin), families=tuple(families),
                         budget=budget, storage=storage, cache=str(cache), retune=retune,
-                        compile_workers=compile_workers, pipeline_depth=pipeline_depth)
+                        compile_workers=compile_workers, pipeline_depth=pipeline_depth, ranked=ranked)
         process = context.Process(target=worker_main, args=(job, events, os.getpid()),
                                   name=f"autoconv-tune-gpu{device}")
         process.start()

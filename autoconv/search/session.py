@@ -12,6 +12,7 @@ Every command that tunes or reads what tuning wrote (``tune``, ``tune --gpus``'s
 - the **precision** of the problems: the config's, or ``--precision`` for all of them;
 - the **pipeline depth**: how many candidates the tuner keeps asked ahead of the GPU
   (``--pipeline-depth``, default :data:`~autoconv.search.tuner.DEFAULT_PIPELINE_DEPTH`);
+- how many configurations ranked by the history's model a study tries first (``--rank``);
 
 and builds the :class:`~autoconv.search.tuner.Tuner` from them (:meth:`TuneSession.tuner`),
 so that the tuner's settings are written in one place.
@@ -30,7 +31,7 @@ from autoconv.cache.winners import WinnerCache
 from autoconv.problems.config import Budget, TuneConfig, load_config, with_precision
 from autoconv.search.outcome import Reporter
 from autoconv.search.storage import is_url
-from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, Tuner
+from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, DEFAULT_RANKED, Tuner
 
 
 def cache_location(cache: str | os.PathLike | None, storage: str, config: TuneConfig) -> str:
@@ -60,13 +61,14 @@ class TuneSession:
     cache: str    # a file path or a SQLAlchemy URL
     retune: bool = False
     pipeline_depth: int = DEFAULT_PIPELINE_DEPTH
+    ranked: int = DEFAULT_RANKED
 
     @classmethod
     def from_config(cls, config: TuneConfig, *, families: Sequence[str] | None = None,
                     trials: int | None = None, seconds: float | None = None, patience: int | None = None,
                     storage: str | None = None, cache: str | os.PathLike | None = None,
                     retune: bool = False, precision: str | None = None,
-                    pipeline_depth: int | None = None) -> TuneSession:
+                    pipeline_depth: int | None = None, ranked: int | None = None) -> TuneSession:
         """``config`` with the command line's overrides (None or empty: the config's;
         ``precision`` sets every problem's)."""
         if precision is not None:
@@ -77,7 +79,8 @@ class TuneSession:
         return cls(config=config, families=tuple(families) if families else tuple(config.families),
                    budget=dataclasses.replace(config.budget, **overrides), storage=storage,
                    cache=cache_location(cache, storage, config), retune=retune,
-                   pipeline_depth=DEFAULT_PIPELINE_DEPTH if pipeline_depth is None else pipeline_depth)
+                   pipeline_depth=DEFAULT_PIPELINE_DEPTH if pipeline_depth is None else pipeline_depth,
+                   ranked=DEFAULT_RANKED if ranked is None else ranked)
 
     @classmethod
     def load(cls, config_path: str | os.PathLike, **overrides) -> TuneSession:
@@ -99,9 +102,9 @@ class TuneSession:
     def tuner(self, backend: Backend, *, cache: WinnerCache | None, reporter: Reporter | None = None,
               workers: int = 1) -> Tuner:
         """A :class:`~autoconv.search.tuner.Tuner` on ``backend`` with this session's storage,
-        families, budget, seed, workspace limit, ``retune`` and pipeline depth; winners go into ``cache``
+        families, budget, seed, workspace limit, ``retune``, pipeline depth and ranked count; winners go into ``cache``
         (:meth:`open_cache`); ``workers`` processes enumerate the valid configurations."""
         return Tuner(backend, storage=self.storage, families=self.families, budget=self.budget,
                      seed=self.config.seed, workspace_limit=self.config.workspace_limit_bytes, cache=cache,
                      retune=self.retune, reporter=reporter, workers=workers,
-                     pipeline_depth=self.pipeline_depth)
+                     pipeline_depth=self.pipeline_depth, ranked=self.ranked)

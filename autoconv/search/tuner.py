@@ -85,6 +85,7 @@ from autoconv.processes import process_owner
 from autoconv.search.liveness import Liveness
 from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_all, enumerate_points
+from autoconv.search.ranker import Ranker, history_samples
 from autoconv.search.storage import make_storage
 from autoconv.search.study import (
     SearchHistory,
@@ -102,6 +103,9 @@ from autoconv.search.study import (
 
 #: Winners of the nearest tuned problems a new study tries first.
 TRANSFERRED_WINNERS = 3
+#: Configurations the history's model ranks fastest that a study tries after its warm start
+#: (``autoconv tune --rank``; 0: none, the model is not built).
+DEFAULT_RANKED = 0
 #: Candidates asked ahead and compiling while the GPU evaluates (per problem).
 DEFAULT_PIPELINE_DEPTH = 8
 #: Fastest ok trials tried, in order, when the winner fails its re-verification.
@@ -129,13 +133,15 @@ class Tuner:
         reporter: progress callbacks.
         pipeline_depth: candidates asked ahead of the GPU.
         workers: processes enumerating the valid points of the problems.
+        ranked: configurations a study tries after its warm start because a model of the
+            tuning history in ``storage`` predicts them fastest (:mod:`~autoconv.search.ranker`).
     """
 
     def __init__(self, backend: Backend, *, storage, families: Sequence[str], budget: Budget,
                  seed: int = 0, workspace_limit: int = DEFAULT_WORKSPACE_LIMIT,
                  cache: WinnerCache | None = None, retune: bool = False,
                  reporter: Reporter | None = None, pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
-                 workers: int = 1):
+                 workers: int = 1, ranked: int = DEFAULT_RANKED):
         if budget.trials is None and budget.seconds is None:
             raise AutoconvError("a tuning budget needs trials and/or seconds per problem")
         if not families:
@@ -154,6 +160,7 @@ class Tuner:
         self.retune = retune
         self.pipeline_depth = max(1, pipeline_depth)
         self.workers = workers
+        self.ranked = max(0, ranked)
         self.owner = process_owner()
         self.liveness = Liveness(self.storage, self.owner)
 
@@ -364,8 +371,9 @@ class Tuner:
 
     def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints) -> None:
         """The winners of the nearest tuned problems in the cache (:mod:`~autoconv.cache.neighbours`),
-        then each family's default config and its seeds; each as the valid point nearest to it,
-        unless evaluated or queued already."""
+        then each family's default config and its seeds, each as the valid point nearest to it,
+        then the ``ranked`` valid points the history's model predicts fastest; unless evaluated
+        or queued already."""
         history = SearchHistory.of(study)
         known = set(history.results) | history.waiting | history.running
         starts = [(n.entry.family, points.nearest(n.entry.family, n.entry.config),
@@ -375,6 +383,11 @@ class Tuner:
             starts.append((family, points.default(family), "family default"))
             starts += [(family, points.nearest(family, seed), "family seed")
                        for seed in get_family(family).space.seeds]
+        if self.ranked:
+            ranker = Ranker(history_samples(self.storage, self.backend.identity.gpu_name, problem.precision))
+            best = ranker.best(problem, points.points, self.ranked)
+            starts += [(family, config, f"ranked {place} by the tuning history's model ({ms:.4g} ms predicted)")
+                       for place, (family, config, ms) in enumerate(best, 1)]
         for family, config, origin in starts:
             key = config_key(family, config)
             if key not in known:

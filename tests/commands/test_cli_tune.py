@@ -138,6 +138,14 @@ def test_pipeline_depth_bounds_the_candidates_in_flight(config, tmp_path, capsys
     assert refused.value.code == 2 and "--pipeline-depth" in err and ">= 1" in err and "Traceback" not in err
 
 
+def test_rank_tries_the_history_models_best_after_the_warm_start(config, tmp_path, capsys, fake_gpu):
+    code, _, err = run_cli(capsys, "tune", config)
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "tune", config, "--retune", "--trials", "14", "--rank", "3")
+    assert code == 0, err
+    assert json.loads((tmp_path / "results" / "tune.json").read_text())["ranked"] == 3
+
+
 def test_bad_arguments_are_errors_not_tracebacks(config, tmp_path, capsys, fake_gpu):
     code, _, err = run_cli(capsys, "tune", config, "--families", "implicit_gem")
     assert code == 2 and "unknown kernel family 'implicit_gem'" in err and "implicit_gemm" in err

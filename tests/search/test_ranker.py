@@ -1,0 +1,83 @@
+"""The tuning history's model (:mod:`autoconv.search.ranker`), on the fake backend: trained on
+the studies of two problems, it ranks a third problem's valid points, and `--rank K` makes a
+study try its K best right after the warm start."""
+
+from __future__ import annotations
+
+import statistics
+from types import SimpleNamespace
+
+import optuna
+import pytest
+
+from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
+from autoconv.kernels.limits import H100
+from autoconv.problems.config import Budget
+from autoconv.problems.models import NamedProblem
+from autoconv.problems.problem import parse_spec
+from autoconv.search.points import enumerate_points
+from autoconv.search.ranker import MIN_SAMPLES, Ranker, history_samples
+from autoconv.search.study import study_name
+from autoconv.search.tuner import Tuner
+
+FAMILIES = ("direct", "im2col_gemm")
+TRAINED = (parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"),
+           parse_spec("N=1,C=32,H=20,W=20,K=24,R=3,S=3,pad=1"))
+UNTUNED = parse_spec("N=4,C=24,H=17,W=23,K=40,R=3,S=3,pad=1")
+
+
+def synthetic_ms(problem, family, config) -> float:
+    """The fake backend's time for a configuration (no plan needed)."""
+    return FakeBackend.synthetic_time_ms(SimpleNamespace(problem=problem, family=family, config=config))
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    """A journal with the fake-timed studies of the two TRAINED problems."""
+    journal = str(tmp_path_factory.mktemp("history") / "studies.journal")
+    tuner = Tuner(FakeBackend(), storage=journal, families=FAMILIES, budget=Budget(trials=60), seed=3)
+    for index, problem in enumerate(TRAINED):
+        tuner.tune_problem(NamedProblem(f"trained{index}", problem))
+    return tuner.storage
+
+
+def test_the_history_is_every_timed_trial_of_this_gpu_and_precision(history):
+    samples = history_samples(history, FAKE_IDENTITY.gpu_name, "fp32")
+    assert {s.problem for s in samples} == set(TRAINED)
+    assert len(samples) >= 100 and all(s.time_ms > 0 and s.family in FAMILIES for s in samples)
+    assert history_samples(history, FAKE_IDENTITY.gpu_name, "tf32") == []
+    assert history_samples(history, "another GPU", "fp32") == []
+
+
+def test_the_model_ranks_an_untuned_problems_points(history):
+    samples = history_samples(history, FAKE_IDENTITY.gpu_name, "fp32")
+    ranker = Ranker(samples)
+    # A family is modelled once it has enough timed trials (the sampler favoured one here).
+    assert set(ranker.families) == {f for f in FAMILIES if sum(s.family == f for s in samples) >= MIN_SAMPLES}
+    assert ranker.families
+    points = {family: configs for family, configs in enumerate_points(UNTUNED, FAMILIES, H100, 1 << 30).items()
+              if family in ranker.families}
+    every = sorted(synthetic_ms(UNTUNED, family, c) for family, configs in points.items() for c in configs)
+    best = ranker.best(UNTUNED, points, 10)
+    assert len(best) == 10 and [ms for *_, ms in best] == sorted(ms for *_, ms in best)
+    chosen = [synthetic_ms(UNTUNED, family, config) for family, config, _ in best]
+    # The ten predicted fastest are among the fastest tenth of the space, not a random draw
+    # (whose median would sit at the space's median).
+    assert statistics.median(chosen) <= every[len(every) // 10]
+    assert min(chosen) <= every[len(every) // 100]
+
+
+def test_too_little_history_makes_no_model():
+    assert Ranker([]).families == ()
+    assert Ranker([]).best(UNTUNED, {"direct": [{}]}, 5) == []
+
+
+def test_rank_k_queues_the_k_best_after_the_warm_start(history):
+    tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=12), seed=3, ranked=4)
+    tuner.tune_problem(NamedProblem("untuned", UNTUNED))
+    study = optuna.load_study(study_name=study_name(UNTUNED, FAKE_IDENTITY.gpu_name, FAMILIES), storage=history)
+    origins = [t.user_attrs.get("origin", "") for t in sorted(study.trials, key=lambda t: t.number)]
+    ranked = [o for o in origins if o.startswith("ranked")]
+    assert 1 <= len(ranked) <= 4
+    first_ranked = origins.index(ranked[0])
+    assert all(o.startswith("family") for o in origins[:first_ranked])  # after the defaults and seeds
