@@ -23,6 +23,9 @@
 //     D  64 x N float32 in registers: lane (g, t) of warp w holds, for j < N/8,
 //            d[4j+0] = D[16w+g][8j+2t]    d[4j+1] = D[16w+g][8j+2t+1]
 //            d[4j+2] = D[16w+g+8][8j+2t]  d[4j+3] = D[16w+g+8][8j+2t+1]
+//   mma_ss_m64n<N>k8(d, a, b, accumulate): the same with A in shared memory too, read through the
+//     descriptor a in B's layout (K-major: each row m of A has its k values at consecutive
+//     addresses, 128-byte swizzle; the tensor cores read A as TF32, as B).
 //   It is asynchronous: issue products, then commit() them as a group and wait<PENDING>() until
 //   at most PENDING groups are in flight. Until then D must not be read or written, nor A's
 //   registers written, nor B's shared memory overwritten. fence() must come between the last
@@ -238,6 +241,123 @@ __device__ __forceinline__ void mma_m64n256k8(float (&d)[128], const float (&a)[
           "r"(__float_as_uint(a[3])), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
+//! D (64 x 16) = A (64 x 8) * B (8 x 16) + (accumulate ? D : 0), A and B in shared memory.
+__device__ __forceinline__ void mma_ss_m64n16k8(float (&d)[8], unsigned long long a, unsigned long long b,
+                                              bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7 }, "
+        "%8, %9, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+//! D (64 x 32) = A (64 x 8) * B (8 x 32) + (accumulate ? D : 0), A and B in shared memory.
+__device__ __forceinline__ void mma_ss_m64n32k8(float (&d)[16], unsigned long long a, unsigned long long b,
+                                              bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15 }, "
+        "%16, %17, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+//! D (64 x 64) = A (64 x 8) * B (8 x 64) + (accumulate ? D : 0), A and B in shared memory.
+__device__ __forceinline__ void mma_ss_m64n64k8(float (&d)[32], unsigned long long a, unsigned long long b,
+                                              bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31 }, "
+        "%32, %33, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+//! D (64 x 128) = A (64 x 8) * B (8 x 128) + (accumulate ? D : 0), A and B in shared memory.
+__device__ __forceinline__ void mma_ss_m64n128k8(float (&d)[64], unsigned long long a, unsigned long long b,
+                                              bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63 }, "
+        "%64, %65, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+//! D (64 x 256) = A (64 x 8) * B (8 x 256) + (accumulate ? D : 0), A and B in shared memory.
+__device__ __forceinline__ void mma_ss_m64n256k8(float (&d)[128], unsigned long long a, unsigned long long b,
+                                              bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 }, "
+        "%128, %129, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
 //! Keeps the compiler from moving reads or writes of `d` across this point (the products that
 //! write it asynchronously are invisible to it).
 template <int SIZE>
@@ -257,9 +377,11 @@ namespace emulation {
 struct Product {
     float* d;
     int n;
-    float a_rows[2][8];  // A[16w+g][0..7] and A[16w+g+8][0..7]
+    float a_rows[2][8];  // A[16w+g][0..7] and A[16w+g+8][0..7] (A in registers)
     unsigned long long b;
     bool accumulate;
+    bool a_shared = false;      // A in shared memory: read through a_descriptor when the product runs
+    unsigned long long a_descriptor = 0;
 };
 
 //! What the lanes of one warp publish for a product: their A fragments and a count.
@@ -326,9 +448,17 @@ inline void apply(const Product& p)
 {
     const int lane = static_cast<int>(linear_thread() % 32);
     const int t = lane % 4;
+    float shared_rows[2][8];  // A from shared memory: this lane's rows 16w+g and 16w+g+8
+    if (p.a_shared) {
+        const int row = static_cast<int>(linear_thread() / 32 % 4) * 16 + lane / 4;
+        for (int k = 0; k < 8; ++k) {
+            shared_rows[0][k] = b_element(p.a_descriptor, k, row);  // (the same K-major layout as B)
+            shared_rows[1][k] = b_element(p.a_descriptor, k, row + 8);
+        }
+    }
     for (int j = 0; j < p.n / 8; ++j) {
         for (int e = 0; e < 4; ++e) {
-            const float* a_row = p.a_rows[e / 2];
+            const float* a_row = p.a_shared ? shared_rows[e / 2] : p.a_rows[e / 2];
             const int column = 8 * j + 2 * t + e % 2;
             double sum = p.accumulate ? p.d[4 * j + e] : 0.0;
             for (int k = 0; k < 8; ++k)  // a product of two TF32 values is exact in double
@@ -368,6 +498,28 @@ inline void issue(float* d, int n, const float (&a)[4], unsigned long long b, bo
         p.a_rows[1][t + 4] = x.a[l][3];
     }
     autoconv_emu::warp_barrier();  // no lane publishes its next fragment before all have read these
+    queue().open.push_back(p);
+}
+
+//! Issues a product with A in shared memory: every lane of the warp must take part; A and B
+//! are read when the product runs (at wait()).
+inline void issue_ss(float* d, int n, unsigned long long a, unsigned long long b, bool accumulate)
+{
+    const unsigned thread = linear_thread();
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    if (threads % 128 != 0)
+        autoconv_emu::fault("wgmma: the block has %u threads, not whole warpgroups of 128", threads);
+    const unsigned warp = thread / 32;
+    WarpExchange& x = exchange[warp];
+    x.arrivals += 1;
+    autoconv_emu::warp_barrier();
+    if (x.arrivals % 32 != 0)
+        autoconv_emu::fault("wgmma.mma_async: only %llu of the 32 lanes of warp %u execute it (every lane of "
+                            "the warpgroup must)", x.arrivals % 32, warp);
+    autoconv_emu::warp_barrier();
+    Product p{d, n, {}, b, accumulate};
+    p.a_shared = true;
+    p.a_descriptor = a;
     queue().open.push_back(p);
 }
 
@@ -430,6 +582,31 @@ inline void mma_m64n256k8(float (&d)[128], const float (&a)[4], unsigned long lo
     emulation::issue(d, 256, a, b, accumulate);
 }
 
+inline void mma_ss_m64n16k8(float (&d)[8], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    emulation::issue_ss(d, 16, a, b, accumulate);
+}
+
+inline void mma_ss_m64n32k8(float (&d)[16], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    emulation::issue_ss(d, 32, a, b, accumulate);
+}
+
+inline void mma_ss_m64n64k8(float (&d)[32], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    emulation::issue_ss(d, 64, a, b, accumulate);
+}
+
+inline void mma_ss_m64n128k8(float (&d)[64], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    emulation::issue_ss(d, 128, a, b, accumulate);
+}
+
+inline void mma_ss_m64n256k8(float (&d)[128], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    emulation::issue_ss(d, 256, a, b, accumulate);
+}
+
 #endif
 
 //! The product of a width N chosen at compile time (a template's warpgroup tile, say).
@@ -449,6 +626,26 @@ __device__ __forceinline__ void mma_m64nNk8(float (&d)[N / 2], const float (&a)[
         mma_m64n128k8(d, a, b, accumulate);
     else
         mma_m64n256k8(d, a, b, accumulate);
+}
+
+//! The product with A in shared memory (descriptor ``a``, the layout of B) of a width N chosen
+//! at compile time.
+template <int N>
+__device__ __forceinline__ void mma_ss_m64nNk8(float (&d)[N / 2], unsigned long long a, unsigned long long b,
+                                               bool accumulate)
+{
+    static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256,
+                  "mma_ss_m64nNk8 is written out for N = 16, 32, 64, 128, 256");
+    if constexpr (N == 16)
+        mma_ss_m64n16k8(d, a, b, accumulate);
+    else if constexpr (N == 32)
+        mma_ss_m64n32k8(d, a, b, accumulate);
+    else if constexpr (N == 64)
+        mma_ss_m64n64k8(d, a, b, accumulate);
+    else if constexpr (N == 128)
+        mma_ss_m64n128k8(d, a, b, accumulate);
+    else
+        mma_ss_m64n256k8(d, a, b, accumulate);
 }
 
 }  // namespace wgmma_tf32

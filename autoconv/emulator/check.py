@@ -78,7 +78,7 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
     "implicit_gemm_mma": {"SPLIT": None, "ACCUMULATE": None, "GATHER": None, "SPLIT_K": None, "MIN_BLOCKS": None,
                           "STAGES": None},
     "implicit_gemm_wgmma": {"MMA_OVERLAP": None, "GATHER": None, "SPLIT_K": None, "MIN_BLOCKS": None,
-                            "STAGES": None},
+                            "STAGES": None, "A_SHARED": (0, 1)},
 }
 
 

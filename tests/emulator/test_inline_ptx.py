@@ -203,6 +203,65 @@ def test_a_swapped_wgmma_operand_is_caught(first, second):
     assert problems and all("operand" in p for p in problems), problems
 
 
+def check_wgmma_ss_asm(text: str) -> list[str]:
+    """Problems with the asm of mma_ss_m64n<N>k8 (A in shared memory too): d[0..N/2), then the
+    64-bit descriptors a and b in that order, the predicate set from ``accumulate``; D read
+    and written ('+f')."""
+    statements = {s.function: s for s in asm_statements(text)}
+    problems = []
+    for n in WGMMA_WIDTHS:
+        function = f"mma_ss_m64n{n}k8"
+        if function not in statements:
+            problems.append(f"no asm statement in {function}")
+            continue
+        s = statements[function]
+        instruction = f"wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32"
+        if instruction not in s.ptx:
+            problems.append(f"{function} does not issue {instruction}")
+            continue
+        groups = _groups(s.ptx, instruction)
+        if len(groups) < 3:
+            problems.append(f"{function}: {len(groups)} operands")
+            continue
+        d_group, a_group, b_group = groups[:3]
+        if [_element(s.operands[i]) for i in d_group] != [f"d[{i}]" for i in range(n // 2)]:
+            problems.append(f"{function} operand D: not d[0..{n // 2}) in order")
+        for name, group in (("a", a_group), ("b", b_group)):
+            if [_element(s.operands[i]) for i in group] != [name] or s.constraints[group[0]] != "l":
+                problems.append(f"{function} operand {name.upper()}: {[s.operands[i] for i in group]}, "
+                                f"not the 64-bit descriptor {name}")
+        setp = re.search(r"setp\.ne\.b32 accumulate, %(\d+), 0;", s.ptx)
+        if setp is None or _element(s.operands[int(setp.group(1))]) != "accumulate":
+            problems.append(f"{function}: the accumulate predicate is not set from `accumulate`")
+        if any(s.constraints[i] != "+f" for i in d_group):
+            problems.append(f"{function}: D registers must be read and written ('+f')")
+    return problems
+
+
+def test_wgmma_with_a_in_shared_memory_passes_its_operands_in_order():
+    assert check_wgmma_ss_asm(_source(WGMMA)) == []
+
+
+@pytest.mark.parametrize("first, second", [
+    ('"%8, %9, accumulate, 1, 1;\\n"', '"{ %0, %1, %2, %3, %4, %5, %6, %7 }, "'),   # D and the descriptors
+    (': "l"(a), "l"(b)', ': "l"(b), "l"(a)'),                                          # A and B descriptors
+])
+def test_a_swapped_wgmma_ss_operand_is_caught(first, second):
+    text = _source(WGMMA)
+    if first.startswith(": "):  # swap the two descriptors of the first SS statement only
+        gpu = _gpu_half(text)
+        start = gpu.index("mma_ss_m64n16k8")
+        i = gpu.index(first, start)
+        text = text.replace(gpu, gpu[:i] + second + gpu[i + len(first):])
+    else:
+        gpu = _gpu_half(text)
+        start = gpu.index("void mma_ss_m64n16k8")
+        i, j = gpu.index(second, start), gpu.index(first, start)
+        text = text.replace(gpu, gpu[:i] + first + gpu[i + len(second):j] + second + gpu[j + len(first):])
+    problems = check_wgmma_ss_asm(text)
+    assert any("operand" in p for p in problems), problems
+
+
 # ---- 2. the models implement the PTX ISA's layout ------------------------------------------------
 
 def _mma_layout():

@@ -1,5 +1,5 @@
-"""templates/wgmma_tf32.cuh: the emulator's model of wgmma.mma_async (TF32, A in registers, B in
-shared memory through a 128-byte-swizzle descriptor), on one-warpgroup kernels against NumPy;
+"""templates/wgmma_tf32.cuh: the emulator's model of wgmma.mma_async (TF32, A in registers or in
+shared memory, B in shared memory, through 128-byte-swizzle descriptors), on one-warpgroup kernels against NumPy;
 on the GPU, the same kernels against NumPy and the model.
 
 The kernels lay B out and load each lane's A fragment by the PTX ISA's description, written
@@ -27,6 +27,8 @@ constexpr int M = 64, NC = 16, KD = 32;
 // D (64 x 16) = A (64 x 32, row-major) * B (32 x 16; bt = B^T, 16 x 32 row-major) + (c or 0).
 // VARIANT 0 follows the ISA; 1 swaps a[1] and a[2]; 2 stores B^T unswizzled; 3 overwrites B in
 // shared memory after committing the products, before waiting; 4 has lane 5 skip the products.
+// VARIANT 5 reads A from shared memory too (mma_ss, A stored as B is: K-major, swizzled); 6 the
+// same with A stored unswizzled; 7 overwrites A in shared memory before waiting.
 template <int VARIANT>
 __device__ __forceinline__ void warpgroup_product(const float* a, const float* bt, const float* c, float* d,
                                                   bool accumulate)
@@ -39,6 +41,14 @@ __device__ __forceinline__ void warpgroup_product(const float* a, const float* b
         const int row = i / KD, k = i % KD;   // row = n
         const int chunk = VARIANT == 2 ? k / 4 : (k / 4) ^ (row % 8);
         b_tile[row * KD + chunk * 4 + k % 4] = bt[i];
+    }
+    float* const a_tile = b_tile + NC * KD;   // 64 rows of 32 k: whole 1024-byte atoms after B's two
+    if (VARIANT >= 5) {
+        for (int i = tid; i < M * KD; i += 128) {
+            const int row = i / KD, k = i % KD;   // row = m
+            const int chunk = VARIANT == 6 ? k / 4 : (k / 4) ^ (row % 8);
+            a_tile[row * KD + chunk * 4 + k % 4] = a[i];
+        }
     }
     wgmma_tf32::fence_shared_for_tensor_cores();
     __syncthreads();
@@ -68,13 +78,23 @@ __device__ __forceinline__ void warpgroup_product(const float* a, const float* b
         return;
     wgmma_tf32::fence();
     const unsigned b_address = wgmma_tf32::shared_address(b_tile);
-    for (int step = 0; step < KD / 8; ++step)
-        wgmma_tf32::mma_m64n16k8(acc, frag[step], wgmma_tf32::make_descriptor(b_address + 32 * step),
-                                 step > 0 || accumulate);
+    const unsigned a_address = wgmma_tf32::shared_address(a_tile);
+    for (int step = 0; step < KD / 8; ++step) {
+        if (VARIANT >= 5)
+            wgmma_tf32::mma_ss_m64n16k8(acc, wgmma_tf32::make_descriptor(a_address + 32 * step),
+                                        wgmma_tf32::make_descriptor(b_address + 32 * step), step > 0 || accumulate);
+        else
+            wgmma_tf32::mma_m64n16k8(acc, frag[step], wgmma_tf32::make_descriptor(b_address + 32 * step),
+                                     step > 0 || accumulate);
+    }
     wgmma_tf32::commit();
     if (VARIANT == 3) {
         for (int i = tid; i < NC * KD; i += 128)
             b_tile[i] = 1.0f;
+    }
+    if (VARIANT == 7) {
+        for (int i = tid; i < M * KD; i += 128)
+            a_tile[i] = 1.0f;
     }
     wgmma_tf32::wait<0>();
     wgmma_tf32::fence_registers(acc);
@@ -110,12 +130,26 @@ extern "C" __global__ void lane_missing(const float* a, const float* bt, const f
 {
     warpgroup_product<4>(a, bt, c, d, true);
 }
+extern "C" __global__ void a_shared(const float* a, const float* bt, const float* c, float* d)
+{
+    warpgroup_product<5>(a, bt, c, d, true);
+}
+extern "C" __global__ void a_shared_unswizzled(const float* a, const float* bt, const float* c, float* d)
+{
+    warpgroup_product<6>(a, bt, c, d, true);
+}
+extern "C" __global__ void a_shared_overwritten_before_wait(const float* a, const float* bt, const float* c,
+                                                            float* d)
+{
+    warpgroup_product<7>(a, bt, c, d, true);
+}
 """
 
-KERNEL_NAMES = ("by_the_isa", "from_zero", "a_swapped", "b_unswizzled", "b_overwritten_before_wait", "lane_missing")
+KERNEL_NAMES = ("by_the_isa", "from_zero", "a_swapped", "b_unswizzled", "b_overwritten_before_wait", "lane_missing",
+                "a_shared", "a_shared_unswizzled", "a_shared_overwritten_before_wait")
 #: The kernels whose result the GPU defines (no race, every lane), compared with the model there.
-DEFINED_ON_THE_GPU = ("by_the_isa", "from_zero", "a_swapped", "b_unswizzled")
-SHARED_BYTES = N_COLUMNS * K_DEPTH * 4 + 1024   # B^T, and room to align it to 1024 bytes
+DEFINED_ON_THE_GPU = ("by_the_isa", "from_zero", "a_swapped", "b_unswizzled", "a_shared", "a_shared_unswizzled")
+SHARED_BYTES = (N_COLUMNS + 64) * K_DEPTH * 4 + 1024   # B^T and A, and room to align them to 1024 bytes
 
 
 def source() -> str:
@@ -148,9 +182,11 @@ def test_the_isa_layouts_give_the_product(program):
     a, bt, c = operands()
     np.testing.assert_array_equal(run(program, "by_the_isa", a, bt, c), a @ bt.T + c)
     np.testing.assert_array_equal(run(program, "from_zero", a, bt, c), a @ bt.T)
+    np.testing.assert_array_equal(run(program, "a_shared", a, bt, c), a @ bt.T + c)
 
 
-@pytest.mark.parametrize("kernel", ["a_swapped", "b_unswizzled", "b_overwritten_before_wait"])
+@pytest.mark.parametrize("kernel", ["a_swapped", "b_unswizzled", "b_overwritten_before_wait", "a_shared_unswizzled",
+                                    "a_shared_overwritten_before_wait"])
 def test_other_layouts_and_an_early_overwrite_give_another_product(program, kernel):
     a, bt, c = operands()
     d = run(program, kernel, a, bt, c)
@@ -238,6 +274,7 @@ def test_the_gpu_agrees_with_the_model(program, gpu_module):
     ordered ones exactly the model's wrong products."""
     a, bt, c = operands(seed=11)
     np.testing.assert_array_equal(run_on_gpu(gpu_module, "by_the_isa", a, bt, c), a @ bt.T + c)
+    np.testing.assert_array_equal(run_on_gpu(gpu_module, "a_shared", a, bt, c), a @ bt.T + c)
     for kernel in DEFINED_ON_THE_GPU:
         np.testing.assert_array_equal(run_on_gpu(gpu_module, kernel, a, bt, c), run(program, kernel, a, bt, c),
                                       err_msg=kernel)
