@@ -126,13 +126,14 @@ def check_mma_asm(text: str) -> list[str]:
     return problems
 
 
-def check_wgmma_asm(text: str) -> list[str]:
+def check_wgmma_asm(text: str, a_in_shared: bool = False) -> list[str]:
     """Problems with the asm of mma_m64n<N>k8: d[0..N/2), a[0..3], the descriptor b, and the
-    predicate set from ``accumulate``; D read and written ('+f')."""
+    predicate set from ``accumulate``; D read and written ('+f'). With ``a_in_shared``, of
+    mma_ss_m64n<N>k8: the descriptor a in place of a[0..3]."""
     statements = {s.function: s for s in asm_statements(text)}
     problems = []
     for n in WGMMA_WIDTHS:
-        function = f"mma_m64n{n}k8"
+        function = f"mma_ss_m64n{n}k8" if a_in_shared else f"mma_m64n{n}k8"
         if function not in statements:
             problems.append(f"no asm statement in {function}")
             continue
@@ -146,19 +147,37 @@ def check_wgmma_asm(text: str) -> list[str]:
             problems.append(f"{function}: {len(groups)} operands")
             continue
         d_group, a_group, b_group = groups[:3]
-        got_d = [_element(s.operands[i]) for i in d_group]
-        if got_d != [f"d[{i}]" for i in range(n // 2)]:
-            problems.append(f"{function} operand D: registers {got_d}, the fragment order is d[0..{n // 2})")
-        got_a = [_element(s.operands[i]) for i in a_group]
-        if got_a != [f"a[{i}]" for i in range(4)]:
-            problems.append(f"{function} operand A: registers {got_a}, the fragment order is a[0..3]")
-        if [_element(s.operands[i]) for i in b_group] != ["b"] or s.constraints[b_group[0]] != "l":
-            problems.append(f"{function} operand B: {[s.operands[i] for i in b_group]}, not the 64-bit descriptor b")
-        setp = re.search(r"setp\.ne\.b32 accumulate, %(\d+), 0;", s.ptx)
-        if setp is None or _element(s.operands[int(setp.group(1))]) != "accumulate":
-            problems.append(f"{function}: the accumulate predicate is not set from `accumulate`")
-        if any(s.constraints[i] != "+f" for i in d_group):
-            problems.append(f"{function}: D registers must be read and written ('+f')")
+        if a_in_shared:
+            problems += _descriptor_problems(function, s, "a", a_group)
+        else:
+            got_a = [_element(s.operands[i]) for i in a_group]
+            if got_a != [f"a[{i}]" for i in range(4)]:
+                problems.append(f"{function} operand A: registers {got_a}, the fragment order is a[0..3]")
+        problems += _descriptor_problems(function, s, "b", b_group)
+        problems += _accumulator_problems(function, s, n, d_group)
+    return problems
+
+
+def _descriptor_problems(function: str, s: AsmStatement, name: str, group: list[int]) -> list[str]:
+    """An operand that must be the 64-bit descriptor variable ``name``."""
+    if [_element(s.operands[i]) for i in group] != [name] or s.constraints[group[0]] != "l":
+        return [f"{function} operand {name.upper()}: {[s.operands[i] for i in group]}, "
+                f"not the 64-bit descriptor {name}"]
+    return []
+
+
+def _accumulator_problems(function: str, s: AsmStatement, n: int, d_group: list[int]) -> list[str]:
+    """D must be d[0..n/2) in order, read and written ('+f'), and the predicate set from
+    ``accumulate``."""
+    problems = []
+    got_d = [_element(s.operands[i]) for i in d_group]
+    if got_d != [f"d[{i}]" for i in range(n // 2)]:
+        problems.append(f"{function} operand D: registers {got_d}, the fragment order is d[0..{n // 2})")
+    setp = re.search(r"setp\.ne\.b32 accumulate, %(\d+), 0;", s.ptx)
+    if setp is None or _element(s.operands[int(setp.group(1))]) != "accumulate":
+        problems.append(f"{function}: the accumulate predicate is not set from `accumulate`")
+    if any(s.constraints[i] != "+f" for i in d_group):
+        problems.append(f"{function}: D registers must be read and written ('+f')")
     return problems
 
 
@@ -203,43 +222,8 @@ def test_a_swapped_wgmma_operand_is_caught(first, second):
     assert problems and all("operand" in p for p in problems), problems
 
 
-def check_wgmma_ss_asm(text: str) -> list[str]:
-    """Problems with the asm of mma_ss_m64n<N>k8 (A in shared memory too): d[0..N/2), then the
-    64-bit descriptors a and b in that order, the predicate set from ``accumulate``; D read
-    and written ('+f')."""
-    statements = {s.function: s for s in asm_statements(text)}
-    problems = []
-    for n in WGMMA_WIDTHS:
-        function = f"mma_ss_m64n{n}k8"
-        if function not in statements:
-            problems.append(f"no asm statement in {function}")
-            continue
-        s = statements[function]
-        instruction = f"wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32"
-        if instruction not in s.ptx:
-            problems.append(f"{function} does not issue {instruction}")
-            continue
-        groups = _groups(s.ptx, instruction)
-        if len(groups) < 3:
-            problems.append(f"{function}: {len(groups)} operands")
-            continue
-        d_group, a_group, b_group = groups[:3]
-        if [_element(s.operands[i]) for i in d_group] != [f"d[{i}]" for i in range(n // 2)]:
-            problems.append(f"{function} operand D: not d[0..{n // 2}) in order")
-        for name, group in (("a", a_group), ("b", b_group)):
-            if [_element(s.operands[i]) for i in group] != [name] or s.constraints[group[0]] != "l":
-                problems.append(f"{function} operand {name.upper()}: {[s.operands[i] for i in group]}, "
-                                f"not the 64-bit descriptor {name}")
-        setp = re.search(r"setp\.ne\.b32 accumulate, %(\d+), 0;", s.ptx)
-        if setp is None or _element(s.operands[int(setp.group(1))]) != "accumulate":
-            problems.append(f"{function}: the accumulate predicate is not set from `accumulate`")
-        if any(s.constraints[i] != "+f" for i in d_group):
-            problems.append(f"{function}: D registers must be read and written ('+f')")
-    return problems
-
-
 def test_wgmma_with_a_in_shared_memory_passes_its_operands_in_order():
-    assert check_wgmma_ss_asm(_source(WGMMA)) == []
+    assert check_wgmma_asm(_source(WGMMA), a_in_shared=True) == []
 
 
 @pytest.mark.parametrize("first, second", [
@@ -258,7 +242,7 @@ def test_a_swapped_wgmma_ss_operand_is_caught(first, second):
         start = gpu.index("void mma_ss_m64n16k8")
         i, j = gpu.index(second, start), gpu.index(first, start)
         text = text.replace(gpu, gpu[:i] + first + gpu[i + len(second):j] + second + gpu[j + len(first):])
-    problems = check_wgmma_ss_asm(text)
+    problems = check_wgmma_asm(text, a_in_shared=True)
     assert any("operand" in p for p in problems), problems
 
 

@@ -177,30 +177,18 @@ def test_tune_model_refuses_bad_arguments_in_one_line(argv, message, tmp_path, m
     assert message in err and "Traceback" not in err
 
 
-def test_the_resnet50_preset_is_what_torchvision_runs():
+@pytest.mark.parametrize("preset, batch, unique, convs", [("resnet50", 32, 23, 53), ("vgg16", 16, 9, 13)])
+def test_a_preset_is_what_torchvision_runs(preset, batch, unique, convs):
     torchvision = pytest.importorskip("torchvision")
-    from autoconv.problems.models import resnet50
+    from autoconv.problems.models import MODEL_PRESETS
 
     with torch.device("meta"):
-        model = torchvision.models.resnet50()
-    found, skipped = ac.conv_problems(model, torch.empty(32, 3, 224, 224, device="meta"))
-    preset = resnet50(32)
-    assert not skipped
+        model = getattr(torchvision.models, preset)()
+    found, skipped = ac.conv_problems(model, torch.empty(batch, 3, 224, 224, device="meta"))
+    layers = MODEL_PRESETS[preset](batch)
+    assert not skipped and len(layers) == unique and sum(p.count for p in layers) == convs
     assert [(p.name, p.problem.key(), p.count) for p in found] == \
-        [(p.name, p.problem.key(), p.count) for p in preset]
-
-
-def test_the_vgg16_preset_is_what_torchvision_runs():
-    torchvision = pytest.importorskip("torchvision")
-    from autoconv.problems.models import vgg16
-
-    with torch.device("meta"):
-        model = torchvision.models.vgg16()
-    found, skipped = ac.conv_problems(model, torch.empty(16, 3, 224, 224, device="meta"))
-    preset = vgg16(16)
-    assert not skipped and len(preset) == 9 and sum(p.count for p in preset) == 13
-    assert [(p.name, p.problem.key(), p.count) for p in found] == \
-        [(p.name, p.problem.key(), p.count) for p in preset]
+        [(p.name, p.problem.key(), p.count) for p in layers]
 
 
 def test_tune_model_never_replaces_a_file_it_did_not_write(tmp_path, monkeypatch, capsys):
