@@ -74,7 +74,7 @@ from autoconv.cache.winners import default_location as default_cache_location
 from autoconv.cache.winners import is_url
 from autoconv.errors import ConfigError, ProblemError, UsageError, quoted
 from autoconv.kernels.families import FAMILY_NAMES, get_family
-from autoconv.problems.models import MODEL_PRESETS, NamedProblem
+from autoconv.problems.models import MODEL_PRESETS, NamedProblem, merge_identical
 from autoconv.problems.problem import PRECISIONS, SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
 from autoconv.problems.yaml_nodes import INVALID, Invalid, NodeReader, is_int, is_null, value_of
 
@@ -207,15 +207,8 @@ def with_precision(config: TuneConfig, precision: str) -> TuneConfig:
     """
     if precision not in PRECISIONS:
         raise UsageError("--precision", precision, f"use one of {', '.join(PRECISIONS)}")
-    merged: dict[ConvProblem, NamedProblem] = {}
-    for item in config.problems:
-        problem = item.problem.with_(precision=precision)
-        if problem in merged:
-            first = merged[problem]
-            merged[problem] = NamedProblem(first.name, problem, first.count + item.count)
-        else:
-            merged[problem] = NamedProblem(item.name, problem, item.count)
-    return dataclasses.replace(config, problems=tuple(merged.values()))
+    return dataclasses.replace(config, problems=merge_identical(
+        NamedProblem(item.name, item.problem.with_(precision=precision), item.count) for item in config.problems))
 
 
 def load_config(path: str | os.PathLike) -> TuneConfig:

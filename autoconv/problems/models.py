@@ -12,7 +12,7 @@ occurrence in torchvision's module order (``conv1``, ``layer1.0.conv1``, ...).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from autoconv.errors import ProblemError
@@ -73,14 +73,19 @@ def _bottleneck_resnet_convs(batch: int, blocks: tuple[int, ...], image: int = 2
             channels, size = width * expansion, out_size
 
 
+def merge_identical(problems: Iterable[NamedProblem]) -> tuple[NamedProblem, ...]:
+    """Identical problems as one, in first-seen order: the first name, the counts added."""
+    merged: dict[ConvProblem, NamedProblem] = {}
+    for item in problems:
+        first = merged.get(item.problem)
+        merged[item.problem] = item if first is None else NamedProblem(first.name, first.problem,
+                                                                         first.count + item.count)
+    return tuple(merged.values())
+
+
 def unique_layers(layers: Iterator[tuple[str, ConvProblem]]) -> tuple[NamedProblem, ...]:
     """Merge identical problems, keeping the first name and counting occurrences."""
-    first_name: dict[ConvProblem, str] = {}
-    counts: dict[ConvProblem, int] = {}
-    for name, problem in layers:
-        first_name.setdefault(problem, name)
-        counts[problem] = counts.get(problem, 0) + 1
-    return tuple(NamedProblem(first_name[p], p, counts[p]) for p in first_name)
+    return merge_identical(NamedProblem(name, problem) for name, problem in layers)
 
 
 def resnet50(batch: int = 1) -> tuple[NamedProblem, ...]:
