@@ -86,8 +86,9 @@ def predict_command(spec: str, cache: str | None = None, config_path: str | None
                           "start from each family's default", markup=False, highlight=False)
             continue
         console.print(f"{gpu}: {problem.shape_str()} is not tuned; a study would try first the winners of the "
-                      "problems below, and autoconv.conv2d runs the first configuration valid for this shape "
-                      "(checked once against a reference):", markup=False, highlight=False)
+                      "problems below, and autoconv.conv2d runs the first one's configuration (where it does not "
+                      "fit this shape, the nearest one that does), checked once against a reference:",
+                      markup=False, highlight=False)
         for n in neighbours:
             console.print(f"  {n.problem.shape_str()} (distance {n.distance:.2f}, {n.entry.tflops:.1f} TFLOP/s): "
                           f"{n.entry.family} {format_params(n.entry.config)}", markup=False, highlight=False)
