@@ -6,9 +6,8 @@ the cache as it is, tune, then time the prediction beside the tuned winner, in o
     python examples/predicted_vs_tuned.py time examples/unseen_layers.yaml predicted.json --out compare.json
 
 ``predict`` (before tuning the config's problems) records, for each problem, the plan the
-runtime would run on it untuned: the first of the nearest tuned problems' winning
-configurations valid for it (``autoconv.runtime.selection.predicted_plans``, from the cache
-the config names), or none. ``time`` (after tuning) compiles, verifies and times, for each
+runtime would run on it untuned (``autoconv.runtime.selection.predicted_plan``, from the
+cache the config names), or none. ``time`` (after tuning) compiles, verifies and times, for each
 problem, the predicted plan, the tuned winner now in the cache and implicit_gemm's default
 (what an untuned shape ran before predictions), with the tuner's GPU worker (CUDA graphs of
 back-to-back launches over buffer sets larger than the L2 cache, median of 7), the three in an
@@ -28,7 +27,7 @@ from autoconv.gpu.device import read_device
 from autoconv.gpu.timing import geometric_mean
 from autoconv.kernels.families import get_family
 from autoconv.problems.config import load_config
-from autoconv.runtime.selection import FALLBACK_FAMILY, predicted_plans
+from autoconv.runtime.selection import FALLBACK_FAMILY, predicted_plan
 
 
 def predict(config_file: str, out: str) -> int:
@@ -38,15 +37,15 @@ def predict(config_file: str, out: str) -> int:
         entries = cache.entries()
     rows = []
     for item in config.problems:
-        plans = predicted_plans(item.problem, entries, limits, identity.gpu_name)
+        predicted = predicted_plan(item.problem, entries, limits, identity.gpu_name)
         row = {"layer": item.name, "spec": item.problem.spec(), "family": None, "config": None}
-        if plans:
-            neighbour, plan = plans[0]
+        if predicted is not None:
+            neighbour, plan = predicted
             row.update(family=plan.family, config=dict(plan.config), neighbour=neighbour.problem.spec(),
                        distance=round(neighbour.distance, 3))
         rows.append(row)
         print(f"{item.name:32s} " + (f"{row['family']} {row['config']} (from {row['neighbour']}, "
-                                     f"distance {row['distance']})" if plans else "no prediction"), flush=True)
+                                     f"distance {row['distance']})" if predicted else "no prediction"), flush=True)
     with open(out, "w") as file:
         json.dump({"config_file": config_file, "cache": str(config.cache), "gpu": identity.gpu_name,
                    "cache_entries": len(entries), "rows": rows}, file, indent=1)

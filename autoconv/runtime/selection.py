@@ -11,9 +11,9 @@ The choice, in order:
    winner of the same shape where there is one (tuned, and more accurate than asked), and
    :meth:`KernelRegistry.loaded`'s ``note`` says so;
 3. for a problem never tuned, the winning configuration of the nearest tuned problem on this GPU
-   in the same precision (:mod:`autoconv.cache.neighbours`; up to :data:`PREDICTION_NEIGHBOURS`
-   tried, the first valid for the problem), run once on random inputs against the float64
-   reference before its first use (:func:`verify_runner`), with an :class:`UntunedWarning`;
+   in the same precision (:func:`predicted_plan`: moved to the nearest configuration that fits
+   the problem where it does not), run once on random inputs against the float64 reference
+   before its first use (:func:`verify_runner`), with an :class:`UntunedWarning`;
 4. otherwise, or when that check fails, a sound default, with an :class:`UntunedWarning` once per problem:
    ``implicit_gemm``'s default config, or for a ``tf32`` problem ``implicit_gemm_wgmma``'s
    where the device has it (compute capability 9.0; elsewhere ``implicit_gemm`` runs tf32
@@ -43,7 +43,8 @@ from autoconv.problems.problem import ConvProblem
 from autoconv.runtime.launcher import Launcher
 from autoconv.search.storage import masked_url
 
-#: Tuned problems whose winners' configurations an untuned problem may run (nearest first).
+#: Nearest tuned problems looked at for an untuned problem's configuration (the first whose
+#: family can run it is taken).
 PREDICTION_NEIGHBOURS = 3
 #: Seed of the random inputs a predicted kernel is checked on.
 VERIFY_SEED = 2027
@@ -189,7 +190,9 @@ class KernelRegistry:
         # reference once; else (none, or it fails its check) the default configuration.
         warn = (device_id, problem.key()) not in self._warned
         self._warned.add((device_id, problem.key()))
-        for neighbour, plan in self._predicted_plans(problem, limits, identity):
+        predicted = self._predicted_plan(problem, limits, identity)
+        if predicted is not None:
+            neighbour, plan = predicted
             try:
                 runner = _loaded_runner(problem, device_id, plan, "predicted", limits,
                                         note=f"the winner configuration of the nearest tuned problem "
@@ -206,20 +209,19 @@ class KernelRegistry:
             warnings.warn(f"autoconv.conv2d: {plan.name}, predicted for {problem.shape_str()} from "
                           f"{neighbour.problem.shape_str()}, failed its check ({failure}); running the default "
                           "configuration instead", UntunedWarning, stacklevel=5)
-            break
         plan = _default_plan(problem, limits)
         if warn:
             warnings.warn(untuned_message(problem, found.why, plan), UntunedWarning, stacklevel=5)
         return _loaded_runner(problem, device_id, plan, "default", limits)
 
-    def _predicted_plans(self, problem: ConvProblem, limits, identity) -> list[tuple[Neighbour, KernelPlan]]:
-        """:func:`predicted_plans` from this registry's cache; none where it cannot be read."""
+    def _predicted_plan(self, problem: ConvProblem, limits, identity) -> tuple[Neighbour, KernelPlan] | None:
+        """:func:`predicted_plan` from this registry's cache; None where it cannot be read."""
         try:
             with WinnerCache(self.cache_location(), create=False) as winners:
                 entries = winners.entries()
         except (NoCache, CacheError):
-            return []
-        return predicted_plans(problem, entries, limits, identity.gpu_name)
+            return None
+        return predicted_plan(problem, entries, limits, identity.gpu_name)
 
     def lookup(self, problem: ConvProblem, limits, identity) -> Lookup:
         """The cached winner that runs ``problem`` on the device (``limits``, ``identity``),
@@ -276,26 +278,24 @@ class KernelRegistry:
         return Lookup(plan, entry, problem, "")
 
 
-def predicted_plans(problem: ConvProblem, entries, limits, gpu_name: str) -> list[tuple[Neighbour, KernelPlan]]:
-    """The plans of the nearest tuned problems' winning configurations (among cache
-    ``entries`` of GPU ``gpu_name``), nearest first (:mod:`autoconv.cache.neighbours`), each
-    as the valid point of its family nearest to it for ``problem`` (the configuration itself
-    where it fits; else, say, another reduction order where ``C`` is no multiple of the K
-    tile), without repeats: the first is what ``autoconv.conv2d`` runs on an untuned shape,
-    once checked."""
-    plans: list[tuple[Neighbour, KernelPlan]] = []
+def predicted_plan(problem: ConvProblem, entries, limits, gpu_name: str) -> tuple[Neighbour, KernelPlan] | None:
+    """What ``autoconv.conv2d`` runs, once checked, on ``problem`` never tuned: the winning
+    configuration of the nearest tuned problem (among cache ``entries`` of GPU ``gpu_name``,
+    :mod:`autoconv.cache.neighbours`) as the valid point of its family nearest to it for
+    ``problem`` (the configuration itself where it fits; else, say, another reduction order
+    where ``C`` is no multiple of the K tile), with that neighbour. Of the
+    :data:`PREDICTION_NEIGHBOURS` nearest, the first whose family can run ``problem``; None
+    where none can."""
     for neighbour in nearest_winners(problem, entries, gpu_name=gpu_name, limit=PREDICTION_NEIGHBOURS):
         if neighbour.entry.family not in FAMILY_NAMES:
             continue
         family = get_family(neighbour.entry.family)
         try:
             config = family.space.nearest_config(neighbour.entry.config, problem, limits, DEFAULT_WORKSPACE_LIMIT)
-            plan = family.plan(problem, config, limits, DEFAULT_WORKSPACE_LIMIT)
+            return neighbour, family.plan(problem, config, limits, DEFAULT_WORKSPACE_LIMIT)
         except AutoconvError:  # the family cannot run this problem at all
             continue
-        if all(plan.name != other.name for _, other in plans):
-            plans.append((neighbour, plan))
-    return plans
+    return None
 
 
 def _loaded_runner(problem: ConvProblem, device_id: int, plan: KernelPlan, origin: str, limits, *,

@@ -293,7 +293,7 @@ def test_a_neighbours_winner_that_does_not_fit_is_moved_to_the_nearest_valid_con
                        kernel_name=plan.name, source_hash=plan.source_hash, time_ms=1.0, tflops=1.0,
                        workspace_bytes=plan.workspace_bytes)
     assert not family.space.is_valid(config, untuned, H100)
-    (neighbour, predicted), = selection.predicted_plans(untuned, [entry], H100, FAKE_IDENTITY.gpu_name)
+    neighbour, predicted = selection.predicted_plan(untuned, [entry], H100, FAKE_IDENTITY.gpu_name)
     assert neighbour.problem == tuned and predicted.problem == untuned
     assert dict(predicted.config) == {**config, "GATHER": "crs"}
 
