@@ -22,18 +22,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy
 import optuna
-from optuna.trial import TrialState
 
-from autoconv.backends.base import Status
 from autoconv.cache.neighbours import features as problem_features
 from autoconv.cache.winners import templates_hash
-from autoconv.errors import ProblemError
 from autoconv.kernels.families import FAMILY_NAMES, get_family
-from autoconv.problems.problem import ConvProblem, parse_spec
-from autoconv.search.study import read_trials
+from autoconv.problems.problem import ConvProblem
+from autoconv.search.study import ok_trials, parse_study_name
 
 #: Ridge penalty on the standardised features (the intercept is not penalised).
 RIDGE = 1.0
@@ -98,11 +96,9 @@ class Ranker:
         for family, found in by_family.items():
             if len(found) < MIN_SAMPLES or len({s.problem for s in found}) < 2:
                 continue
-            rows, targets = [], []
-            for sample in found:
-                rows.append(_design(sample.problem, family, [sample.config])[0])
-                targets.append(math.log(sample.time_ms / (sample.problem.flops / 1e9)))
-            self._models[family] = _FamilyModel(numpy.array(rows), numpy.array(targets))
+            rows = numpy.vstack([_design(sample.problem, family, [sample.config]) for sample in found])
+            targets = numpy.array([math.log(sample.time_ms / (sample.problem.flops / 1e9)) for sample in found])
+            self._models[family] = _FamilyModel(rows, targets)
 
     @property
     def families(self) -> tuple[str, ...]:
@@ -139,18 +135,11 @@ def history_samples(storage, gpu_name: str, precision: str) -> list[Sample]:
     made on GPU ``gpu_name`` with these templates, for problems of ``precision``."""
     samples = []
     for name in optuna.get_all_study_names(storage):
-        parts = name.split("/")  # autoconv/<problem key>/<GPU>/<families>/<templates hash>
-        if len(parts) < 5 or parts[0] != "autoconv" or "/".join(parts[2:-2]) != gpu_name \
-                or parts[-1] != templates_hash():
-            continue
-        try:
-            problem = parse_spec(parts[1])
-        except ProblemError:  # (a study of another autoconv's spec syntax)
-            continue
-        if problem.precision != precision:
+        found = parse_study_name(name)
+        if found is None or found.gpu_name != gpu_name or found.templates_hash != templates_hash() \
+                or found.problem.precision != precision:
             continue
         study = optuna.load_study(study_name=name, storage=storage)
-        for record in read_trials(study, (TrialState.COMPLETE,)):
-            if record.status is Status.OK and record.time_ms is not None:
-                samples.append(Sample(problem, record.family, record.config, record.time_ms))
+        samples += [Sample(found.problem, record.family, record.config, cast(float, record.time_ms))
+                    for record in ok_trials(study)]  # (ok: timed)
     return samples

@@ -40,8 +40,9 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autoconv.backends.base import Status, TrialResult
 from autoconv.cache.winners import templates_hash
+from autoconv.errors import ProblemError
 from autoconv.kernels.families import KernelPlan, get_family
-from autoconv.problems.problem import ConvProblem
+from autoconv.problems.problem import ConvProblem, parse_spec
 from autoconv.search.points import config_key
 
 #: The param naming the kernel family; the family's own params are ``<family>.<name>``.
@@ -60,6 +61,29 @@ _STATUSES = {status.value: status for status in Status}
 def study_name(problem: ConvProblem, gpu_name: str, families: Sequence[str]) -> str:
     """``autoconv/<problem key>/<GPU name>/<families>/<template hash>``."""
     return f"autoconv/{problem.key()}/{gpu_name}/{'+'.join(families)}/{templates_hash()}"
+
+
+@dataclass(frozen=True)
+class StudyName:
+    """A :func:`study_name` read back."""
+
+    problem: ConvProblem
+    gpu_name: str
+    families: tuple[str, ...]
+    templates_hash: str
+
+
+def parse_study_name(name: str) -> StudyName | None:
+    """``name`` read back (:func:`study_name`); None for a study autoconv did not name, or
+    whose problem key this autoconv cannot read."""
+    parts = name.split("/")
+    if len(parts) < 5 or parts[0] != "autoconv":
+        return None
+    try:
+        problem = parse_spec(parts[1])
+    except ProblemError:  # (a study of another autoconv's spec syntax)
+        return None
+    return StudyName(problem, "/".join(parts[2:-2]), tuple(parts[-2].split("+")), parts[-1])
 
 
 def mark_problem(study: optuna.Study, problem: ConvProblem) -> None:

@@ -17,7 +17,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import enumerate_points
 from autoconv.search.ranker import MIN_SAMPLES, Ranker, history_samples
-from autoconv.search.study import study_name
+from autoconv.search.study import parse_study_name, study_name
 from autoconv.search.tuner import Tuner
 
 FAMILIES = ("direct", "im2col_gemm")
@@ -65,6 +65,14 @@ def test_the_model_ranks_an_untuned_problems_points(history):
     # (whose median would sit at the space's median).
     assert statistics.median(chosen) <= every[len(every) // 10]
     assert min(chosen) <= every[len(every) // 100]
+
+
+def test_a_study_name_reads_back():
+    found = parse_study_name(study_name(UNTUNED.with_(precision="tf32"), "A GPU/with a slash", FAMILIES))
+    assert found is not None and found.problem == UNTUNED.with_(precision="tf32")
+    assert (found.gpu_name, found.families) == ("A GPU/with a slash", FAMILIES)
+    assert parse_study_name("someone-else/study") is None
+    assert parse_study_name("autoconv/not a spec/GPU/direct/0123") is None
 
 
 def test_too_little_history_makes_no_model():
