@@ -25,16 +25,21 @@ failed and retried by the others (:mod:`autoconv.search.liveness`), the others g
 and the summary says which worker ended how. Killing this process ends its workers (they
 watch their parent).
 
-A worker tells the parent what it does through a queue, as :class:`WorkerMessage` objects
-(small: no kernel sources); the parent merges each problem's outcomes over the workers
+A worker tells the parent what it does through a pipe of its own, as :class:`WorkerMessage`
+objects (small: no kernel sources). Not one queue shared by all: a worker killed while it
+held a shared queue's write lock would leave the others unable to say anything again (and
+unable to exit: a queue flushes at exit), so one killed worker could hang the run. The
+parent merges each problem's outcomes over the workers
 (:func:`autoconv.search.outcome.merge_outcomes`).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import os
-import queue as queue_module
+import pickle
+import threading
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -134,7 +139,7 @@ class WorkerJob:
 
 @dataclass(frozen=True)
 class WorkerMessage:
-    """From the worker of GPU ``device`` to the parent, through the events queue."""
+    """From the worker of GPU ``device`` to the parent, through its :class:`WorkerChannel`."""
 
     device: int
 
@@ -180,8 +185,20 @@ class WorkerFailed(WorkerMessage):
     error: str
 
 
+class WorkerChannel:
+    """The sending end of one worker's pipe to the parent (``put`` is safe from any thread)."""
+
+    def __init__(self, connection):
+        self.connection, self._lock = connection, threading.Lock()
+
+    def put(self, message: WorkerMessage) -> None:
+        with self._lock:
+            self.connection.send(message)
+
+
 class QueueReporter(Reporter):
-    """Sends a worker's progress to the parent as :class:`WorkerMessage` objects."""
+    """Sends a worker's progress to the parent as :class:`WorkerMessage` objects (through
+    anything with a ``put``: a :class:`WorkerChannel`, or a queue in tests)."""
 
     def __init__(self, events, device: int):
         self.events, self.device = events, device
@@ -202,9 +219,11 @@ class QueueReporter(Reporter):
         self.events.put(WorkerNote(self.device, text))
 
 
-def worker_main(job: WorkerJob, events, parent_pid: int) -> None:
-    """One GPU's worker: tune every problem of the config on device ``job.device``."""
+def worker_main(job: WorkerJob, connection, parent_pid: int) -> None:
+    """One GPU's worker: tune every problem of the config on device ``job.device``,
+    telling the parent through ``connection`` (the sending end of its pipe)."""
     exit_with_parent(parent_pid)
+    events = WorkerChannel(connection)
     try:
         config = load_config(job.config_path)
         session = TuneSession(config, families=job.families, budget=job.budget, storage=job.storage,
@@ -224,12 +243,15 @@ def worker_main(job: WorkerJob, events, parent_pid: int) -> None:
         events.put(WorkerFailed(job.device, str(err)))
     except BaseException as err:  # noqa: BLE001 - reported to the parent, which goes on
         events.put(WorkerFailed(job.device, "".join(traceback.format_exception(err)).strip()))
+    finally:
+        connection.close()
 
 
 @dataclass
 class WorkerState:
     device: int
     process: Any
+    channel: Any = None  # the receiving end of the worker's pipe; None once it has ended
     gpu: str = ""
     problem: str = ""
     evaluated: int = 0
@@ -275,7 +297,6 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     make_storage(storage, on_repair=reporter.note)
     WinnerCache(cache).close()
     context = multiprocessing.get_context("spawn")
-    events = context.Queue()
     compile_workers = max(2, (os.cpu_count() or 2) // len(devices))
     workers: dict[int, WorkerState] = {}
     reporter.run_started(config.problems, budget, devices)
@@ -284,10 +305,12 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
         job = WorkerJob(device=device, start=start, config_path=str(config.origin), families=tuple(families),
                         budget=budget, storage=storage, cache=str(cache), retune=retune,
                         compile_workers=compile_workers, pipeline_depth=pipeline_depth, ranked=ranked)
-        process = context.Process(target=worker_main, args=(job, events, os.getpid()),
+        receiving, sending = context.Pipe(duplex=False)
+        process = context.Process(target=worker_main, args=(job, sending, os.getpid()),
                                   name=f"autoconv-tune-gpu{device}")
         process.start()
-        workers[device] = WorkerState(device=device, process=process)
+        sending.close()  # the worker holds its own copy: its exit is the pipe's end
+        workers[device] = WorkerState(device=device, process=process, channel=receiving)
 
     finished_by: dict[str, dict[int, ProblemOutcome]] = {}
     names = [item.name for item in config.problems]
@@ -304,32 +327,31 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
 
     try:
         while any(w.status == "running" for w in workers.values()):
-            try:
-                event = events.get(timeout=POLL_S)
-            except queue_module.Empty:
-                event = None
-            if event is not None:
-                _apply(event, workers, finished_by, reporter)
-            gone = [w for w in workers.values() if w.status == "running" and not w.process.is_alive()]
-            if gone:
-                # A process flushes its events before it exits: whatever it said is queued now.
-                while True:
-                    try:
-                        _apply(events.get_nowait(), workers, finished_by, reporter)
-                    except queue_module.Empty:
-                        break
-            for worker in gone:
-                if worker.status == "running":  # ended without a word: killed
-                    worker.error = (f"the worker process ended (exit code {worker.process.exitcode}) before it "
-                                    "finished; its running trials are failed and retried by the others")
-                    reporter.note(f"GPU {worker.device}: {worker.error}")
-                    reporter.worker_update(worker)
+            listening = {w.channel: w for w in workers.values() if w.status == "running" and w.channel}
+            for ready in multiprocessing.connection.wait(list(listening), timeout=POLL_S):
+                worker = listening[ready]
+                try:
+                    message = worker.channel.recv()
+                except (EOFError, OSError, pickle.UnpicklingError):
+                    # The worker's end is closed: it exited, and everything it sent has been read
+                    # (or it was killed in the middle of a message, which is lost with it).
+                    _worker_ended(worker, reporter)
+                    continue
+                _apply(message, workers, finished_by, reporter)
+            for worker in workers.values():
+                # A worker that sent nothing yet and ended (killed before its first message)
+                # closes its pipe too; this is the fallback should its end outlive it.
+                if worker.status == "running" and not worker.process.is_alive() and not worker.channel.poll():
+                    _worker_ended(worker, reporter)
             report_complete_problems()
     finally:
         for worker in workers.values():
             if worker.process.is_alive():
                 worker.process.terminate()
             worker.process.join(timeout=30)
+            if worker.channel is not None:
+                worker.channel.close()
+                worker.channel = None
         reporter.run_finished()
     report_complete_problems()
     if all(w.status == "failed" for w in workers.values()):
@@ -341,6 +363,18 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
         merged.append(merge_outcomes(outcomes) if outcomes else ProblemOutcome(
             name=item.name, problem=item.problem, count=item.count, stop_reason="no worker finished it"))
     return merged, list(workers.values())
+
+
+def _worker_ended(worker: WorkerState, reporter: FleetReporter) -> None:
+    """The worker's pipe is closed; if it never said it was done, it was killed."""
+    worker.channel.close()
+    worker.channel = None
+    worker.process.join(timeout=30)
+    if worker.status == "running":
+        worker.error = (f"the worker process ended (exit code {worker.process.exitcode}) before it "
+                        "finished; its running trials are failed and retried by the others")
+        reporter.note(f"GPU {worker.device}: {worker.error}")
+        reporter.worker_update(worker)
 
 
 def _apply(message: WorkerMessage, workers: dict[int, WorkerState], finished_by: dict,

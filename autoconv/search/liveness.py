@@ -12,7 +12,11 @@ A process claims each trial it asks for (the ``owner`` user attribute,
   ``fail_stale_trials``, whose callback queues the retry
   (:func:`autoconv.search.storage.retry_stale_trial`);
 - it has no owner (its process was killed between asking for it and claiming it, which
-  is the next write), once :data:`UNCLAIMED_TRIAL_AGE_S` old.
+  is the next write, milliseconds later), once it is as old as the heartbeat grace period
+  (:attr:`Liveness.unclaimed_age_s`): it never had a heartbeat, so it is treated like a
+  trial whose heartbeat stopped when it began. Such a trial holds no configuration (the
+  claim comes before the first suggestion): failing it loses nothing. A live process that
+  stalls longer than that before claiming finds its trial failed, and asks again.
 
 Trials of live processes are left alone.
 """
@@ -30,12 +34,8 @@ from optuna.trial import TrialState
 from autoconv.backends.base import Status
 from autoconv.processes import owner_is_dead
 from autoconv.search import optuna_adapter
-from autoconv.search.storage import heartbeat_interval_s, retry_trial
+from autoconv.search.storage import HEARTBEAT_GRACE_INTERVALS, heartbeat_interval_s, retry_trial
 from autoconv.search.study import decision_attrs, owner_of, state_of
-
-#: Age after which a RUNNING trial that no process claimed (no ``owner``) is abandoned.
-#: Claiming is the write right after asking, so a live process is never this slow.
-UNCLAIMED_TRIAL_AGE_S = 600.0
 
 
 class Heartbeat:
@@ -89,6 +89,8 @@ class Liveness:
         self.storage = storage
         self.owner = owner
         self.heartbeat = Heartbeat(storage)
+        #: Age (seconds) after which a RUNNING trial that no process claimed is abandoned.
+        self.unclaimed_age_s = HEARTBEAT_GRACE_INTERVALS * self.heartbeat.interval_s
         self._evaluating: set[tuple[str, int]] = set()  # (study name, trial number)
         self._last_check = 0.0
 
@@ -130,7 +132,7 @@ class Liveness:
                 reason = f"its tuning process ({owner}) ended before it was evaluated"
             else:
                 started = frozen.datetime_start
-                if started is None or (now - started).total_seconds() < UNCLAIMED_TRIAL_AGE_S:
+                if started is None or (now - started).total_seconds() < self.unclaimed_age_s:
                     continue
                 reason = "no tuning process claimed it (the one that asked for it was killed)"
             try:

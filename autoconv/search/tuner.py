@@ -410,7 +410,10 @@ class Tuner:
         seen = set(history.results) | pending | history.running
         for _ in range(MAX_ASKS_PER_CANDIDATE):
             trial = study.ask()
-            claim(trial, self.owner)
+            try:
+                claim(trial, self.owner)
+            except UpdateFinishedTrialError:  # stalled past the grace period: failed as unclaimed
+                continue
             # Every requested family stays a choice (a fixed distribution per study),
             # also one without valid points for this problem: proposing it is invalid.
             family, config = suggest(trial, self.families)

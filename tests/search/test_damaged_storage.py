@@ -139,9 +139,7 @@ def test_a_killed_journal_writer_holds_no_lock(tmp_path):
     assert time.monotonic() - started < 5
 
 
-def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch):
-    import autoconv.search.liveness
-
+def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path):
     tuner = Tuner(FakeBackend(), storage=str(tmp_path / "j.journal"), families=("direct",), budget=Budget(trials=2))
     study = optuna.create_study(study_name=study_name(SMALL.problem, FAKE_IDENTITY.gpu_name, ("direct",)),
                                 storage=tuner.storage, direction="minimize")
@@ -152,9 +150,34 @@ def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path, monkeypatch)
         return trial.state, trial.user_attrs.get("status")
     tuner.tune_problem(SMALL)
     assert state() == (TrialState.RUNNING, None)  # young: maybe a live process about to claim it
-    monkeypatch.setattr(autoconv.search.liveness, "UNCLAIMED_TRIAL_AGE_S", 0.0)
+    assert tuner.liveness.unclaimed_age_s == 60.0  # the heartbeat grace period: 6 x 10 s
+    tuner.liveness.unclaimed_age_s = 0.0
     tuner.tune_problem(SMALL)
     assert state() == (TrialState.FAIL, "abandoned")
+
+
+def test_a_process_that_stalls_before_claiming_asks_again(tmp_path, monkeypatch):
+    """Another process failed this one's trial as unclaimed while it stalled (longer than
+    the grace period) between asking and claiming: it asks for another trial and goes on."""
+    import autoconv.search.tuner
+    from autoconv.search.liveness import Liveness
+
+    tuner = Tuner(FakeBackend(), storage=str(tmp_path / "j.journal"), families=("direct",), budget=Budget(trials=3))
+    real_claim, stalled = autoconv.search.tuner.claim, []
+
+    def claim_after_a_stall(trial, owner):
+        if not stalled:
+            stalled.append(trial.number)
+            other = Liveness(tuner.storage, "another-host:1")
+            other.unclaimed_age_s = 0.0
+            assert other.fail_abandoned(trial.study, force=True) == 1
+        real_claim(trial, owner)
+    monkeypatch.setattr(autoconv.search.tuner, "claim", claim_after_a_stall)
+    outcome = tuner.tune_problem(SMALL)
+    assert outcome.time_ms is not None and outcome.trials_run == 3
+    study = optuna.load_study(study_name=outcome.study_name, storage=tuner.storage)
+    first, = [t for t in study.trials if t.number == stalled[0]]
+    assert first.state == TrialState.FAIL and first.user_attrs["status"] == "abandoned"
 
 
 # ---- damage a crash cannot cause: an error, never a quiet repair (issue 18, finding 3) ----
