@@ -1,0 +1,398 @@
+"""templates/wgmma_f16.cuh: the emulator's model of wgmma.mma_async with 16-bit operands (bf16 and
+fp16, m64nNk16, A and B in shared memory through 128-byte-swizzle descriptors, float32
+accumulators), on one-warpgroup kernels against NumPy; on the GPU, the same kernels against NumPy
+and the model; and a static check that each asm statement passes its registers in fragment order
+with the format and shape it claims.
+
+The kernels lay A and B out by the PTX ISA's description, written out here independently of the
+header (only the descriptor and the instructions come from it). A kernel that lays an operand
+out unswizzled, reads the operands in the other 16-bit format, or overwrites B before waiting
+must compute something else (in the model exactly what the GPU computes, where the GPU defines
+it); a lane that skips a product is a fault.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from autoconv.emulator import EmulatedKernelFault, compile_program
+from autoconv.kernels.families import Launch
+from autoconv.kernels.render import environment
+from autoconv.kernels.resources import templates_dir
+
+N_COLUMNS = 16   # D is 64 x 16: two 8-row atoms of B
+K_DEPTH = 64     # four k steps of 16: one 128-byte row per row of A and column of B
+WIDTHS = (16, 32, 64, 128, 256)
+
+KERNELS = r"""
+constexpr int M = 64, NC = 16, KD = 64;
+
+// D (64 x 16) = A (64 x 64, row-major) * B (64 x 16; bt = B^T, 16 x 64 row-major) + (c or 0),
+// A and B as 16-bit bits. VARIANT 0 follows the ISA; 1 stores B^T unswizzled; 2 stores A
+// unswizzled; 3 overwrites B after committing the products, before waiting; 4 has lane 5 skip
+// the products. READ is the format the products are told (the data's may differ).
+template <int VARIANT, int READ>
+__device__ __forceinline__ void warpgroup_product(const unsigned short* a, const unsigned short* bt, const float* c,
+                                                  float* d, bool accumulate)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const unsigned misalignment = wgmma_f16::shared_address(smem) % 1024;
+    unsigned char* const aligned = smem + (misalignment == 0 ? 0 : 1024 - misalignment);
+    unsigned short* const b_tile = reinterpret_cast<unsigned short*>(aligned);
+    unsigned short* const a_tile = b_tile + NC * KD;   // whole 1024-byte atoms after B's two
+    const int tid = threadIdx.x;
+    for (int i = tid; i < NC * KD; i += 128) {
+        const int row = i / KD, k = i % KD;   // row = n
+        const int chunk = VARIANT == 1 ? k / 8 : (k / 8) ^ (row % 8);
+        b_tile[row * KD + chunk * 8 + k % 8] = bt[i];
+    }
+    for (int i = tid; i < M * KD; i += 128) {
+        const int row = i / KD, k = i % KD;   // row = m
+        const int chunk = VARIANT == 2 ? k / 8 : (k / 8) ^ (row % 8);
+        a_tile[row * KD + chunk * 8 + k % 8] = a[i];
+    }
+    wgmma_f16::fence_shared_for_tensor_cores();
+    __syncthreads();
+
+    const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int row = 16 * warp + g;
+    float acc[NC / 2];
+    for (int j = 0; j < NC / 8; ++j) {
+        acc[4 * j + 0] = c[row * NC + 8 * j + 2 * t];
+        acc[4 * j + 1] = c[row * NC + 8 * j + 2 * t + 1];
+        acc[4 * j + 2] = c[(row + 8) * NC + 8 * j + 2 * t];
+        acc[4 * j + 3] = c[(row + 8) * NC + 8 * j + 2 * t + 1];
+    }
+    if (VARIANT == 4 && tid == 5)
+        return;
+    wgmma_f16::fence();
+    const unsigned b_address = wgmma_f16::shared_address(b_tile);
+    const unsigned a_address = wgmma_f16::shared_address(a_tile);
+    for (int step = 0; step < KD / 16; ++step)
+        wgmma_f16::mma_ss_m64nNk16<NC, READ>(acc, wgmma_f16::make_descriptor(a_address + 32 * step),
+                                            wgmma_f16::make_descriptor(b_address + 32 * step), step > 0 || accumulate);
+    wgmma_f16::commit();
+    if (VARIANT == 3) {
+        for (int i = tid; i < NC * KD; i += 128)
+            b_tile[i] = 0x3F80;   // bf16 1.0
+    }
+    wgmma_f16::wait<0>();
+    wgmma_f16::fence_registers(acc);
+    for (int j = 0; j < NC / 8; ++j) {
+        d[row * NC + 8 * j + 2 * t] = acc[4 * j + 0];
+        d[row * NC + 8 * j + 2 * t + 1] = acc[4 * j + 1];
+        d[(row + 8) * NC + 8 * j + 2 * t] = acc[4 * j + 2];
+        d[(row + 8) * NC + 8 * j + 2 * t + 1] = acc[4 * j + 3];
+    }
+}
+
+#define KERNEL(NAME, VARIANT, READ, ACCUMULATE) \
+    extern "C" __global__ void NAME(const unsigned short* a, const unsigned short* bt, const float* c, float* d) \
+    { \
+        warpgroup_product<VARIANT, READ>(a, bt, c, d, ACCUMULATE); \
+    }
+KERNEL(bf16_by_the_isa, 0, wgmma_f16::BF16, true)
+KERNEL(f16_by_the_isa, 0, wgmma_f16::F16, true)
+KERNEL(bf16_from_zero, 0, wgmma_f16::BF16, false)
+KERNEL(bf16_b_unswizzled, 1, wgmma_f16::BF16, true)
+KERNEL(f16_a_unswizzled, 2, wgmma_f16::F16, true)
+KERNEL(bf16_b_overwritten_before_wait, 3, wgmma_f16::BF16, true)
+KERNEL(bf16_lane_missing, 4, wgmma_f16::BF16, true)
+"""
+
+KERNEL_NAMES = ("bf16_by_the_isa", "f16_by_the_isa", "bf16_from_zero", "bf16_b_unswizzled", "f16_a_unswizzled",
+                "bf16_b_overwritten_before_wait", "bf16_lane_missing")
+#: The kernels whose result the GPU defines (no race, every lane), compared with the model there.
+DEFINED_ON_THE_GPU = ("bf16_by_the_isa", "f16_by_the_isa", "bf16_from_zero", "bf16_b_unswizzled", "f16_a_unswizzled")
+SHARED_BYTES = (N_COLUMNS + 64) * K_DEPTH * 2 + 1024   # B^T and A, and room to align them to 1024 bytes
+
+
+def source() -> str:
+    return environment().get_template("wgmma_f16.cuh").render() + KERNELS
+
+
+@pytest.fixture(scope="module")
+def program():
+    return compile_program(source(), KERNEL_NAMES, name="wgmma_f16")
+
+
+def bf16_bits(values: np.ndarray) -> np.ndarray:
+    """bfloat16 bits of float32 values that bfloat16 holds exactly (checked)."""
+    bits = (np.asarray(values, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    assert np.array_equal(bf16_values(bits), values), "not exact in bfloat16"
+    return bits
+
+
+def bf16_values(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def f16_bits(values: np.ndarray) -> np.ndarray:
+    half = np.asarray(values, np.float32).astype(np.float16)
+    assert np.array_equal(half.astype(np.float32), values), "not exact in float16"
+    return half.view(np.uint16)
+
+
+def integers(seed: int = 3):
+    """Small integers: exact in both formats, and every product and sum exact in float32."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-8, 9, size=(64, K_DEPTH)).astype(np.float32)
+    bt = rng.integers(-8, 9, size=(N_COLUMNS, K_DEPTH)).astype(np.float32)
+    c = rng.integers(-50, 51, size=(64, N_COLUMNS)).astype(np.float32)
+    return a, bt, c
+
+
+def bits_of(kernel: str):
+    return bf16_bits if kernel.startswith("bf16") else f16_bits
+
+
+def run(program, kernel: str, a_bits, bt_bits, c):
+    launch = Launch(kernel, (1, 1, 1), (128, 1, 1), ("a", "bt", "c", "d"), SHARED_BYTES)
+    d = np.full(c.shape, np.nan, np.float32)
+    return program.run([launch], {"a": a_bits, "bt": bt_bits, "c": c, "d": d})["d"]
+
+
+@pytest.mark.parametrize("kernel", ["bf16_by_the_isa", "f16_by_the_isa"])
+def test_the_isa_layout_gives_the_product(program, kernel):
+    a, bt, c = integers()
+    bits = bits_of(kernel)
+    np.testing.assert_array_equal(run(program, kernel, bits(a), bits(bt), c), a @ bt.T + c)
+
+
+def test_from_zero_drops_the_accumulator(program):
+    a, bt, c = integers()
+    np.testing.assert_array_equal(run(program, "bf16_from_zero", bf16_bits(a), bf16_bits(bt), c), a @ bt.T)
+
+
+def swizzle_reads(tile: np.ndarray) -> np.ndarray:
+    """What the swizzle reads from a tile stored unswizzled: chunk c of row r from chunk c ^ (r % 8)."""
+    seen = np.empty_like(tile)
+    for r in range(tile.shape[0]):
+        for k in range(tile.shape[1]):
+            seen[r, k] = tile[r, ((k // 8) ^ (r % 8)) * 8 + k % 8]
+    return seen
+
+
+def test_unswizzled_operands_are_read_through_the_swizzle(program):
+    a, bt, c = integers()
+    np.testing.assert_array_equal(run(program, "bf16_b_unswizzled", bf16_bits(a), bf16_bits(bt), c),
+                                  a @ swizzle_reads(bt).T + c)
+    np.testing.assert_array_equal(run(program, "f16_a_unswizzled", f16_bits(a), f16_bits(bt), c),
+                                  swizzle_reads(a) @ bt.T + c)
+
+
+def test_the_format_read_is_the_format_told(program):
+    """fp16 bits read as bf16 (and back) are other numbers: a kernel told the wrong format fails."""
+    a, bt, c = integers()
+    wrong = run(program, "bf16_by_the_isa", f16_bits(a), f16_bits(bt), c)
+    expected = bf16_values(f16_bits(a)).astype(np.float64) @ bf16_values(f16_bits(bt)).astype(np.float64).T + c
+    assert np.abs(wrong - (a @ bt.T + c)).max() >= 1.0
+    np.testing.assert_allclose(wrong, expected, rtol=1e-4)  # (huge sums, truncated per k step)
+
+
+def test_overwriting_b_before_the_wait_gives_another_product(program):
+    a, bt, c = integers()
+    d = run(program, "bf16_b_overwritten_before_wait", bf16_bits(a), bf16_bits(bt), c)
+    assert not np.isnan(d).any() and np.abs(d - (a @ bt.T + c)).max() >= 1.0
+
+
+def test_a_lane_that_skips_the_product_is_a_fault(program):
+    a, bt, c = integers()
+    with pytest.raises(EmulatedKernelFault) as caught:
+        run(program, "bf16_lane_missing", bf16_bits(a), bf16_bits(bt), c)
+    assert "wgmma.mma_async: only 31 of the 32 lanes of warp 0 execute it" in caught.value.output
+
+
+def accumulation_operands():
+    """c = 1, and every k step adds 16 products of 2^-16, 2^-12: float32 keeps each (1 + 2^-10
+    after the four steps); a 16-bit accumulator would lose every step's (2^-12 is below half the
+    ulp of 1 in fp16, 2^-10, and in bf16, 2^-7) and stay at 1."""
+    a = np.full((64, K_DEPTH), 2.0**-8, np.float32)
+    bt = np.full((N_COLUMNS, K_DEPTH), 2.0**-8, np.float32)
+    c = np.ones((64, N_COLUMNS), np.float32)
+    return a, bt, c
+
+
+@pytest.mark.parametrize("kernel", ["bf16_by_the_isa", "f16_by_the_isa"])
+def test_the_accumulation_is_float32(program, kernel):
+    a, bt, c = accumulation_operands()
+    bits = bits_of(kernel)
+    np.testing.assert_array_equal(run(program, kernel, bits(a), bits(bt), c),
+                                  np.full(c.shape, 1 + 2.0**-10, np.float32))
+
+
+def test_subnormal_and_negative_f16_operands_are_read_exactly(program):
+    a, bt, c = integers()
+    a[:, 0] = -(2.0**-24)   # the smallest fp16 subnormal
+    a[:, 1] = 3 * 2.0**-20
+    bt[:, 0] = -(2.0**10)
+    bt[:, 1] = 2.0**8
+    expected = a.astype(np.float64) @ bt.astype(np.float64).T + c
+    np.testing.assert_array_equal(run(program, "f16_by_the_isa", f16_bits(a), f16_bits(bt), c), expected)
+
+
+# ---- on the GPU --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def gpu_module():
+    import cupy
+
+    from autoconv.gpu.compiler import compile_source
+    from autoconv.gpu.device import read_device
+
+    compiled = compile_source(source(), read_device()[0].arch, "wgmma_f16_test")
+    assert compiled.ok, compiled.log
+    module = cupy.cuda.function.Module()
+    module.load(compiled.cubin)
+    return module
+
+
+def run_on_gpu(module, kernel: str, a_bits, bt_bits, c):
+    import cupy
+
+    d = cupy.full(c.shape, np.nan, np.float32)
+    module.get_function(kernel)((1,), (128,), (cupy.asarray(a_bits), cupy.asarray(bt_bits), cupy.asarray(c), d),
+                                shared_mem=SHARED_BYTES)
+    return cupy.asnumpy(d)
+
+
+@pytest.mark.gpu
+def test_the_gpu_agrees_with_the_model(program, gpu_module):
+    """The real wgmma.mma_async: the ISA-ordered kernels give NumPy's product, the others exactly
+    the model's other products, and the accumulation keeps float32's bits."""
+    a, bt, c = integers(seed=11)
+    for kernel in DEFINED_ON_THE_GPU:
+        bits = bits_of(kernel)
+        np.testing.assert_array_equal(run_on_gpu(gpu_module, kernel, bits(a), bits(bt), c),
+                                      run(program, kernel, bits(a), bits(bt), c), err_msg=kernel)
+    np.testing.assert_array_equal(run_on_gpu(gpu_module, "bf16_by_the_isa", bf16_bits(a), bf16_bits(bt), c),
+                                  a @ bt.T + c)
+    wrong_format = f16_bits(a), f16_bits(bt), c
+    np.testing.assert_array_equal(run_on_gpu(gpu_module, "bf16_by_the_isa", *wrong_format),
+                                  run(program, "bf16_by_the_isa", *wrong_format))
+    for kernel in ("bf16_by_the_isa", "f16_by_the_isa"):
+        a1, bt1, c1 = accumulation_operands()
+        bits = bits_of(kernel)
+        np.testing.assert_array_equal(run_on_gpu(gpu_module, kernel, bits(a1), bits(bt1), c1),
+                                      np.full(c1.shape, 1 + 2.0**-10, np.float32), err_msg=kernel)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", ["bf16_by_the_isa", "f16_by_the_isa"])
+def test_the_gpu_rounds_like_the_model_to_float32_precision(program, gpu_module, kernel):
+    """Random operands in each format: the model rounds each k step's sum toward zero once; the
+    hardware's adder may keep another number of bits, so the two may differ by a few float32
+    roundings of the magnitudes summed, |c| + sum |a*b|, and no more."""
+    rng = np.random.default_rng(5)
+    to_bits = bf16_bits if kernel.startswith("bf16") else f16_bits
+    exact = ((lambda x: bf16_values((x.view(np.uint32) >> 16).astype(np.uint16))) if kernel.startswith("bf16")
+             else (lambda x: x.astype(np.float16).astype(np.float32)))
+    a = exact(rng.uniform(-1, 1, (64, K_DEPTH)).astype(np.float32))
+    bt = exact(rng.uniform(-1, 1, (N_COLUMNS, K_DEPTH)).astype(np.float32))
+    c = rng.uniform(-1, 1, (64, N_COLUMNS)).astype(np.float32)
+    gpu, model = (run_on_gpu(gpu_module, kernel, to_bits(a), to_bits(bt), c),
+                  run(program, kernel, to_bits(a), to_bits(bt), c))
+    magnitude = np.abs(c.astype(np.float64)) + np.abs(a.astype(np.float64)) @ np.abs(bt.astype(np.float64)).T
+    difference = np.abs(gpu.astype(np.float64) - model) / magnitude / 2.0**-24
+    print(f"{kernel}: {np.count_nonzero(gpu != model)} of {gpu.size} results differ from the model, by at most "
+          f"{difference.max():.2f} x 2^-24 of the magnitudes summed")
+    assert difference.max() <= 8
+
+
+# ---- the asm statements (static) ---------------------------------------------------------------
+
+_MACRO = re.compile(r"#define AUTOCONV_WGMMA_SS_M64N(\d+)K16\(TYPES\) \\\n(.*?)\n\n", re.S)
+
+
+def asm_statements(text: str) -> dict[int, str]:
+    return {int(n): body for n, body in _MACRO.findall(text)}
+
+
+def operand_problems(n: int, body: str) -> list[str]:
+    """What is wrong with the asm statement of width n: its PTX must name D's n/2 registers in
+    order (%0..), then A's and B's descriptors, the predicate from the last operand, scale 1 and
+    no transpose; its operand lists must be d[0..n/2-1] in order, then a, b, accumulate."""
+    problems = []
+    strings = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', body.split(": ")[0]))
+    registers = n // 2
+    shape = re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.", strings)
+    if not shape or int(shape.group(1)) != n:
+        problems.append(f"shape is not m64n{n}k16 with .f32 accumulators")
+    group = re.search(r"\{ ([%\d, ]+) \}, %(\d+), %(\d+), accumulate, 1, 1, 0, 0;", strings)
+    if not group:
+        return problems + ["no brace group of D followed by two descriptors, scale 1, 1 and no transpose"]
+    named = [int(x) for x in re.findall(r"%(\d+)", group.group(1))]
+    if named != list(range(registers)):
+        problems.append(f"D's registers are {named[:6]}..., not %0..%{registers - 1} in order")
+    if (int(group.group(2)), int(group.group(3))) != (registers, registers + 1):
+        problems.append("the descriptors are not the operands right after D")
+    if f"setp.ne.b32 accumulate, %{registers + 2}, 0" not in strings:
+        problems.append("the predicate is not read from the operand after the descriptors")
+    outputs = re.findall(r'"\+f"\(d\[(\d+)\]\)', body)
+    if [int(x) for x in outputs] != list(range(registers)):
+        problems.append("the output operands are not d[0..] in order")
+    if not re.search(r': "l"\(a\), "l"\(b\), "r"\(static_cast<int>\(accumulate\)\)\)$', body.strip()):
+        problems.append("the input operands are not a, b, accumulate")
+    return problems
+
+
+def test_every_width_passes_its_operands_in_order():
+    statements = asm_statements((templates_dir() / "wgmma_f16.cuh").read_text())
+    assert sorted(statements) == list(WIDTHS)
+    for n, body in statements.items():
+        assert operand_problems(n, body) == [], n
+
+
+@pytest.mark.parametrize("planted", ["swap d", "swap descriptors", "transpose"])
+def test_a_planted_mistake_is_caught(planted):
+    text = (templates_dir() / "wgmma_f16.cuh").read_text()
+    body = asm_statements(text)[64]
+    if planted == "swap d":
+        wrong = body.replace('"+f"(d[1]), "+f"(d[2])', '"+f"(d[2]), "+f"(d[1])')
+    elif planted == "swap descriptors":
+        wrong = body.replace('"l"(a), "l"(b)', '"l"(b), "l"(a)')
+    else:
+        wrong = body.replace("1, 1, 0, 0;", "1, 1, 1, 0;")
+    assert wrong != body and operand_problems(64, wrong)
+
+
+def test_the_format_names_the_ptx_types():
+    text = (templates_dir() / "wgmma_f16.cuh").read_text()
+    for n in WIDTHS:
+        function = re.search(rf"void mma_ss_m64n{n}k16\(.*?\n\}}", text, re.S).group(0)
+        assert f'if constexpr (FORMAT == BF16)\n        AUTOCONV_WGMMA_SS_M64N{n}K16("bf16.bf16");' in function
+        assert f'else\n        AUTOCONV_WGMMA_SS_M64N{n}K16("f16.f16");' in function
+
+
+_NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.skipif(_NVCC is None, reason="nvcc is not on PATH")
+def test_ptxas_accepts_every_width_and_format(tmp_path):
+    """Every width in both formats assembles for sm_90a, as one wgmma each with the types told."""
+    cases = [(n, fmt) for n in WIDTHS for fmt in ("BF16", "F16")]
+    calls = "\n".join(f"    {{ float d[{n // 2}] = {{}}; "
+                      f"wgmma_f16::mma_ss_m64n{n}k16<wgmma_f16::{fmt}>(d, a, b, true); "
+                      f"wgmma_f16::commit(); wgmma_f16::wait<0>(); out[{i}] = d[{n // 2 - 1}]; }}"
+                      for i, (n, fmt) in enumerate(cases))
+    probe = tmp_path / "probe.cu"
+    probe.write_text(source().split("constexpr int M = 64")[0] + f"""
+extern "C" __global__ void probe(float* out, unsigned long long a, unsigned long long b)
+{{
+{calls}
+}}
+""")
+    done = subprocess.run([_NVCC, "-arch=sm_90a", "-ptx", "-o", str(tmp_path / "probe.ptx"), str(probe)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    ptx = (tmp_path / "probe.ptx").read_text()
+    found = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.(bf16|f16)\.(bf16|f16)", ptx)
+    assert sorted(found) == sorted((str(n), t, t) for n in WIDTHS for t in ("bf16", "f16"))
+    done = subprocess.run([_NVCC, "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "probe.cubin"), str(probe)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
