@@ -64,7 +64,9 @@ class TrialResult:
 
     ``time_ms`` is the median time of one execution of the plan (all its launches) and
     ``tflops`` the problem's FLOPs over it; both are None unless ``status`` is OK.
-    ``compile_s`` is compiler time (in a compiler process), ``run_s`` GPU-worker time
+    ``compile_s`` is compiler time (wall, in a compiler process) and ``compile_cpu_s`` that
+    process's CPU time meanwhile (less when the compilation waited for a core), ``run_s``
+    GPU-worker time
     (load, verify, time). Resource fields are the largest over the plan's kernels.
     """
 
@@ -77,6 +79,7 @@ class TrialResult:
     max_ms: float | None = None
     error: float | None = None           # relative L2 error against the reference
     compile_s: float = 0.0
+    compile_cpu_s: float = 0.0
     run_s: float = 0.0
     registers: int | None = None
     spill_bytes: int | None = None

@@ -67,12 +67,12 @@ class FakeBackend(Backend):
         injected = self._fail(plan) if self._fail else None
         if injected is not None:
             status, reason = injected
-            return failed(plan, status, reason, compile_s=0.01, run_s=0.001)
+            return failed(plan, status, reason, compile_s=0.01, compile_cpu_s=0.008, run_s=0.001)
         time_ms = self.synthetic_time_ms(plan)
         return TrialResult(status=Status.OK, reason="synthetic timing", kernel_name=plan.name,
                            time_ms=time_ms, min_ms=time_ms, max_ms=time_ms, error=0.0,
                            tflops=plan.problem.flops / (time_ms * 1e-3) / 1e12,
-                           compile_s=0.01, run_s=0.001, registers=64, spill_bytes=0,
+                           compile_s=0.01, compile_cpu_s=0.008, run_s=0.001, registers=64, spill_bytes=0,
                            shared_bytes=max((launch.shared_bytes for launch in plan.launches), default=0),
                            workspace_bytes=plan.workspace_bytes, source_hash=plan.source_hash)
 

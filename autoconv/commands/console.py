@@ -185,6 +185,7 @@ def summary_table(outcomes: Sequence[ProblemOutcome], wall_s: float | None = Non
     if wall_s is not None:
         caption.append(f"tuning took {wall_s:.1f} s "
                        f"(compile {sum(o.compile_s for o in outcomes):.1f} s in parallel, "
+                       f"{sum(o.compile_cpu_s for o in outcomes):.1f} CPU-s, "
                        f"GPU {sum(o.gpu_s for o in outcomes):.1f} s)")
     table.caption = "; ".join(caption)
     return table

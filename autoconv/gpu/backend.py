@@ -310,11 +310,13 @@ class CupyBackend(Backend):
                 while len(self._cubins) > CUBIN_CACHE_ENTRIES:
                     self._cubins.popitem(last=False)
         if not compiled.ok:
-            return failed(ticket.plan, Status.COMPILE_FAILED, compiled.reason(), compile_s=compiled.seconds)
+            return failed(ticket.plan, Status.COMPILE_FAILED, compiled.reason(), compile_s=compiled.seconds,
+                          compile_cpu_s=compiled.cpu_seconds)
         if self._closed:
             return failed(ticket.plan, Status.RUNTIME_FAILED, "not run: the backend was closed",
-                          compile_s=compiled.seconds)
-        return self._worker.evaluate(ticket.plan, compiled.cubin, compiled.seconds, ticket.seed)
+                          compile_s=compiled.seconds, compile_cpu_s=compiled.cpu_seconds)
+        result = self._worker.evaluate(ticket.plan, compiled.cubin, compiled.seconds, ticket.seed)
+        return dataclasses.replace(result, compile_cpu_s=compiled.cpu_seconds)
 
     def close(self) -> None:
         """Stop: candidates not yet on the GPU are not run; one running is cut short."""

@@ -36,7 +36,8 @@ class CompileOutcome:
     ok: bool
     cubin: bytes
     log: str
-    seconds: float
+    seconds: float             # wall time of the compilation
+    cpu_seconds: float = 0.0   # CPU time of the compiling process meanwhile (less when it waited for a core)
 
     def reason(self) -> str:
         """The first lines of the compiler log that say what is wrong."""
@@ -97,19 +98,20 @@ def compile_source(source: str, arch: str, name: str = "kernel") -> CompileOutco
     require_cupy()
     from cupy_backends.cuda.libs import nvrtc
 
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
     program = nvrtc.createProgram(source, f"{name}.cu", [], [])
     try:
         try:
             nvrtc.compileProgram(program, list(nvrtc_options(arch)))
         except nvrtc.NVRTCError as err:
             log = _text(nvrtc.getProgramLog(program)) or str(err)
-            return CompileOutcome(False, b"", log, time.perf_counter() - started)
+            return CompileOutcome(False, b"", log, time.perf_counter() - started,
+                                  time.process_time() - started_cpu)
         cubin = bytes(nvrtc.getCUBIN(program))
         log = _text(nvrtc.getProgramLog(program))
     finally:
         nvrtc.destroyProgram(program)
-    return CompileOutcome(True, cubin, log, time.perf_counter() - started)
+    return CompileOutcome(True, cubin, log, time.perf_counter() - started, time.process_time() - started_cpu)
 
 
 def _text(value) -> str:

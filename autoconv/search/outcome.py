@@ -53,7 +53,8 @@ class ProblemOutcome:
     invalid: int = 0           # proposals repaired because they broke a constraint
     repeats: int = 0           # proposals of configs evaluated before
     failures: dict[str, int] = field(default_factory=dict)  # this run's failed candidates by status
-    compile_s: float = 0.0
+    compile_s: float = 0.0      # the candidates' compilations, wall time summed over them
+    compile_cpu_s: float = 0.0  # their compiling processes' CPU time
     gpu_s: float = 0.0
     wall_s: float = 0.0
     valid_points: int = 0
@@ -85,7 +86,8 @@ def merge_outcomes(outcomes: Sequence[ProblemOutcome], *, parallel: bool = True)
     work: dict[str, Any] = dict(
         trials_run=sum(o.trials_run for o in outcomes), invalid=sum(o.invalid for o in outcomes),
         repeats=sum(o.repeats for o in outcomes), failures=failures,
-        compile_s=sum(o.compile_s for o in outcomes), gpu_s=sum(o.gpu_s for o in outcomes))
+        compile_s=sum(o.compile_s for o in outcomes), compile_cpu_s=sum(o.compile_cpu_s for o in outcomes),
+        gpu_s=sum(o.gpu_s for o in outcomes))
     with_winner = [o for o in outcomes if o.time_ms is not None]
     if not parallel:
         chosen = with_winner[-1] if with_winner else outcomes[0]

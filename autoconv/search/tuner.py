@@ -339,6 +339,7 @@ class Tuner:
                 self.liveness.done(study, trial.number)
                 outcome.trials_run += 1
                 outcome.compile_s += result.compile_s
+                outcome.compile_cpu_s += result.compile_cpu_s
                 outcome.gpu_s += result.run_s
                 if result.ok:
                     if best is None or cast(float, result.time_ms) < cast(float, best.time_ms):  # (ok: timed)
@@ -471,6 +472,7 @@ class Tuner:
             plan = get_family(family).plan(problem, config, self.backend.device, self.workspace_limit)
             check = self.backend.evaluate(plan, seed=self.seed + REVERIFY_SEED_OFFSET)
             outcome.compile_s += check.compile_s
+            outcome.compile_cpu_s += check.compile_cpu_s
             outcome.gpu_s += check.run_s
             if not check.ok:
                 rejected.append(f"trial {trial.number} ({plan.name}): {check.status.value}: {check.reason}")

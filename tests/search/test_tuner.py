@@ -79,8 +79,14 @@ def test_trial_budget_defaults_first_and_only_valid_points(points):
     assert len(evaluated) == 15
     for trial in evaluated:
         assert trial.state == TrialState.COMPLETE
-        assert {"status", "reason", "compile_s", "run_s", "time_ms", "details"} <= set(trial.user_attrs)
+        assert {"status", "reason", "compile_s", "compile_cpu_s", "run_s", "time_ms", "details"} \
+            <= set(trial.user_attrs)
         assert trial.value == trial.user_attrs["time_ms"]
+    # The compilers' wall and CPU time, each summed over the evaluations (the fake backend's
+    # 0.01 s and 0.008 CPU-s per candidate; the winner's re-verification compiles once more).
+    compiled = len(evaluated) + 1
+    assert outcome.compile_s == pytest.approx(0.01 * compiled)
+    assert outcome.compile_cpu_s == pytest.approx(0.008 * compiled)
 
 
 def test_seeds_follow_the_default_each_as_its_nearest_valid_point():
