@@ -11,8 +11,9 @@ study transfers from; the history's model of ``--rank`` reads the storage, so gi
 ``--history-storage`` too), so that no run profits from another. Rounds alternate the order
 of the variants (the first round in the order given, the next reversed, ...), because what
 runs first pays for cold disks and caches. Each run's ``tune.json`` is kept in ``--out``;
-printed and written (``--out``/cost.json): per variant, each run's wall seconds and the
-median, and the geometric mean over the problems of the variant's best time over the first
+printed and written (``--out``/cost.json): per run, its wall seconds and the compilers' wall
+and CPU seconds and the GPU's (summed over the candidates); per variant, each run's wall seconds
+and the median, and the geometric mean over the problems of the variant's best time over the first
 variant's (and the worst problem), from the same round.
 """
 
@@ -60,6 +61,14 @@ def run_once(config: str, extra: list[str], history: str | None, history_storage
     return json.loads(summary.read_text())
 
 
+#: Work summed over a run's problems (tune.json): the compilers' wall and CPU seconds, the GPU's.
+WORK = ("compile_s", "compile_cpu_s", "gpu_s")
+
+
+def summed_work(summary: dict) -> dict[str, float]:
+    return {key: sum(problem.get(key) or 0.0 for problem in summary["problems"]) for key in WORK}
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     variants = [(name, extra.split()) for name, _, extra in (v.partition("=") for v in args.variant)]
@@ -73,7 +82,9 @@ def main(argv=None) -> int:
             keep = out / f"tune_{name.replace(' ', '_')}_round{round_number + 1}.json"
             result = run_once(args.config, extra, args.history, args.history_storage, summary, keep)
             runs[name].append(result)
-            print(f"round {round_number + 1} {name}: {result['wall_s']:.1f} s", flush=True)
+            work = summed_work(result)
+            print(f"round {round_number + 1} {name}: {result['wall_s']:.1f} s (compile {work['compile_s']:.1f} s, "
+                  f"{work['compile_cpu_s']:.1f} CPU-s; GPU {work['gpu_s']:.1f} s)", flush=True)
     first = variants[0][0]
     report = {}
     for name, _ in variants:
@@ -83,6 +94,7 @@ def main(argv=None) -> int:
             ratios += [p["time_ms"] / best[p["name"]] for p in mine["problems"]
                        if p.get("time_ms") and p["name"] in best]
         report[name] = {"wall_s": [r["wall_s"] for r in runs[name]],
+                        **{key: [summed_work(r)[key] for r in runs[name]] for key in WORK},
                         "median_wall_s": statistics.median(r["wall_s"] for r in runs[name]),
                         "best_time_vs_first_geomean": geometric_mean(ratios) if ratios else None,
                         "worst_problem_vs_first": max(ratios, default=None)}
