@@ -9,7 +9,7 @@
 // cuda_bf16.h nor cuda_fp16.h; FORMAT (BF16 or F16) says how the tensor cores read them.
 //
 // The product, for one warpgroup (4 consecutive warps, the first a multiple of 4):
-//   mma_ss_m64n<N>k16<FORMAT>(d, a, b, accumulate):  D = A * B + (accumulate ? D : 0), with
+//   mma_ss_m64nNk16<N, FORMAT>(d, a, b, accumulate):  D = A * B + (accumulate ? D : 0), with
 //     A  64 x 16 and B 16 x N in shared memory, read through the descriptors a and b
 //        (make_descriptor), both K-major: each row m of A and each column n of B has its k
 //        values at consecutive addresses, in the 128-byte swizzle below;
@@ -211,63 +211,34 @@ __device__ __forceinline__ void fence_registers(float (&d)[SIZE])
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
         : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)))
 
-//! D (64 x 16) = A (64 x 16) * B (16 x 16) + (accumulate ? D : 0), A and B in shared memory.
-template <int FORMAT>
-__device__ __forceinline__ void mma_ss_m64n16k16(float (&d)[8], unsigned long long a, unsigned long long b,
+//! D (64 x N) = A (64 x 16) * B (16 x N) + (accumulate ? D : 0), A and B in shared memory, read as
+//! FORMAT; N (16, 32, 64, 128 or 256) chosen at compile time (a template's warpgroup tile, say).
+template <int N, int FORMAT>
+__device__ __forceinline__ void mma_ss_m64nNk16(float (&d)[N / 2], unsigned long long a, unsigned long long b,
                                                 bool accumulate)
 {
+    static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256,
+                  "mma_ss_m64nNk16 is written out for N = 16, 32, 64, 128, 256");
     static_assert(FORMAT == BF16 || FORMAT == F16, "FORMAT is BF16 or F16");
-    if constexpr (FORMAT == BF16)
+    if constexpr (N == 16 && FORMAT == BF16)
         AUTOCONV_WGMMA_SS_M64N16K16("bf16.bf16");
-    else
+    else if constexpr (N == 16 && FORMAT == F16)
         AUTOCONV_WGMMA_SS_M64N16K16("f16.f16");
-}
-
-//! D (64 x 32) = A (64 x 16) * B (16 x 32) + (accumulate ? D : 0), A and B in shared memory.
-template <int FORMAT>
-__device__ __forceinline__ void mma_ss_m64n32k16(float (&d)[16], unsigned long long a, unsigned long long b,
-                                                bool accumulate)
-{
-    static_assert(FORMAT == BF16 || FORMAT == F16, "FORMAT is BF16 or F16");
-    if constexpr (FORMAT == BF16)
+    else if constexpr (N == 32 && FORMAT == BF16)
         AUTOCONV_WGMMA_SS_M64N32K16("bf16.bf16");
-    else
+    else if constexpr (N == 32 && FORMAT == F16)
         AUTOCONV_WGMMA_SS_M64N32K16("f16.f16");
-}
-
-//! D (64 x 64) = A (64 x 16) * B (16 x 64) + (accumulate ? D : 0), A and B in shared memory.
-template <int FORMAT>
-__device__ __forceinline__ void mma_ss_m64n64k16(float (&d)[32], unsigned long long a, unsigned long long b,
-                                                bool accumulate)
-{
-    static_assert(FORMAT == BF16 || FORMAT == F16, "FORMAT is BF16 or F16");
-    if constexpr (FORMAT == BF16)
+    else if constexpr (N == 64 && FORMAT == BF16)
         AUTOCONV_WGMMA_SS_M64N64K16("bf16.bf16");
-    else
+    else if constexpr (N == 64 && FORMAT == F16)
         AUTOCONV_WGMMA_SS_M64N64K16("f16.f16");
-}
-
-//! D (64 x 128) = A (64 x 16) * B (16 x 128) + (accumulate ? D : 0), A and B in shared memory.
-template <int FORMAT>
-__device__ __forceinline__ void mma_ss_m64n128k16(float (&d)[64], unsigned long long a, unsigned long long b,
-                                                bool accumulate)
-{
-    static_assert(FORMAT == BF16 || FORMAT == F16, "FORMAT is BF16 or F16");
-    if constexpr (FORMAT == BF16)
+    else if constexpr (N == 128 && FORMAT == BF16)
         AUTOCONV_WGMMA_SS_M64N128K16("bf16.bf16");
-    else
+    else if constexpr (N == 128 && FORMAT == F16)
         AUTOCONV_WGMMA_SS_M64N128K16("f16.f16");
-}
-
-//! D (64 x 256) = A (64 x 16) * B (16 x 256) + (accumulate ? D : 0), A and B in shared memory.
-template <int FORMAT>
-__device__ __forceinline__ void mma_ss_m64n256k16(float (&d)[128], unsigned long long a, unsigned long long b,
-                                                bool accumulate)
-{
-    static_assert(FORMAT == BF16 || FORMAT == F16, "FORMAT is BF16 or F16");
-    if constexpr (FORMAT == BF16)
+    else if constexpr (N == 256 && FORMAT == BF16)
         AUTOCONV_WGMMA_SS_M64N256K16("bf16.bf16");
-    else
+    else if constexpr (N == 256 && FORMAT == F16)
         AUTOCONV_WGMMA_SS_M64N256K16("f16.f16");
 }
 
@@ -439,56 +410,16 @@ inline void wait()
     }
 }
 
-template <int FORMAT>
-inline void mma_ss_m64n16k16(float (&d)[8], unsigned long long a, unsigned long long b, bool accumulate)
-{
-    emulation::issue(d, 16, a, b, accumulate, FORMAT);
-}
-
-template <int FORMAT>
-inline void mma_ss_m64n32k16(float (&d)[16], unsigned long long a, unsigned long long b, bool accumulate)
-{
-    emulation::issue(d, 32, a, b, accumulate, FORMAT);
-}
-
-template <int FORMAT>
-inline void mma_ss_m64n64k16(float (&d)[32], unsigned long long a, unsigned long long b, bool accumulate)
-{
-    emulation::issue(d, 64, a, b, accumulate, FORMAT);
-}
-
-template <int FORMAT>
-inline void mma_ss_m64n128k16(float (&d)[64], unsigned long long a, unsigned long long b, bool accumulate)
-{
-    emulation::issue(d, 128, a, b, accumulate, FORMAT);
-}
-
-template <int FORMAT>
-inline void mma_ss_m64n256k16(float (&d)[128], unsigned long long a, unsigned long long b, bool accumulate)
-{
-    emulation::issue(d, 256, a, b, accumulate, FORMAT);
-}
-
-#endif
-
-//! The product of a width N chosen at compile time (a template's warpgroup tile, say).
 template <int N, int FORMAT>
-__device__ __forceinline__ void mma_ss_m64nNk16(float (&d)[N / 2], unsigned long long a, unsigned long long b,
-                                                bool accumulate)
+inline void mma_ss_m64nNk16(float (&d)[N / 2], unsigned long long a, unsigned long long b, bool accumulate)
 {
     static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256,
                   "mma_ss_m64nNk16 is written out for N = 16, 32, 64, 128, 256");
-    if constexpr (N == 16)
-        mma_ss_m64n16k16<FORMAT>(d, a, b, accumulate);
-    else if constexpr (N == 32)
-        mma_ss_m64n32k16<FORMAT>(d, a, b, accumulate);
-    else if constexpr (N == 64)
-        mma_ss_m64n64k16<FORMAT>(d, a, b, accumulate);
-    else if constexpr (N == 128)
-        mma_ss_m64n128k16<FORMAT>(d, a, b, accumulate);
-    else
-        mma_ss_m64n256k16<FORMAT>(d, a, b, accumulate);
+    static_assert(FORMAT == BF16 || FORMAT == F16, "FORMAT is BF16 or F16");
+    emulation::issue(d, N, a, b, accumulate, FORMAT);
 }
+
+#endif
 
 }  // namespace wgmma_f16
 

@@ -372,11 +372,13 @@ def test_a_planted_mistake_is_caught(planted):
 
 
 def test_the_format_names_the_ptx_types():
+    """Each (N, FORMAT) branch of the product runs the asm of width N with FORMAT's PTX types."""
     text = (templates_dir() / "wgmma_f16.cuh").read_text()
-    for n in WIDTHS:
-        function = re.search(rf"void mma_ss_m64n{n}k16\(.*?\n\}}", text, re.S).group(0)
-        assert f'if constexpr (FORMAT == BF16)\n        AUTOCONV_WGMMA_SS_M64N{n}K16("bf16.bf16");' in function
-        assert f'else\n        AUTOCONV_WGMMA_SS_M64N{n}K16("f16.f16");' in function
+    dispatcher = re.search(r"__device__ __forceinline__ void mma_ss_m64nNk16\(.*?\n\}", text, re.S).group(0)
+    branches = re.findall(r"if constexpr \(N == (\d+) && FORMAT == (BF16|F16)\)\n\s+"
+                          r"AUTOCONV_WGMMA_SS_M64N(\d+)K16\(\"(\w+)\.(\w+)\"\);", dispatcher)
+    assert sorted(branches) == sorted((str(n), fmt, str(n), fmt.lower(), fmt.lower())
+                                      for n in WIDTHS for fmt in ("BF16", "F16"))
 
 
 _NVCC = shutil.which("nvcc")
@@ -387,7 +389,7 @@ def test_ptxas_accepts_every_width_and_format(tmp_path):
     """Every width in both formats assembles for sm_90a, as one wgmma each with the types told."""
     cases = [(n, fmt) for n in WIDTHS for fmt in ("BF16", "F16")]
     calls = "\n".join(f"    {{ float d[{n // 2}] = {{}}; "
-                      f"wgmma_f16::mma_ss_m64n{n}k16<wgmma_f16::{fmt}>(d, a, b, true); "
+                      f"wgmma_f16::mma_ss_m64nNk16<{n}, wgmma_f16::{fmt}>(d, a, b, true); "
                       f"wgmma_f16::commit(); wgmma_f16::wait<0>(); out[{i}] = d[{n // 2 - 1}]; }}"
                       for i, (n, fmt) in enumerate(cases))
     probe = tmp_path / "probe.cu"
