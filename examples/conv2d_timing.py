@@ -20,12 +20,12 @@ import numpy
 
 import autoconv
 from autoconv.cache.winners import CacheKey, WinnerCache
-from autoconv.problems.config import load_config
 from autoconv.gpu.device import read_device
-from autoconv.verify.reference import conv2d_reference, random_inputs
-from autoconv.runtime.api import cache_path
 from autoconv.gpu.timing import buffer_sets_for, geometric_mean, time_calls
+from autoconv.problems.config import load_config
+from autoconv.runtime.api import cache_path
 from autoconv.verify.compare import check_result
+from autoconv.verify.reference import conv2d_reference, random_inputs
 
 
 def main(config_file: str) -> int:
@@ -49,7 +49,7 @@ def main(config_file: str) -> int:
             device_inputs = [tuple(None if a is None else cupy.asarray(a) for a in xs) for xs in inputs]
             outputs = [cupy.full(problem.output_shape, numpy.nan, dtype=cupy.float32) for _ in range(sets)]
 
-            def call(i):
+            def call(i, device_inputs=device_inputs, problem=problem, outputs=outputs):  # this layer's
                 x, w, bias = device_inputs[i]
                 autoconv.conv2d(x, w, bias, stride=problem.stride, padding=problem.padding,
                                 dilation=problem.dilation, out=outputs[i])

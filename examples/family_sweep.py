@@ -25,11 +25,11 @@ import time
 
 from autoconv.bench.baseline import find_best_plan
 from autoconv.bench.results import CUDNN_MODES
-from autoconv.problems.config import load_config
 from autoconv.errors import SearchSpaceError
-from autoconv.kernels.families import get_family
 from autoconv.gpu import CupyBackend
 from autoconv.gpu.timing import geometric_mean
+from autoconv.kernels.families import get_family
+from autoconv.problems.config import load_config
 
 
 def parse_args(argv):
@@ -99,7 +99,8 @@ def main(argv=None) -> int:
             for row in rows:
                 if row["layer"] == item.name:
                     print("   " + format_row(row, default), flush=True)
-    print(f"\nspeedup over cuDNN in the problems' precision by configuration (geometric mean over the layers it ran on), "
+    print("\nspeedup over cuDNN in the problems' precision by configuration (geometric mean over the layers it "
+          f"ran on), "
           f"{time.perf_counter() - started:.0f} s:")
     for key, values in sorted(ratios.items(), key=lambda kv: -geometric_mean(kv[1])):
         print(f"  {geometric_mean(values):.3f}x over {len(values)} layers  {key}")
