@@ -49,7 +49,8 @@ def main(config_file: str) -> int:
             device_inputs = [tuple(None if a is None else cupy.asarray(a) for a in xs) for xs in inputs]
             outputs = [cupy.full(problem.output_shape, numpy.nan, dtype=cupy.float32) for _ in range(sets)]
 
-            def call(i, device_inputs=device_inputs, problem=problem, outputs=outputs):  # this layer's
+            # (defaults bind this layer's buffers: the closure outlives nothing, but says so)
+            def call(i, device_inputs=device_inputs, problem=problem, outputs=outputs):
                 x, w, bias = device_inputs[i]
                 autoconv.conv2d(x, w, bias, stride=problem.stride, padding=problem.padding,
                                 dilation=problem.dilation, out=outputs[i])

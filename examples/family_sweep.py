@@ -100,8 +100,7 @@ def main(argv=None) -> int:
                 if row["layer"] == item.name:
                     print("   " + format_row(row, default), flush=True)
     print("\nspeedup over cuDNN in the problems' precision by configuration (geometric mean over the layers it "
-          f"ran on), "
-          f"{time.perf_counter() - started:.0f} s:")
+          f"ran on), {time.perf_counter() - started:.0f} s:")
     for key, values in sorted(ratios.items(), key=lambda kv: -geometric_mean(kv[1])):
         print(f"  {geometric_mean(values):.3f}x over {len(values)} layers  {key}")
     if args.out:
