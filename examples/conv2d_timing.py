@@ -49,7 +49,7 @@ def main(config_file: str) -> int:
             device_inputs = [tuple(None if a is None else cupy.asarray(a) for a in xs) for xs in inputs]
             outputs = [cupy.full(problem.output_shape, numpy.nan, dtype=cupy.float32) for _ in range(sets)]
 
-            # (defaults bind this layer's buffers: the closure outlives nothing, but says so)
+            # The defaults bind this iteration's layer and buffers (it is only called within it).
             def call(i, device_inputs=device_inputs, problem=problem, outputs=outputs):
                 x, w, bias = device_inputs[i]
                 autoconv.conv2d(x, w, bias, stride=problem.stride, padding=problem.padding,
