@@ -24,6 +24,7 @@ from autoconv.emulator import EmulatedKernelFault, compile_program
 from autoconv.kernels.families import Launch
 from autoconv.kernels.render import environment
 from autoconv.kernels.resources import templates_dir
+from tests.emulator.warpgroup_gpu import load_module, roundings_apart, run_warpgroup
 
 N_COLUMNS = 16   # D is 64 x 16: two 8-row atoms of B
 K_DEPTH = 64     # four k steps of 16: one 128-byte row per row of A and column of B
@@ -240,25 +241,11 @@ def test_subnormal_and_negative_f16_operands_are_read_exactly(program):
 
 @pytest.fixture(scope="module")
 def gpu_module():
-    import cupy
-
-    from autoconv.gpu.compiler import compile_source
-    from autoconv.gpu.device import read_device
-
-    compiled = compile_source(source(), read_device()[0].arch, "wgmma_f16_test")
-    assert compiled.ok, compiled.log
-    module = cupy.cuda.function.Module()
-    module.load(compiled.cubin)
-    return module
+    return load_module(source(), "wgmma_f16_test")
 
 
 def run_on_gpu(module, kernel: str, a_bits, bt_bits, c):
-    import cupy
-
-    d = cupy.full(c.shape, np.nan, np.float32)
-    module.get_function(kernel)((1,), (128,), (cupy.asarray(a_bits), cupy.asarray(bt_bits), cupy.asarray(c), d),
-                                shared_mem=SHARED_BYTES)
-    return cupy.asnumpy(d)
+    return run_warpgroup(module, kernel, a_bits, bt_bits, c, SHARED_BYTES)
 
 
 @pytest.mark.gpu
@@ -306,12 +293,6 @@ def test_the_gpu_rounds_like_the_model_to_float32_precision(program, gpu_module,
           f"{apart:.2f} x 2^-24 of the magnitudes summed")
     assert apart <= 8
 
-
-def roundings_apart(gpu, model, a, bt, c) -> float:
-    """The largest difference of two results, in float32 roundings (2^-24) of the magnitudes
-    summed for it, |c| + sum |a*b| (a and bt the operands' values)."""
-    magnitude = np.abs(c.astype(np.float64)) + np.abs(a.astype(np.float64)) @ np.abs(bt.astype(np.float64)).T
-    return float((np.abs(gpu.astype(np.float64) - model) / magnitude / 2.0**-24).max())
 
 
 # ---- the asm statements (static) ---------------------------------------------------------------

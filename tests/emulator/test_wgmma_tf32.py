@@ -17,6 +17,7 @@ import pytest
 from autoconv.emulator import EmulatedKernelFault, compile_program
 from autoconv.kernels.families import Launch
 from autoconv.kernels.render import environment
+from tests.emulator.warpgroup_gpu import load_module, roundings_apart, run_warpgroup
 
 N_COLUMNS = 16   # D is 64 x 16: two 8-row atoms of B
 K_DEPTH = 32     # four k steps of 8: one 128-byte row of B per column n
@@ -247,25 +248,11 @@ def test_operands_are_read_as_tf32_and_each_step_truncates(program):
 
 @pytest.fixture(scope="module")
 def gpu_module():
-    import cupy
-
-    from autoconv.gpu.compiler import compile_source
-    from autoconv.gpu.device import read_device
-
-    compiled = compile_source(source(), read_device()[0].arch, "wgmma_tf32_test")
-    assert compiled.ok, compiled.log
-    module = cupy.cuda.function.Module()
-    module.load(compiled.cubin)
-    return module
+    return load_module(source(), "wgmma_tf32_test")
 
 
 def run_on_gpu(module, kernel: str, a, bt, c):
-    import cupy
-
-    d = cupy.full(c.shape, np.nan, np.float32)
-    module.get_function(kernel)((1,), (128,), (cupy.asarray(a), cupy.asarray(bt), cupy.asarray(c), d),
-                                shared_mem=SHARED_BYTES)
-    return cupy.asnumpy(d)
+    return run_warpgroup(module, kernel, a, bt, c, SHARED_BYTES)
 
 
 @pytest.mark.gpu
@@ -294,10 +281,9 @@ def test_the_gpu_rounds_like_the_model_to_float32_precision(program, gpu_module)
               rng.uniform(-1, 1, (64, N_COLUMNS)).astype(np.float32))
     for name, (a, bt, c) in (("crafted", rounding_operands()), ("random", random)):
         gpu, model = run_on_gpu(gpu_module, "by_the_isa", a, bt, c), run(program, "by_the_isa", a, bt, c)
-        magnitude = np.abs(c.astype(np.float64)) + np.abs(a.astype(np.float64)) @ np.abs(bt.astype(np.float64)).T
-        difference = np.abs(gpu.astype(np.float64) - model) / magnitude / 2.0**-24
+        apart = roundings_apart(gpu, model, a, bt, c)
         print(f"{name}: {np.count_nonzero(gpu != model)} of {gpu.size} results differ from the model, by at most "
-              f"{difference.max():.2f} x 2^-24 of the magnitudes summed")
-        assert difference.max() <= 8, name
+              f"{apart:.2f} x 2^-24 of the magnitudes summed")
+        assert apart <= 8, name
     crafted = run_on_gpu(gpu_module, "by_the_isa", *rounding_operands())
     np.testing.assert_array_equal(crafted[:32], np.ones((32, N_COLUMNS), np.float32))  # operands truncated
