@@ -29,10 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from autoconv.kernels.families import get_family
-from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
 from autoconv.problems.config import load_config
-from autoconv.search.points import sample_valid
+from autoconv.search.dry_run import sample_plans
 
 
 def parse_args(argv):
@@ -54,20 +52,16 @@ def cpu_limits() -> dict[str, str]:
     return limits
 
 
-def candidates(config_path: str, per_family: int, arch_limits) -> list[tuple[str, str]]:
+def candidates(config_path: str, per_family: int, limits) -> list[tuple[str, str]]:
     """(kernel name, source) of each distinct candidate: per problem and family, up to
     ``per_family`` valid configurations, the default first (a source that several problems
     share, as the tuner's cubin cache would, counts once)."""
     config = load_config(config_path)
     rendered: dict[str, str] = {}  # source -> kernel name
-    for item in config.problems:
-        for family in config.families:
-            if get_family(family).unsupported_reason(item.problem):
-                continue
-            for chosen in sample_valid(family, item.problem, arch_limits, DEFAULT_WORKSPACE_LIMIT, per_family,
-                                       config.seed):
-                plan = get_family(family).plan(item.problem, chosen, arch_limits, DEFAULT_WORKSPACE_LIMIT)
-                rendered.setdefault(plan.source, plan.name)
+    for _, _, plan, _ in sample_plans(config.problems, config.families, per_family=per_family, seed=config.seed,
+                                      device=limits):
+        if plan is not None:
+            rendered.setdefault(plan.source, plan.name)
     return [(name, source) for source, name in rendered.items()]
 
 

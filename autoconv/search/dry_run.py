@@ -40,6 +40,26 @@ class DryRunResult:
     message: str = ""
 
 
+def sample_plans(problems: Sequence[NamedProblem], families: Sequence[str], *, per_family: int, seed: int,
+                 device: DeviceLimits, workspace_limit: int = DEFAULT_WORKSPACE_LIMIT,
+                 ) -> list[tuple[NamedProblem, str, KernelPlan | None, str]]:
+    """Per problem and family, up to ``per_family`` plans, the family's default first, then
+    random valid configurations (:func:`autoconv.search.points.sample_valid`), as
+    ``(problem, family, plan, "")``; one ``(problem, family, None, why)`` where the family has
+    none for the problem."""
+    sampled: list[tuple[NamedProblem, str, KernelPlan | None, str]] = []
+    for item in problems:
+        for family in families:
+            reason = get_family(family).unsupported_reason(item.problem)
+            configs = [] if reason else sample_valid(family, item.problem, device, workspace_limit,
+                                                      per_family, seed)
+            if not configs:
+                sampled.append((item, family, None, reason or "no valid configuration"))
+            sampled += [(item, family, get_family(family).plan(item.problem, config, device, workspace_limit), "")
+                        for config in configs]
+    return sampled
+
+
 def dry_run(problems: Sequence[NamedProblem], families: Sequence[str], *, per_family: int = 1,
             seed: int = 0, device: DeviceLimits | None = None,
             workspace_limit: int = DEFAULT_WORKSPACE_LIMIT, workers: int | None = None) -> list[DryRunResult]:
@@ -54,18 +74,11 @@ def dry_run(problems: Sequence[NamedProblem], families: Sequence[str], *, per_fa
         raise BackendUnavailable("--dry-run compiles with nvcc, which is not on PATH (nor under "
                                  "$CUDA_HOME/bin); install the CUDA toolkit")
     device = device or H100
-    jobs: list[tuple[DryRunResult, KernelPlan | None]] = []
-    for item in problems:
-        for family in families:
-            reason = get_family(family).unsupported_reason(item.problem)
-            configs = [] if reason else sample_valid(family, item.problem, device, workspace_limit,
-                                                      per_family, seed)
-            if not configs:
-                jobs.append((DryRunResult(item.name, item.problem, family, {},
-                                          message=reason or "no valid configuration"), None))
-            for config in configs:
-                plan = get_family(family).plan(item.problem, config, device, workspace_limit)
-                jobs.append((DryRunResult(item.name, item.problem, family, config, plan.name), plan))
+    jobs: list[tuple[DryRunResult, KernelPlan | None]] = [
+        (DryRunResult(item.name, item.problem, family, {}, message=why), None) if plan is None else
+        (DryRunResult(item.name, item.problem, family, dict(plan.config), plan.name), plan)
+        for item, family, plan, why in sample_plans(problems, families, per_family=per_family, seed=seed,
+                                                    device=device, workspace_limit=workspace_limit)]
 
     def compile_one(job):
         result, plan = job
