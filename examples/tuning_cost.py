@@ -93,8 +93,9 @@ def main(argv=None) -> int:
             best = {p["name"]: p["time_ms"] for p in theirs["problems"] if p.get("time_ms")}
             ratios += [p["time_ms"] / best[p["name"]] for p in mine["problems"]
                        if p.get("time_ms") and p["name"] in best]
+        work = [summed_work(r) for r in runs[name]]
         report[name] = {"wall_s": [r["wall_s"] for r in runs[name]],
-                        **{key: [summed_work(r)[key] for r in runs[name]] for key in WORK},
+                        **{key: [w[key] for w in work] for key in WORK},
                         "median_wall_s": statistics.median(r["wall_s"] for r in runs[name]),
                         "best_time_vs_first_geomean": geometric_mean(ratios) if ratios else None,
                         "worst_problem_vs_first": max(ratios, default=None)}
