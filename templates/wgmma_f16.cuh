@@ -248,7 +248,7 @@ __device__ __forceinline__ void mma_ss_m64nNk16(float (&d)[N / 2], unsigned long
 #undef AUTOCONV_WGMMA_SS_M64N128K16
 #undef AUTOCONV_WGMMA_SS_M64N256K16
 
-#else  // AUTOCONV_EMULATOR: the model
+#else  // the CPU emulator's model
 
 namespace emulation {
 

@@ -1,9 +1,9 @@
 """The inline PTX of the tensor-core headers passes its registers in the order the emulator
 models: a static check of what the CPU emulator cannot run.
 
-Under the emulator each asm statement of templates/mma_tf32.cuh and templates/wgmma_tf32.cuh
-is replaced by a model (the ``#else`` half of each header), so a swapped register in an asm
-operand list would pass every emulated test and compute garbage on the GPU. These tests tie
+Under the emulator each asm statement of templates/mma_tf32.cuh, templates/wgmma_tf32.cuh and
+templates/wgmma_f16.cuh is replaced by a model (the ``#else`` half of each header), so a swapped
+register in an asm operand list would pass every emulated test and compute garbage on the GPU. These tests tie
 the two halves to one table, the PTX ISA's fragment layouts ("Matrix Fragments for
 mma.m16n8k8", "Register Fragments and Shared Memory Matrix Layouts" of wgmma .m64nNk8, .tf32,
 .f32 accumulators):
@@ -14,7 +14,9 @@ mma.m16n8k8", "Register Fragments and Shared Memory Matrix Layouts" of wgmma .m6
 3. nvcc compiles a probe kernel whose fragment elements come from distinct addresses, and the
    registers of the emitted mma / wgmma instruction trace back to those addresses in order.
 
-Each is shown to fail on a planted swap.
+Each is shown to fail on a planted swap. wgmma_f16.cuh's products read both operands through
+descriptors, so only its D registers are a fragment: it has check 1 (and its layouts are checked
+on the GPU in test_wgmma_f16.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from autoconv.kernels.resources import templates_dir
 
 MMA = "mma_tf32.cuh"
 WGMMA = "wgmma_tf32.cuh"
+WGMMA_F16 = "wgmma_f16.cuh"
 WGMMA_WIDTHS = (16, 32, 64, 128, 256)
 
 
@@ -69,16 +72,20 @@ def asm_statements(text: str) -> list[AsmStatement]:
         while depth:
             depth += {"(": 1, ")": -1}.get(gpu[end], 0)
             end += 1
-        body = gpu[start:end - 1]
-        parts = body.split(":")
-        ptx = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', parts[0]))
-        operands, constraints = [], []
-        for part in parts[1:3]:
-            for constraint, expression in _OPERAND.findall(part):
-                constraints.append(constraint)
-                operands.append(expression.strip())
-        found.append(AsmStatement(match.group(1), ptx, operands, constraints))
+        found.append(_statement(match.group(1), gpu[start:end - 1]))
     return found
+
+
+def _statement(function: str, body: str) -> AsmStatement:
+    """The asm statement whose text after ``asm volatile(`` is ``body``, in ``function``."""
+    parts = body.split(":")
+    ptx = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', parts[0]))
+    operands, constraints = [], []
+    for part in parts[1:3]:
+        for constraint, expression in _OPERAND.findall(part):
+            constraints.append(constraint)
+            operands.append(expression.strip())
+    return AsmStatement(function, ptx, operands, constraints)
 
 
 def _element(expression: str) -> str:
@@ -244,6 +251,72 @@ def test_a_swapped_wgmma_ss_operand_is_caught(first, second):
         text = text.replace(gpu, gpu[:i] + first + gpu[i + len(second):j] + second + gpu[j + len(first):])
     problems = check_wgmma_asm(text, a_in_shared=True)
     assert any("operand" in p for p in problems), problems
+
+
+# wgmma_f16.cuh writes one asm statement per width as a macro of the PTX types (so each register
+# list serves both formats); each is checked with the types of each format substituted.
+
+def f16_asm_statements(text: str) -> list[AsmStatement]:
+    """The asm statement of each ``AUTOCONV_WGMMA_SS_M64N<N>K16(TYPES)`` macro of the GPU half,
+    once per format, as if in a function ``m64n<N>k16.<types>``."""
+    found = []
+    for width, body in re.findall(r"#define AUTOCONV_WGMMA_SS_M64N(\d+)K16\(TYPES\) \\\n(.*?)\n\n",
+                                  _gpu_half(text), re.S):
+        body = body.replace("\\\n", "\n")
+        statement = body[body.index("asm volatile(") + len("asm volatile("):]
+        found += [_statement(f"m64n{width}k16.{types}", statement.replace("TYPES", f'"{types}"'))
+                  for types in ("bf16.bf16", "f16.f16")]
+    return found
+
+
+def check_wgmma_f16_asm(text: str) -> list[str]:
+    """Problems with the asm of the 16-bit products, per width and format: d[0..N/2), then the
+    descriptors a and b, the predicate set from ``accumulate``, scale 1 and no transpose of
+    either operand (both K-major); D read and written ('+f')."""
+    statements = {s.function: s for s in f16_asm_statements(text)}
+    problems = []
+    for n in WGMMA_WIDTHS:
+        for types in ("bf16.bf16", "f16.f16"):
+            function = f"m64n{n}k16.{types}"
+            if function not in statements:
+                problems.append(f"no asm statement for {function}")
+                continue
+            s = statements[function]
+            instruction = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{types}"
+            if instruction not in s.ptx:
+                problems.append(f"{function} does not issue {instruction}")
+                continue
+            groups = _groups(s.ptx, instruction)
+            if len(groups) < 3:
+                problems.append(f"{function}: {len(groups)} operands")
+                continue
+            d_group, a_group, b_group = groups[:3]
+            problems += _descriptor_problems(function, s, "a", a_group)
+            problems += _descriptor_problems(function, s, "b", b_group)
+            problems += _accumulator_problems(function, s, n, d_group)
+            if not s.ptx.split(instruction)[1].split(";")[0].endswith(", accumulate, 1, 1, 0, 0"):
+                problems.append(f"{function}: not scale 1, 1 and transpose 0, 0 after the predicate")
+    return problems
+
+
+def test_wgmma_f16_operands_are_in_fragment_order():
+    assert check_wgmma_f16_asm(_source(WGMMA_F16)) == []
+
+
+@pytest.mark.parametrize("planted", [
+    ('"+f"(d[1]), "+f"(d[2])', '"+f"(d[2]), "+f"(d[1])'),     # D registers swapped
+    (': "l"(a), "l"(b)', ': "l"(b), "l"(a)'),                 # A and B descriptors swapped
+    ("accumulate, 1, 1, 0, 0", "accumulate, 1, 1, 1, 0"),     # A read transposed (M-major)
+])
+def test_a_planted_wgmma_f16_mistake_is_caught(planted):
+    """Each planted in the width-64 statement only: the check names that width's statements."""
+    text = _source(WGMMA_F16)
+    start = text.index("#define AUTOCONV_WGMMA_SS_M64N64K16")
+    end = text.index("\n\n", start)
+    wrong = text[start:end].replace(*planted)
+    assert wrong != text[start:end]
+    problems = check_wgmma_f16_asm(text[:start] + wrong + text[end:])
+    assert problems and all(p.startswith("m64n64k16.") for p in problems), problems
 
 
 # ---- 2. the models implement the PTX ISA's layout ------------------------------------------------

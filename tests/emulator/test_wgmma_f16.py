@@ -1,8 +1,8 @@
 """templates/wgmma_f16.cuh: the emulator's model of wgmma.mma_async with 16-bit operands (bf16 and
 fp16, m64nNk16, A and B in shared memory through 128-byte-swizzle descriptors, float32
 accumulators), on one-warpgroup kernels against NumPy; on the GPU, the same kernels against NumPy
-and the model; and a static check that each asm statement passes its registers in fragment order
-with the format and shape it claims.
+and the model; statically, that each format runs the asm of its PTX types and that nvcc assembles
+every width (the asm's operand order: test_inline_ptx.py).
 
 The kernels lay A and B out by the PTX ISA's description, written out here independently of the
 header (only the descriptor and the instructions come from it). A kernel that lays an operand
@@ -296,61 +296,6 @@ def test_the_gpu_rounds_like_the_model_to_float32_precision(program, gpu_module,
 
 
 # ---- the asm statements (static) ---------------------------------------------------------------
-
-_MACRO = re.compile(r"#define AUTOCONV_WGMMA_SS_M64N(\d+)K16\(TYPES\) \\\n(.*?)\n\n", re.S)
-
-
-def asm_statements(text: str) -> dict[int, str]:
-    return {int(n): body for n, body in _MACRO.findall(text)}
-
-
-def operand_problems(n: int, body: str) -> list[str]:
-    """What is wrong with the asm statement of width n: its PTX must name D's n/2 registers in
-    order (%0..), then A's and B's descriptors, the predicate from the last operand, scale 1 and
-    no transpose; its operand lists must be d[0..n/2-1] in order, then a, b, accumulate."""
-    problems = []
-    strings = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', body.split(": ")[0]))
-    registers = n // 2
-    shape = re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.", strings)
-    if not shape or int(shape.group(1)) != n:
-        problems.append(f"shape is not m64n{n}k16 with .f32 accumulators")
-    group = re.search(r"\{ ([%\d, ]+) \}, %(\d+), %(\d+), accumulate, 1, 1, 0, 0;", strings)
-    if not group:
-        return problems + ["no brace group of D followed by two descriptors, scale 1, 1 and no transpose"]
-    named = [int(x) for x in re.findall(r"%(\d+)", group.group(1))]
-    if named != list(range(registers)):
-        problems.append(f"D's registers are {named[:6]}..., not %0..%{registers - 1} in order")
-    if (int(group.group(2)), int(group.group(3))) != (registers, registers + 1):
-        problems.append("the descriptors are not the operands right after D")
-    if f"setp.ne.b32 accumulate, %{registers + 2}, 0" not in strings:
-        problems.append("the predicate is not read from the operand after the descriptors")
-    outputs = re.findall(r'"\+f"\(d\[(\d+)\]\)', body)
-    if [int(x) for x in outputs] != list(range(registers)):
-        problems.append("the output operands are not d[0..] in order")
-    if not re.search(r': "l"\(a\), "l"\(b\), "r"\(static_cast<int>\(accumulate\)\)\)$', body.strip()):
-        problems.append("the input operands are not a, b, accumulate")
-    return problems
-
-
-def test_every_width_passes_its_operands_in_order():
-    statements = asm_statements((templates_dir() / "wgmma_f16.cuh").read_text())
-    assert sorted(statements) == list(WIDTHS)
-    for n, body in statements.items():
-        assert operand_problems(n, body) == [], n
-
-
-@pytest.mark.parametrize("planted", ["swap d", "swap descriptors", "transpose"])
-def test_a_planted_mistake_is_caught(planted):
-    text = (templates_dir() / "wgmma_f16.cuh").read_text()
-    body = asm_statements(text)[64]
-    if planted == "swap d":
-        wrong = body.replace('"+f"(d[1]), "+f"(d[2])', '"+f"(d[2]), "+f"(d[1])')
-    elif planted == "swap descriptors":
-        wrong = body.replace('"l"(a), "l"(b)', '"l"(b), "l"(a)')
-    else:
-        wrong = body.replace("1, 1, 0, 0;", "1, 1, 1, 0;")
-    assert wrong != body and operand_problems(64, wrong)
-
 
 def test_the_format_names_the_ptx_types():
     """Each (N, FORMAT) branch of the product runs the asm of width N with FORMAT's PTX types."""
