@@ -16,7 +16,9 @@ The format (every key optional unless marked; see README "Config files")::
                                     # same or valid                       (default 0)
         dilation: 1                 # int or [h, w]                       (default 1)
         bias: false                 # (default false)
-        precision: tf32             # fp32 or tf32 (default: the config's precision)
+        precision: tf32             # fp32, tf32, bf16 or fp16 (default: the config's precision)
+        layout: NHWC                # NCHW or NHWC (channels_last) (default: the config's layout)
+        out_dtype: float32          # a bf16/fp16 problem's output: float32 (default: 16-bit)
         count: 1                    # times the layer occurs, weighs reports (default 1)
       - name: compact
         spec: "N=1,C=64,H=56,W=56,K=64,R=3,S=3,pad=1"   # instead of the fields
@@ -25,8 +27,11 @@ The format (every key optional unless marked; see README "Config files")::
         batch: 32                   # (default 1)
         name: rn50                  # prefix of the layer names (default: the preset)
         precision: fp32             # (default: the config's precision)
-    precision: fp32                 # of every problem that names none: fp32 (float32 accuracy)
-                                    # or tf32 (TF32 products, PyTorch's default); default fp32
+        layout: NCHW                # (default: the config's layout)
+    precision: fp32                 # of every problem that names none: fp32 (float32 accuracy),
+                                    # tf32 (TF32 products, PyTorch's default), bf16 or fp16
+                                    # (16-bit inputs, float32 sums: torch.autocast); default fp32
+    layout: NCHW                    # of every problem that names none: NCHW or NHWC
     families: [implicit_gemm]       # (default: every registered family)
     budget:                         # per problem; trials and/or seconds
       trials: 60                    # valid trials that ran
@@ -75,10 +80,19 @@ from autoconv.cache.winners import is_url
 from autoconv.errors import ConfigError, ProblemError, UsageError, quoted
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem, merge_identical
-from autoconv.problems.problem import PRECISIONS, SIZE_FIELDS, ConvProblem, did_you_mean, make_problem, parse_spec
+from autoconv.problems.problem import (
+    LAYOUTS,
+    PRECISIONS,
+    SIZE_FIELDS,
+    ConvProblem,
+    did_you_mean,
+    make_problem,
+    parse_spec,
+)
 from autoconv.problems.yaml_nodes import INVALID, Invalid, NodeReader, is_int, is_null, value_of
 
-__all__ = ["Budget", "NamedProblem", "TuneConfig", "load_config", "load_config_text", "with_precision"]
+__all__ = ["Budget", "NamedProblem", "TuneConfig", "load_config", "load_config_text", "with_layout",
+           "with_precision"]
 
 DEFAULT_STORAGE = ".autoconv/studies.journal"
 DEFAULT_RESULTS = "results"
@@ -90,11 +104,11 @@ CONFIG_MAX_BYTES = 1024 * 1024
 #: Problem names end up in study names and file names: keep them to safe characters.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
 
-TOP_KEYS = ("problems", "models", "precision", "families", "budget", "seed", "cache", "storage",
+TOP_KEYS = ("problems", "models", "precision", "layout", "families", "budget", "seed", "cache", "storage",
             "results", "device", "workspace_limit_mb")
 PROBLEM_KEYS = ("name", "count", "spec") + SIZE_FIELDS + (
-    "stride", "padding", "dilation", "bias", "dtype", "layout", "precision")
-MODEL_KEYS = ("preset", "batch", "name", "precision")
+    "stride", "padding", "dilation", "bias", "dtype", "layout", "precision", "out_dtype")
+MODEL_KEYS = ("preset", "batch", "name", "precision", "layout")
 BUDGET_KEYS = ("trials", "seconds", "patience")
 
 
@@ -208,7 +222,19 @@ def with_precision(config: TuneConfig, precision: str) -> TuneConfig:
     if precision not in PRECISIONS:
         raise UsageError("--precision", precision, f"use one of {', '.join(PRECISIONS)}")
     return dataclasses.replace(config, problems=merge_identical(
-        NamedProblem(item.name, item.problem.with_(precision=precision), item.count) for item in config.problems))
+        NamedProblem(item.name, item.problem.in_precision(precision), item.count) for item in config.problems))
+
+
+def with_layout(config: TuneConfig, layout: str) -> TuneConfig:
+    """``config`` with every problem in ``layout`` (the command line's ``--layout``).
+
+    Raises:
+        UsageError: ``layout`` is not one of :data:`~autoconv.problems.problem.LAYOUTS`.
+    """
+    if layout.upper() not in LAYOUTS:
+        raise UsageError("--layout", layout, f"use one of {', '.join(LAYOUTS)}")
+    return dataclasses.replace(config, problems=merge_identical(
+        NamedProblem(item.name, item.problem.with_(layout=layout.upper()), item.count) for item in config.problems))
 
 
 def load_config(path: str | os.PathLike) -> TuneConfig:
@@ -288,6 +314,8 @@ class _ConfigReader(NodeReader):
 
         precision = self.precision(value_of(top, "precision"), "precision", "fp32")
         self.default_precision = "fp32" if precision is INVALID else precision
+        layout = self.layout(value_of(top, "layout"), "layout", "NCHW")
+        self.default_layout = "NCHW" if layout is INVALID else layout
         entries = []
         for key in top:  # in file order, so that a clash is reported at the later entry
             section = value_of(top, key)
@@ -416,8 +444,11 @@ class _ConfigReader(NodeReader):
             assert name is not None  # (ok)
             try:
                 problem = parse_spec(spec)
-                if "precision" not in (part.partition("=")[0].strip() for part in spec.split(",")):
-                    problem = problem.with_(precision=self.default_precision)
+                keys = {part.partition("=")[0].strip() for part in spec.split(",")}
+                if not keys & {"precision", "dtype"}:
+                    problem = problem.in_precision(self.default_precision)
+                if "layout" not in keys:
+                    problem = problem.with_(layout=self.default_layout)
             except ProblemError as err:
                 self.error(spec_node, f"{path}.spec", str(err))
                 return None
@@ -438,11 +469,14 @@ class _ConfigReader(NodeReader):
         if "bias" in fields:
             values["bias"] = self.typed(fields["bias"][1], f"{path}.bias",
                                         lambda v: isinstance(v, bool), "true or false")
-        for key in ("dtype", "layout"):
+        for key in ("dtype", "out_dtype"):
             if key in fields:
                 values[key] = self.string(fields[key][1], f"{path}.{key}")
+        values["layout"] = self.layout(value_of(fields, "layout"), f"{path}.layout", self.default_layout)
+        # A dtype alone implies its precision (make_problem); else the config's precision applies.
+        default_precision = None if "dtype" in fields else self.default_precision
         values["precision"] = self.precision(value_of(fields, "precision"), f"{path}.precision",
-                                             self.default_precision)
+                                             default_precision)
         if not ok or INVALID in values.values():
             return None
         assert name is not None  # (ok)
@@ -487,7 +521,8 @@ class _ConfigReader(NodeReader):
             batch = self.integer(value_of(fields, "batch"), f"{path}.batch", 1, default=1)
             prefix = self.name(fields["name"][1], f"{path}.name") if "name" in fields else preset
             precision = self.precision(value_of(fields, "precision"), f"{path}.precision", self.default_precision)
-            if INVALID in (preset, batch, prefix, precision):
+            layout = self.layout(value_of(fields, "layout"), f"{path}.layout", self.default_layout)
+            if INVALID in (preset, batch, prefix, precision, layout):
                 continue
             try:
                 layers = MODEL_PRESETS[preset](batch)
@@ -496,11 +531,24 @@ class _ConfigReader(NodeReader):
                 self.error(where, f"{path}.batch", str(err))
                 continue
             for layer in layers:
-                entries.append((NamedProblem(f"{prefix}.{layer.name}", layer.problem.with_(precision=precision),
+                problem = layer.problem.in_precision(precision).with_(layout=layout)
+                entries.append((NamedProblem(f"{prefix}.{layer.name}", problem,
                                              layer.count), path, item))
         return entries
 
-    def precision(self, node: Node | None, path: str, default: str):
+    def layout(self, node: Node | None, path: str, default: str):
+        """A layout (:data:`~autoconv.problems.problem.LAYOUTS`, any case), ``default`` when absent."""
+        if node is None:
+            return default
+        value = self.string(node, path)
+        if value is INVALID:
+            return value
+        if value.upper() not in LAYOUTS:
+            return self.error(node, path, f"{quoted(value)} is not a layout{did_you_mean(value.upper(), LAYOUTS)}; "
+                              "use NCHW (PyTorch's default) or NHWC (PyTorch's channels_last; weights KRSC)")
+        return value.upper()
+
+    def precision(self, node: Node | None, path: str, default: str | None):
         """A precision (:data:`~autoconv.problems.problem.PRECISIONS`), ``default`` when absent."""
         if node is None:
             return default
@@ -510,7 +558,8 @@ class _ConfigReader(NodeReader):
         if value not in PRECISIONS:
             return self.error(node, path, f"{quoted(value)} is not a precision{did_you_mean(value, PRECISIONS)}; "
                               f"use one of {', '.join(PRECISIONS)} (fp32: float32 accuracy; tf32: TF32 "
-                              "products with float32 sums, PyTorch's default for convolutions)")
+                              "products with float32 sums, PyTorch's default for convolutions; bf16, fp16: "
+                              "16-bit inputs with float32 sums, as torch.autocast)")
         return value
 
     def families(self, node: Node | None, registered: tuple[str, ...]):

@@ -26,11 +26,18 @@ from autoconv.errors import ProblemError
 DTYPE_SIZES = {"float32": 4, "float16": 2, "bfloat16": 2}
 #: Tensor layouts a problem may name: activations NCHW (weights KCRS) or NHWC (weights KRSC).
 LAYOUTS = ("NCHW", "NHWC")
-#: How a float32 problem may multiply, after PyTorch's ``torch.backends.cudnn.conv.fp32_precision``
-#: ("ieee" / "tf32"; ``allow_tf32`` in older versions): ``fp32`` float32 accuracy (float32 FMAs,
-#: or tensor cores with the 3xTF32 split), ``tf32`` inputs rounded to TF32 (10 mantissa bits), one
-#: tensor-core product per multiply, float32 accumulation.
-PRECISIONS = ("fp32", "tf32")
+#: How a problem multiplies. For float32 tensors, after PyTorch's
+#: ``torch.backends.cudnn.conv.fp32_precision`` ("ieee" / "tf32"; ``allow_tf32`` in older versions):
+#: ``fp32`` float32 accuracy (float32 FMAs, or tensor cores with the 3xTF32 split), ``tf32`` inputs
+#: rounded to TF32 (10 mantissa bits), one tensor-core product per multiply, float32 accumulation.
+#: For 16-bit tensors, as ``torch.autocast`` runs convolutions: ``bf16`` / ``fp16`` inputs and
+#: weights in bfloat16 / IEEE half, exact products, float32 accumulation, the output rounded once
+#: to its dtype (16-bit, or float32 where ``out_dtype`` says so).
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+#: The dtype of the input and weights of each precision.
+PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+#: The precision a dtype implies when a problem names only its dtype.
+DTYPE_PRECISIONS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 #: Kernels index tensors with 32-bit signed integers.
 INDEX_LIMIT = 2**31 - 1
 
@@ -76,6 +83,9 @@ class ConvProblem:
     dtype: str = "float32"
     layout: str = "NCHW"
     precision: str = "fp32"
+    #: The output's dtype when it is not ``dtype``: float32 for a 16-bit problem whose sums are
+    #: kept unrounded (None: the output has the inputs' dtype).
+    out_dtype: str | None = None
 
     def __post_init__(self) -> None:
         for name in SIZE_FIELDS:
@@ -98,8 +108,19 @@ class ConvProblem:
             raise ProblemError("layout", self.layout, f"must be one of {', '.join(LAYOUTS)}")
         if self.precision not in PRECISIONS:
             raise ProblemError("precision", self.precision, f"must be one of {', '.join(PRECISIONS)}")
-        if self.precision == "tf32" and self.dtype != "float32":
-            raise ProblemError("precision", self.precision, f"tf32 applies to float32 problems, not {self.dtype}")
+        if PRECISION_DTYPES[self.precision] != self.dtype:
+            raise ProblemError("precision", self.precision,
+                               f"{self.precision} computes {PRECISION_DTYPES[self.precision]} inputs, not "
+                               f"{self.dtype}; give the dtype alone, or a precision of "
+                               f"{', '.join(p for p, d in PRECISION_DTYPES.items() if d == self.dtype)}")
+        if self.out_dtype is not None:
+            if self.out_dtype not in DTYPE_SIZES:
+                raise ProblemError("out_dtype", self.out_dtype, f"must be one of {', '.join(DTYPE_SIZES)}")
+            if self.out_dtype == self.dtype:  # the default, said out loud: one key per problem
+                object.__setattr__(self, "out_dtype", None)
+            elif self.out_dtype != "float32":
+                raise ProblemError("out_dtype", self.out_dtype,
+                                   f"a {self.dtype} problem writes {self.dtype} or float32, not {self.out_dtype}")
 
         pad_h = self.padding[0] + self.padding[1]
         pad_w = self.padding[2] + self.padding[3]
@@ -207,6 +228,8 @@ class ConvProblem:
         """Reduction length of the implicit GEMM: C * R * S."""
         return self.C * self.R * self.S
 
+    # Shapes are logical (NCHW, KCRS, NKPQ) whatever the layout, as PyTorch and cuDNN give them;
+    # the layout decides the order in memory (*_storage_shape, *_strides).
     @property
     def input_shape(self) -> tuple[int, int, int, int]:
         return (self.N, self.C, self.H, self.W)
@@ -220,6 +243,41 @@ class ConvProblem:
         return (self.N, self.K, self.P, self.Q)
 
     @property
+    def storage_order(self) -> tuple[int, int, int, int]:
+        """The logical axes in memory order, outermost first: (0, 1, 2, 3) for NCHW (KCRS
+        weights), (0, 2, 3, 1) for NHWC (KRSC weights)."""
+        return (0, 1, 2, 3) if self.layout == "NCHW" else (0, 2, 3, 1)
+
+    @property
+    def input_storage_shape(self) -> tuple[int, ...]:
+        """The input as a dense array in memory order: N x C x H x W, or N x H x W x C."""
+        return tuple(self.input_shape[axis] for axis in self.storage_order)
+
+    @property
+    def weight_storage_shape(self) -> tuple[int, ...]:
+        return tuple(self.weight_shape[axis] for axis in self.storage_order)
+
+    @property
+    def output_storage_shape(self) -> tuple[int, ...]:
+        return tuple(self.output_shape[axis] for axis in self.storage_order)
+
+    def strides(self, shape: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+        """Element strides of the logical axes of a dense tensor of logical ``shape`` stored
+        in this problem's layout (PyTorch's ``Tensor.stride()`` of a channels_last tensor for
+        NHWC)."""
+        strides = [0] * 4
+        step = 1
+        for axis in reversed(self.storage_order):
+            strides[axis] = step
+            step *= shape[axis]
+        return (strides[0], strides[1], strides[2], strides[3])
+
+    @property
+    def output_dtype(self) -> str:
+        """The output's dtype: ``out_dtype``, else the inputs'."""
+        return self.out_dtype or self.dtype
+
+    @property
     def flops(self) -> int:
         """Multiply-adds counted as two operations: 2 * N * K * P * Q * C * R * S."""
         return 2 * self.gemm_m * self.gemm_n * self.gemm_k
@@ -231,9 +289,9 @@ class ConvProblem:
     @property
     def min_bytes(self) -> int:
         """Bytes every implementation must move: each input read once, the output written once."""
-        elements = (self.N * self.C * self.H * self.W + self.K * self.C * self.R * self.S
-                    + self.N * self.K * self.P * self.Q + (self.K if self.bias else 0))
-        return elements * self.element_bytes
+        inputs = (self.N * self.C * self.H * self.W + self.K * self.C * self.R * self.S
+                  + (self.K if self.bias else 0))
+        return inputs * self.element_bytes + self.N * self.K * self.P * self.Q * DTYPE_SIZES[self.output_dtype]
 
     @property
     def gflop(self) -> float:
@@ -248,12 +306,12 @@ class ConvProblem:
         parts.append(f"dilation={_pair_str(self.dilation)}")
         if self.bias:
             parts.append("bias=1")
-        if self.dtype != "float32":
-            parts.append(f"dtype={self.dtype}")
         if self.layout != "NCHW":
             parts.append(f"layout={self.layout}")
-        if self.precision != "fp32":
+        if self.precision != "fp32":  # (a 16-bit precision names the dtype too)
             parts.append(f"precision={self.precision}")
+        if self.out_dtype is not None:
+            parts.append(f"out_dtype={self.out_dtype}")
         return ",".join(parts)
 
     def key(self) -> str:
@@ -264,10 +322,25 @@ class ConvProblem:
         """Human-readable shape, e.g. ``32x64x56x56 * 64x3x3 s1 p1:1:1:1 d1``."""
         return (f"{self.N}x{self.C}x{self.H}x{self.W} * {self.K}x{self.R}x{self.S}"
                 f" s{_pair_str(self.stride)} p{_padding_str(self.padding)} d{_pair_str(self.dilation)}"
-                + (" +bias" if self.bias else "") + ("" if self.precision == "fp32" else f" {self.precision}"))
+                + (" +bias" if self.bias else "") + ("" if self.precision == "fp32" else f" {self.precision}")
+                + ("" if self.layout == "NCHW" else f" {self.layout}")
+                + ("" if self.out_dtype is None else f" ->{self.out_dtype}"))
 
     def with_(self, **changes) -> ConvProblem:
         return dataclasses.replace(self, **changes)
+
+    def in_precision(self, precision: str) -> ConvProblem:
+        """This problem in ``precision`` (:data:`PRECISIONS`), with that precision's dtype; a
+        float32 output stays where the new dtype allows one, else the output follows the dtype.
+
+        Raises:
+            ProblemError: ``precision`` is not one of :data:`PRECISIONS`.
+        """
+        if precision not in PRECISIONS:
+            raise ProblemError("precision", precision, f"must be one of {', '.join(PRECISIONS)}")
+        dtype = PRECISION_DTYPES[precision]
+        return self.with_(precision=precision, dtype=dtype,
+                          out_dtype=self.out_dtype if dtype != "float32" else None)
 
 
 def _check_positive_int(name: str, value) -> None:
@@ -290,12 +363,13 @@ def _padding_str(padding: tuple[int, int, int, int]) -> str:
 # ---- building problems from loose user values -------------------------------------------
 
 def make_problem(*, N, C, H, W, K, R, S, stride=1, dilation=1, padding=0, bias=False,
-                 dtype="float32", layout="NCHW", precision="fp32") -> ConvProblem:
+                 dtype=None, layout="NCHW", precision=None, out_dtype=None) -> ConvProblem:
     """Build a problem from user-level values.
 
     ``stride`` and ``dilation`` are an int or a (height, width) pair. ``padding`` is an
     int, a (height, width) pair (symmetric), a (top, bottom, left, right) 4-tuple, or
-    ``"same"`` / ``"valid"``.
+    ``"same"`` / ``"valid"``. ``precision`` and ``dtype`` each imply the other when one is
+    left out (``bf16`` and ``bfloat16``, ``fp16`` and ``float16``, ``fp32`` and ``float32``).
 
     Raises:
         ProblemError: naming the field and value that is wrong.
@@ -320,8 +394,15 @@ def make_problem(*, N, C, H, W, K, R, S, stride=1, dilation=1, padding=0, bias=F
             raise ProblemError("padding", padding, "expected an integer, 'same' or 'valid'")
     else:
         padding = as_padding(padding)
+    if isinstance(layout, str):
+        layout = layout.upper()
+    if precision is None:
+        precision = DTYPE_PRECISIONS.get(dtype, "fp32") if isinstance(dtype, str) else "fp32"
+    if dtype is None:
+        dtype = PRECISION_DTYPES.get(precision, "float32") if isinstance(precision, str) else "float32"
     return ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation,
-                       padding=padding, bias=bias, dtype=dtype, layout=layout, precision=precision)
+                       padding=padding, bias=bias, dtype=dtype, layout=layout, precision=precision,
+                       out_dtype=out_dtype)
 
 
 def as_pair(name: str, value) -> tuple[int, int]:
@@ -349,7 +430,7 @@ def as_padding(value) -> tuple[int, int, int, int]:
 
 # ---- the compact spec string ------------------------------------------------------------
 
-SPEC_KEYS = SIZE_FIELDS + ("stride", "pad", "dilation", "bias", "dtype", "layout", "precision")
+SPEC_KEYS = SIZE_FIELDS + ("stride", "pad", "dilation", "bias", "dtype", "layout", "precision", "out_dtype")
 SPEC_EXAMPLE = "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,dilation=1"
 
 
@@ -358,7 +439,9 @@ def parse_spec(spec: str) -> ConvProblem:
 
     Pairs are ``AxB`` (height x width) or one number for both; ``pad`` is also ``same``,
     ``valid``, ``AxB`` or four numbers ``T:B:L:R``; ``bias`` is 0/1/true/false; ``precision``
-    is ``fp32`` (the default) or ``tf32`` (see :data:`PRECISIONS`). Sizes
+    is ``fp32`` (the default), ``tf32``, ``bf16`` or ``fp16`` (see :data:`PRECISIONS`; a
+    16-bit precision implies its dtype); ``layout`` NCHW or NHWC; ``out_dtype`` float32 for a
+    16-bit problem that writes float32. Sizes
     N, C, H, W, K, R, S are required; stride and dilation default to 1, pad to 0.
 
     Raises:
@@ -401,8 +484,8 @@ def parse_spec(spec: str) -> ConvProblem:
         padding = _parse_pair("pad", pad_text)
     bias = _parse_bool("bias", values.get("bias", "0"))
     return make_problem(**sizes, stride=stride, dilation=dilation, padding=padding, bias=bias,
-                        dtype=values.get("dtype", "float32"), layout=values.get("layout", "NCHW"),
-                        precision=values.get("precision", "fp32"))
+                        dtype=values.get("dtype"), layout=values.get("layout", "NCHW"),
+                        precision=values.get("precision"), out_dtype=values.get("out_dtype"))
 
 
 #: An integer in a spec: ASCII digits only (int() would also take '1_0', ' 1' and other

@@ -79,7 +79,7 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
         load_config(fifo)
 
 
-@pytest.mark.parametrize("extra, fragment", [(",dtype=float16", "not float16"),
+@pytest.mark.parametrize("extra, fragment", [(",dtype=float16", "not fp16"),
                                              (",layout=NHWC", "not NHWC")])
 def test_space_refuses_what_render_refuses(extra, fragment, capsys):
     for command in ("space", "render"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -149,7 +150,9 @@ def test_min_bytes():
     p = make_problem(N=1, C=2, H=3, W=3, K=4, R=1, S=1, bias=True)
     # x 1*2*3*3 = 18, w 4*2 = 8, y 1*4*3*3 = 36, bias 4: 66 floats
     assert p.min_bytes == 66 * 4
-    assert p.with_(dtype="float16").min_bytes == 66 * 2
+    assert p.in_precision("fp16").min_bytes == 66 * 2
+    # a float32 output of a 16-bit problem: 30 halves in, 36 floats out
+    assert p.in_precision("bf16").with_(out_dtype="float32").min_bytes == 30 * 2 + 36 * 4
     assert p.with_(bias=False).min_bytes == 62 * 4
     assert tensor_elements(p) == {"x": 18, "w": 8, "y": 36, "bias": 4}
     assert "bias" not in tensor_elements(p.with_(bias=False))
@@ -191,7 +194,19 @@ def test_spec_forms():
     assert parse_spec("N=1,C=1,H=8,W=8,K=1,R=3,S=3,bias=0").bias is False
     p = parse_spec("N=1,C=1,H=8,W=8,K=1,R=3,S=3,dtype=float16,layout=NHWC")
     assert (p.dtype, p.layout) == ("float16", "NHWC")
-    assert p.spec() == "N=1,C=1,H=8,W=8,K=1,R=3,S=3,stride=1,pad=0,dilation=1,dtype=float16,layout=NHWC"
+    assert p.precision == "fp16"  # the dtype's own
+    assert p.spec() == "N=1,C=1,H=8,W=8,K=1,R=3,S=3,stride=1,pad=0,dilation=1,layout=NHWC,precision=fp16"
+    assert parse_spec("N=1,C=1,H=8,W=8,K=1,R=3,S=3,precision=bf16,layout=nhwc,out_dtype=float32").spec() == (
+        "N=1,C=1,H=8,W=8,K=1,R=3,S=3,stride=1,pad=0,dilation=1,layout=NHWC,precision=bf16,out_dtype=float32")
+    # the default out_dtype said out loud is the same problem
+    assert parse_spec("N=1,C=1,H=8,W=8,K=1,R=3,S=3,precision=bf16,out_dtype=bfloat16") == parse_spec(
+        "N=1,C=1,H=8,W=8,K=1,R=3,S=3,dtype=bfloat16")
+    for spec, fragment in (("dtype=float16,precision=bf16", "bf16 computes bfloat16 inputs, not float16"),
+                           ("precision=tf32,dtype=bfloat16", "tf32 computes float32 inputs"),
+                           ("out_dtype=float16", "a float32 problem writes float32 or float32, not float16"),
+                           ("precision=bf16,out_dtype=float16", "writes bfloat16 or float32, not float16")):
+        with pytest.raises(ProblemError, match=re.escape(fragment)):
+            parse_spec("N=1,C=1,H=8,W=8,K=1,R=3,S=3," + spec)
 
 
 # ---- errors ----------------------------------------------------------------------------
