@@ -23,6 +23,9 @@
 //   ordinary register writes to it; fence_shared_for_tensor_cores() and a barrier between
 //   ordinary writes of the operands' shared memory and the products that read it.
 //
+// Conversions: to_float<FORMAT>(bits) (exact) and pack_rounded<FORMAT>(low, high), two floats
+// rounded to nearest (ties to even) and packed low | high << 16 (cvt.rn.{bf16,f16}x2.f32).
+//
 // The shared-memory layout (128-byte swizzle, K-major): rows of 64 values (128 bytes, k =
 // 0..63), 8 rows making a 1024-byte atom aligned to 1024 bytes; the 16-byte chunk c (k = 8c..8c+7)
 // of row r sits at chunk position c ^ (r % 8). A product's descriptor starts at its first k in
@@ -108,6 +111,33 @@ __device__ __forceinline__ void fence_registers(float (&d)[SIZE])
 #pragma unroll
     for (int i = 0; i < SIZE; ++i)
         asm volatile("" : "+f"(d[i])::"memory");
+}
+
+//! The float value of a 16-bit operand (exact): bfloat16 is the high half of a float32; an IEEE
+//! half is converted by the hardware.
+template <int FORMAT>
+__device__ __forceinline__ float to_float(unsigned short bits)
+{
+    if constexpr (FORMAT == BF16) {
+        return __uint_as_float(static_cast<unsigned>(bits) << 16);
+    } else {
+        float value;
+        asm("cvt.f32.f16 %0, %1;\n" : "=f"(value) : "h"(bits));
+        return value;
+    }
+}
+
+//! Two floats rounded to nearest (ties to even) in FORMAT, packed as one 32-bit word: `low` in
+//! bits 0-15 (the lower address), `high` in bits 16-31. (cvt's first source goes to the upper half.)
+template <int FORMAT>
+__device__ __forceinline__ unsigned pack_rounded(float low, float high)
+{
+    unsigned packed;
+    if constexpr (FORMAT == BF16)
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(high), "f"(low));
+    else
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(high), "f"(low));
+    return packed;
 }
 
 // One asm statement per width N (an asm statement names each register it uses), for the
@@ -391,6 +421,42 @@ inline void fence() {}
 inline void fence_shared_for_tensor_cores() {}
 template <int SIZE>
 inline void fence_registers(float (&)[SIZE]) {}
+
+template <int FORMAT>
+inline float to_float(unsigned short bits) { return emulation::operand_value(bits, FORMAT); }
+
+namespace emulation {
+
+//! `value` rounded to nearest, ties to even, as FORMAT's bits (what cvt.rn does): NaN stays a
+//! (quiet) NaN, beyond the largest finite value it is infinite, fp16 keeps subnormals.
+inline unsigned short rounded_bits(float value, int format)
+{
+    const unsigned bits = __float_as_uint(value);
+    const unsigned short sign = static_cast<unsigned short>(bits >> 16 & 0x8000u);
+    if (std::isnan(value))
+        return static_cast<unsigned short>(sign | (format == BF16 ? 0x7FC0u : 0x7E00u));
+    if (format == BF16)  // add half an ulp of the high half, plus one if its last bit is odd
+        return static_cast<unsigned short>((bits + 0x7FFFu + (bits >> 16 & 1u)) >> 16);
+    const double magnitude = std::fabs(static_cast<double>(value));
+    if (magnitude >= 65520.0)  // 65504 + half an ulp (32) and above: infinity
+        return static_cast<unsigned short>(sign | 0x7C00u);
+    if (magnitude < std::ldexp(1.0, -14))  // subnormal (or zero): units of 2^-24
+        return static_cast<unsigned short>(sign | static_cast<unsigned>(std::nearbyint(std::ldexp(magnitude, 24))));
+    int exponent;
+    std::frexp(magnitude, &exponent);  // magnitude = f * 2^exponent, f in [0.5, 1)
+    // 11 significant bits; a rounding up to 2048 carries into the exponent by the addition below
+    const unsigned significand = static_cast<unsigned>(std::nearbyint(std::ldexp(magnitude, 11 - exponent)));
+    return static_cast<unsigned short>(sign | (static_cast<unsigned>(exponent + 14) << 10) + (significand - 1024u));
+}
+
+}  // namespace emulation
+
+template <int FORMAT>
+inline unsigned pack_rounded(float low, float high)
+{
+    return static_cast<unsigned>(emulation::rounded_bits(low, FORMAT)) |
+           static_cast<unsigned>(emulation::rounded_bits(high, FORMAT)) << 16;
+}
 
 inline void commit()
 {

@@ -190,3 +190,16 @@ def round_mantissa(values, bits: int):
     raw = numpy.asarray(values, dtype=numpy.float32).view(numpy.uint32)
     kept = numpy.uint32(~((1 << dropped) - 1) & 0xFFFFFFFF)
     return ((raw + numpy.uint32(1 << (dropped - 1))) & kept).view(numpy.float32)
+
+
+def family_spec(family_name: str, spec: str) -> str:
+    """``spec`` in the first precision and layout family ``family_name`` computes, where it does
+    not compute the problem as given (a 16-bit NHWC family given a float32 NCHW shape)."""
+    from autoconv.kernels.families import get_family
+    from autoconv.problems.problem import parse_spec
+
+    family = get_family(family_name)
+    problem = parse_spec(spec)
+    if family.unsupported_reason(problem) is None:
+        return spec
+    return problem.in_precision(family.precisions[0]).with_(layout=family.layouts[0]).spec()

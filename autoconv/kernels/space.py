@@ -35,7 +35,7 @@ from autoconv.errors import ExpressionError, SearchSpaceError
 from autoconv.kernels.limits import DeviceLimits
 from autoconv.kernels.resources import search_space_path
 from autoconv.problems.expressions import Expression, compile_expression
-from autoconv.problems.problem import ConvProblem, did_you_mean
+from autoconv.problems.problem import DTYPE_SIZES, ConvProblem, did_you_mean
 
 #: Workspace a configuration may use unless the caller says otherwise (1 GiB).
 DEFAULT_WORKSPACE_LIMIT = 1 << 30
@@ -55,6 +55,9 @@ def problem_variables(problem: ConvProblem) -> dict[str, int]:
         "GEMM_M": problem.gemm_m, "GEMM_N": problem.gemm_n, "GEMM_K": problem.gemm_k,
         "HAS_BIAS": int(problem.bias), "ELEMENT_BYTES": problem.element_bytes,
         "PRECISION_TF32": int(problem.precision == "tf32"),   # one TF32 product per multiply-add
+        "FORMAT_F16": int(problem.precision == "fp16"),       # 16-bit inputs are IEEE half (else bf16)
+        "OUTPUT_FLOAT32": int(problem.output_dtype == "float32"),
+        "OUTPUT_BYTES": DTYPE_SIZES[problem.output_dtype],
     }
 
 

@@ -334,3 +334,119 @@ extern "C" __global__ void probe(float* out, unsigned long long a, unsigned long
     done = subprocess.run([_NVCC, "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "probe.cubin"), str(probe)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# ---- the conversions: to_float and pack_rounded ---------------------------------------------------
+
+CONVERSIONS = r"""
+// pairs[i] = pack_rounded<F>(values[2i], values[2i+1]) for each format; floats[i] = to_float<F>(bits[i]).
+extern "C" __global__ void convert(const float* values, const unsigned short* bits, unsigned* bf16_pairs,
+                                   unsigned* f16_pairs, float* bf16_floats, float* f16_floats)
+{
+    for (int i = threadIdx.x; i < COUNT / 2; i += blockDim.x) {
+        bf16_pairs[i] = wgmma_f16::pack_rounded<wgmma_f16::BF16>(values[2 * i], values[2 * i + 1]);
+        f16_pairs[i] = wgmma_f16::pack_rounded<wgmma_f16::F16>(values[2 * i], values[2 * i + 1]);
+    }
+    for (int i = threadIdx.x; i < COUNT; i += blockDim.x) {
+        bf16_floats[i] = wgmma_f16::to_float<wgmma_f16::BF16>(bits[i]);
+        f16_floats[i] = wgmma_f16::to_float<wgmma_f16::F16>(bits[i]);
+    }
+}
+"""
+
+
+def conversion_values() -> np.ndarray:
+    """Floats that test rounding to nearest even in both formats: ties each way, carries into
+    the exponent, overflow, fp16 subnormals and their ties, signed zeros, inf, NaN, and random
+    floats over the exponents that matter."""
+    special = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan,
+               1 + 2.0**-8, 1 + 3 * 2.0**-8, 1 + 2.0**-8 + 2.0**-20,   # bf16: ties to 1.0, to 1+2^-6; above the tie
+               1 + 2.0**-11, 1 + 3 * 2.0**-11, 2 - 2.0**-9, 2 - 2.0**-12,   # fp16 ties; carries into the exponent
+               65504.0, 65519.0, 65520.0, -65536.0, 3.4e38, -3.4e38,    # fp16 max, its last tie, overflow
+               2.0**-24, 2.0**-25, 3 * 2.0**-25, 2.0**-14 - 2.0**-25, 5 * 2.0**-26, 2.0**-30,   # fp16 subnormals
+               1e-40, -1e-45]                                            # float32 subnormals
+    rng = np.random.default_rng(9)
+    random = (rng.uniform(-1, 1, 2000) * 2.0 ** rng.integers(-30, 20, 2000)).astype(np.float32)
+    values = np.concatenate([np.array(special, np.float32), random])
+    return values[: len(values) // 2 * 2]
+
+
+def bf16_rounded(values: np.ndarray) -> np.ndarray:
+    """NumPy's bfloat16 rounding to nearest even (NaN to the quiet NaN of its sign)."""
+    bits = values.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + (bits >> 16 & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(values), (bits >> 16 & 0x8000).astype(np.uint16) | 0x7FC0, rounded).astype(np.uint16)
+
+
+def f16_rounded(values: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        half = values.astype(np.float16)
+    return np.where(np.isnan(values), (values.view(np.uint32) >> 16 & 0x8000).astype(np.uint16) | 0x7E00,
+                    half.view(np.uint16)).astype(np.uint16)
+
+
+def conversion_buffers(values: np.ndarray) -> dict[str, np.ndarray]:
+    spread = (np.arange(len(values), dtype=np.uint32) * 32749 % 65536).astype(np.uint16)   # every exponent, NaNs too
+    named = np.array([0x0001, 0x03FF, 0x0400, 0x7BFF, 0x7C00, 0x8001, 0x3C00, 0x3F80], np.uint16)
+    bits = np.concatenate([named, spread])[: len(values)]
+    return {"values": values, "bits": bits.astype(np.uint16),
+            "bf16_pairs": np.zeros(len(values) // 2, np.uint32), "f16_pairs": np.zeros(len(values) // 2, np.uint32),
+            "bf16_floats": np.zeros(len(values), np.float32), "f16_floats": np.zeros(len(values), np.float32)}
+
+
+def conversion_source(count: int) -> str:
+    return environment().get_template("wgmma_f16.cuh").render() + f"constexpr int COUNT = {count};\n" + CONVERSIONS
+
+
+def unpacked(pairs: np.ndarray) -> np.ndarray:
+    """The 16-bit values of packed pairs, low half first (the order in memory)."""
+    return pairs.view(np.uint16)
+
+
+def same_bits_or_both_nan(got: np.ndarray, want: np.ndarray, decode) -> bool:
+    nan = np.isnan(decode(got)) & np.isnan(decode(want))
+    return bool(np.all((got == want) | nan))
+
+
+def test_the_model_converts_like_numpy():
+    values = conversion_values()
+    program = compile_program(conversion_source(len(values)), ("convert",), name="wgmma_f16_convert")
+    buffers = conversion_buffers(values)
+    out = program.run([Launch("convert", (1, 1, 1), (128, 1, 1), tuple(buffers))], buffers)
+    np.testing.assert_array_equal(unpacked(out["bf16_pairs"]), bf16_rounded(values))
+    np.testing.assert_array_equal(unpacked(out["f16_pairs"]), f16_rounded(values))
+    bits = buffers["bits"]
+    np.testing.assert_array_equal(out["bf16_floats"], bf16_values(bits))
+    np.testing.assert_array_equal(out["f16_floats"], bits.view(np.float16).astype(np.float32))
+    # the ties, named: bf16(1 + 2^-8) = 1.0, bf16(1 + 3*2^-8) = 1 + 2^-6; fp16 65520 -> inf
+    assert unpacked(out["bf16_pairs"])[7] == 0x3F80 and unpacked(out["bf16_pairs"])[8] == 0x3F82
+    assert unpacked(out["f16_pairs"])[list(values).index(np.float32(65520.0))] == 0x7C00
+
+
+@pytest.mark.gpu
+def test_the_gpu_converts_like_the_model():
+    """cvt.rn.{bf16,f16}x2.f32 and cvt.f32.f16 on the GPU give the model's bits exactly (which
+    NumPy's rounding defines, above); NaNs may differ in payload only."""
+    import cupy
+
+    values = conversion_values()
+    module = load_module(conversion_source(len(values)), "wgmma_f16_convert")
+    buffers = conversion_buffers(values)
+    on_gpu = {name: cupy.asarray(array) for name, array in buffers.items()}
+    module.get_function("convert")((1,), (128,), tuple(on_gpu.values()))
+    out = {name: cupy.asnumpy(array) for name, array in on_gpu.items()}
+    assert same_bits_or_both_nan(unpacked(out["bf16_pairs"]), bf16_rounded(values), bf16_values)
+    assert same_bits_or_both_nan(unpacked(out["f16_pairs"]), f16_rounded(values),
+                                 lambda b: b.view(np.float16).astype(np.float32))
+    bits = buffers["bits"]
+    np.testing.assert_array_equal(out["bf16_floats"], bf16_values(bits))
+    np.testing.assert_array_equal(out["f16_floats"], bits.view(np.float16).astype(np.float32))
+
+
+def test_the_packing_asm_puts_the_low_value_in_the_low_half():
+    """cvt.rn.*x2.f32 d, a, b puts a in d's upper half (PTX ISA): pack_rounded(low, high) must
+    pass high first, in both formats."""
+    text = (templates_dir() / "wgmma_f16.cuh").read_text()
+    packs = re.findall(r'asm\("cvt\.rn\.(bf16|f16)x2\.f32 %0, %1, %2;\\n" : "=r"\(packed\) : '
+                       r'"f"\((\w+)\), "f"\((\w+)\)\);', text)
+    assert sorted(packs) == [("bf16", "high", "low"), ("f16", "high", "low")]

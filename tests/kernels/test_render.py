@@ -15,6 +15,7 @@ from autoconv.kernels.families import BUFFER_NAMES, FAMILY_NAMES, get_family
 from autoconv.kernels.limits import H100
 from autoconv.kernels.render import GENERATED_BANNER
 from autoconv.problems.problem import parse_spec
+from tests.helpers import family_spec
 
 RENDER_PROBLEMS = (
     "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1",
@@ -55,7 +56,7 @@ def _kernel_definition(kernel: str) -> re.Pattern:
 @pytest.mark.parametrize("spec", RENDER_PROBLEMS)
 def test_default_config_renders_by_the_conventions(family_name, spec):
     family = get_family(family_name)
-    problem = parse_spec(spec)
+    problem = parse_spec(family_spec(family_name, spec))
     plan = family.plan(problem)  # the default config, or the valid point nearest to it
     config = plan.config
     assert not family.space.violations(config, problem, H100)
@@ -91,14 +92,15 @@ def test_default_config_renders_by_the_conventions(family_name, spec):
 @pytest.mark.parametrize("family_name", FAMILY_NAMES)
 def test_kernel_names_encode_family_and_differ_between_configs(family_name):
     family = get_family(family_name)
-    problem = parse_spec(CLI_PROBLEM)
+    problem = parse_spec(family_spec(family_name, CLI_PROBLEM))
     configs = [dict(family.space.default)] + _neighbours(family, problem, 2)
     assert len(configs) == 3
     plans = [family.plan(problem, config) for config in configs]
     names = {plan.name for plan in plans}
     assert len(names) == len(configs), names
     for plan in plans:
-        assert plan.name.startswith(f"{family_name}_f32_")
+        tag = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}[problem.dtype]
+        assert plan.name.startswith(f"{family_name}_{tag}_")
         assert plan.name.isidentifier()
         for name, value in plan.config.items():
             assert f"{name}{value}" in plan.name
@@ -109,14 +111,15 @@ def test_kernel_names_encode_family_and_differ_between_configs(family_name):
 @pytest.mark.parametrize("family_name", FAMILY_NAMES)
 def test_render_command_prints_the_source(family_name, capsys):
     family = get_family(family_name)
-    problem = parse_spec(CLI_PROBLEM)
-    assert main(["render", family_name, "--problem", CLI_PROBLEM]) == 0
+    spec = family_spec(family_name, CLI_PROBLEM)
+    problem = parse_spec(spec)
+    assert main(["render", family_name, "--problem", spec]) == 0
     assert capsys.readouterr().out == family.plan(problem).source
 
     # A valid config other than the default, given parameter by parameter.
     (config,) = _neighbours(family, problem, 1)
     params = [arg for name, value in config.items() for arg in ("--param", f"{name}={value}")]
-    assert main(["render", family_name, "--problem", CLI_PROBLEM, *params]) == 0
+    assert main(["render", family_name, "--problem", spec, *params]) == 0
     out = capsys.readouterr().out
     assert out == family.plan(problem, config).source
     assert out.startswith(f"// {GENERATED_BANNER}") and json.dumps(config) in out
@@ -125,12 +128,13 @@ def test_render_command_prints_the_source(family_name, capsys):
 @pytest.mark.parametrize("family_name", FAMILY_NAMES)
 def test_render_command_names_the_broken_constraint(family_name, capsys):
     family = get_family(family_name)
-    problem = parse_spec(CLI_PROBLEM)
+    spec = family_spec(family_name, CLI_PROBLEM)
+    problem = parse_spec(spec)
     # The first combination of valid choices that breaks a constraint.
     config, broken = next((c, v) for c in family.space.all_configs()
                           if (v := family.space.violations(c, problem, H100)))
     params = [arg for name, value in config.items() for arg in ("--param", f"{name}={value}")]
-    assert main(["render", family_name, "--problem", CLI_PROBLEM, *params]) == 2
+    assert main(["render", family_name, "--problem", spec, *params]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("autoconv render: error:")
@@ -145,7 +149,7 @@ def test_render_command_names_the_broken_constraint(family_name, capsys):
 def test_render_command_rejects_unknown_parameters_and_choices(family_name, capsys):
     family = get_family(family_name)
     name, choices = next(iter(family.space.params.items()))
-    spec = CLI_PROBLEM
+    spec = family_spec(family_name, CLI_PROBLEM)
     assert main(["render", family_name, "--problem", spec, "--param", f"{name.lower()}=1"]) == 2
     err = capsys.readouterr().err
     assert f"unknown parameter '{name.lower()}'" in err and f"did you mean '{name}'" in err
@@ -158,7 +162,7 @@ def test_render_command_rejects_unknown_parameters_and_choices(family_name, caps
 @pytest.mark.parametrize("family_name", FAMILY_NAMES)
 def test_space_command_lists_exactly_the_valid_points(family_name, capsys):
     family = get_family(family_name)
-    spec = RENDER_PROBLEMS[3]
+    spec = family_spec(family_name, RENDER_PROBLEMS[3])
     points = family.space.points(parse_spec(spec), H100)
     assert main(["space", family_name, "--problem", spec, "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -205,7 +209,7 @@ def test_every_code_path_renders_by_the_conventions(family_name):
     family = get_family(family_name)
     wanted: dict[tuple[str, object], tuple] = {}
     for spec in SWITCH_PROBLEMS:
-        problem = parse_spec(spec)
+        problem = parse_spec(family_spec(family_name, spec))
         for config in family.space.points(problem, H100):
             for switch in _switches(family, problem, config) - set(wanted):
                 wanted[switch] = (problem, config)

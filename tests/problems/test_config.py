@@ -356,7 +356,7 @@ def test_alias_errors_are_reported_once():
 def test_recursive_and_self_merging_aliases_are_errors_not_hangs():
     errors = errors_of("problems: &p [*p]\n")
     assert errors == ["test.yaml:1: problems[0]: expected a mapping with keys name, count, spec, N, C, H, "
-                      "W, K, R, S, stride, padding, dilation, bias, dtype, layout, precision, got a list"]
+                      "W, K, R, S, stride, padding, dilation, bias, dtype, layout, precision, out_dtype, got a list"]
     errors = errors_of("problems:\n  - &a {name: x, <<: *a}\n")
     assert any("'<<' merges a mapping into itself" in e for e in errors), errors
 
@@ -625,11 +625,11 @@ def test_precision_defaults_to_fp32_and_the_config_sets_the_rest():
 
 def test_a_bad_precision_is_an_error_naming_the_key():
     errors = errors_of("""
-        precision: bf16
+        precision: bf17
         problems:
           - {name: a, N: 1, C: 8, H: 8, W: 8, K: 8, R: 3, S: 3, precision: tf33}
         """)
-    assert any("precision: 'bf16' is not a precision" in e for e in errors)
+    assert any("precision: 'bf17' is not a precision (did you mean 'bf16'?)" in e for e in errors)
     assert any("problems[0].precision: 'tf33' is not a precision (did you mean 'tf32'?)" in e for e in errors)
 
 
@@ -645,4 +645,42 @@ def test_the_command_lines_precision_sets_every_problem_and_merges_what_becomes_
     merged = with_precision(config, "tf32")
     assert [(i.name, i.problem.precision, i.count) for i in merged.problems] == [("a", "tf32", 5)]
     with pytest.raises(AutoconvError, match="--precision"):
-        with_precision(config, "fp16")
+        with_precision(config, "fp8")
+    halves = with_precision(config, "fp16")
+    assert [(i.problem.precision, i.problem.dtype, i.count) for i in halves.problems] == [("fp16", "float16", 5)]
+
+
+def test_16_bit_precisions_and_layouts_in_a_config():
+    config = load("""
+        precision: bf16
+        layout: nhwc
+        problems:
+          - {name: a, N: 1, C: 8, H: 8, W: 8, K: 8, R: 3, S: 3}
+          - {name: b, N: 1, C: 8, H: 8, W: 8, K: 8, R: 3, S: 3, dtype: float16}
+          - {name: c, N: 1, C: 8, H: 8, W: 8, K: 8, R: 3, S: 3, precision: fp32, layout: NCHW}
+          - {name: d, N: 1, C: 8, H: 8, W: 8, K: 8, R: 3, S: 3, out_dtype: float32}
+          - {name: e, spec: "N=1,C=8,H=8,W=8,K=8,R=1,S=1"}
+          - {name: f, spec: "N=1,C=8,H=8,W=8,K=8,R=1,S=1,dtype=float16"}
+        models:
+          - {preset: resnet50, batch: 2, precision: fp16}
+        """)
+    got = {i.name: (i.problem.precision, i.problem.dtype, i.problem.layout, i.problem.output_dtype)
+           for i in config.problems}
+    assert got["a"] == ("bf16", "bfloat16", "NHWC", "bfloat16")
+    assert got["b"] == ("fp16", "float16", "NHWC", "float16")
+    assert got["c"] == ("fp32", "float32", "NCHW", "float32")
+    assert got["d"] == ("bf16", "bfloat16", "NHWC", "float32")
+    assert got["e"] == ("bf16", "bfloat16", "NHWC", "bfloat16")
+    assert got["f"] == ("fp16", "float16", "NHWC", "float16")
+    assert got["resnet50.conv1"] == ("fp16", "float16", "NHWC", "float16")
+    errors = errors_of("""
+        layout: NWHC
+        problems:
+          - {name: a, N: 1, C: 8, H: 8, W: 8, K: 8, R: 3, S: 3, dtype: float16, precision: bf16}
+          - {name: b, N: 1, C: 8, H: 8, W: 8, K: 8, R: 3, S: 3, out_dtype: float16}
+          - {name: c, N: 1, C: 8, H: 8, W: 8, K: 8, R: 3, S: 3, precision: fp16, layout: NCHW}
+        """)
+    assert any("problems[2]: no selected family can run 'c'" in e for e in errors)
+    assert any("layout: 'NWHC' is not a layout (did you mean 'NHWC'?)" in e for e in errors)
+    assert any("problems[0].precision: " in e and "bf16 computes bfloat16 inputs, not float16" in e for e in errors)
+    assert any("problems[1].out_dtype: " in e and "not float16" in e for e in errors)
