@@ -80,7 +80,8 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
     "implicit_gemm_wgmma": {"MMA_OVERLAP": None, "GATHER": None, "SPLIT_K": None, "MIN_BLOCKS": None,
                             "STAGES": None, "A_SHARED": (0, 1)},
     # WGN: each width is its own asm statement (wgmma m64nNk16)
-    "implicit_gemm_wgmma_f16": {"WGN": None, "BK": None, "MMA_PENDING": None, "MIN_BLOCKS": None, "STAGES": None},
+    "implicit_gemm_wgmma_f16": {"WGN": None, "BK": None, "MMA_PENDING": None, "MIN_BLOCKS": None, "STAGES": None,
+                                "SPLIT_K": None},
 }
 
 

@@ -1,8 +1,9 @@
 """implicit_gemm_wgmma_f16: the implicit GEMM of bf16 and fp16 problems in NHWC (weights KRSC)
 on Hopper's warpgroup tensor cores, with float32 sums and the output rounded once.
 
-One launch: the GEMM reads x and w as they lie in memory (both K-major in NHWC/KRSC), so no
-kernel prepares the weights and no workspace is needed. sm_90a (Hopper) only.
+The GEMM reads x and w as they lie in memory (both K-major in NHWC/KRSC), so no kernel
+prepares the weights; with SPLIT_K > 1 its slices write float32 sums to the workspace and a
+second kernel adds them, the bias, and rounds. sm_90a (Hopper) only.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from autoconv.kernels.families.base import Family, Launch, dim3
+from autoconv.kernels.families.base import Family, Launch, dim3, grid_for
 
 
 class ImplicitGemmWgmmaF16(Family):
@@ -22,6 +23,16 @@ class ImplicitGemmWgmmaF16(Family):
     precisions: tuple[str, ...] = ("bf16", "fp16")
 
     def launches(self, name: str, values: Mapping[str, Any]) -> tuple[Launch, ...]:
-        args = ("x", "w", "bias", "y") if values["HAS_BIAS"] else ("x", "w", "y")
-        return (Launch(name, dim3(values["GRID_M"], values["GRID_N"]), dim3(values["THREADS"]), args,
-                       values["SMEM_BYTES"]),)
+        """The GEMM, then with split-K the reduction of its slices."""
+        has_bias, split_k = values["HAS_BIAS"], values["SPLIT_K"]
+        if split_k == 1:
+            args = ("x", "w", "bias", "y") if has_bias else ("x", "w", "y")
+        else:
+            args = ("x", "w", "workspace")
+        launches = [Launch(name, dim3(values["GRID_M"], values["GRID_N"], split_k), dim3(values["THREADS"]), args,
+                           values["SMEM_BYTES"])]
+        if split_k > 1:
+            threads, outputs = values["REDUCE_THREADS"], values["GEMM_M"] * values["GEMM_N"]
+            launches.append(Launch(f"{name}_reduce", grid_for(outputs // values["OUT_VEC"], threads), dim3(threads),
+                                   ("workspace", "bias", "y") if has_bias else ("workspace", "y")))
+        return tuple(launches)
