@@ -183,7 +183,7 @@ def test_sample_configs_take_every_valid_value_of_every_switch(shape, seed):
 _PROBLEM_SWITCHES = {"HAS_BIAS", "gemm_adds_bias", "with_bias", "OUT_VEC", "gemm_view", "landed", "min_blocks",
                      "PRECISION_TF32",  # (the tf32 tests above take both precisions)
                      # (tests/emulator/test_wgmma_f16_family.py's shapes take both values of each)
-                     "FORMAT_F16", "OUTPUT_FLOAT32", "A_VECTOR", "B_VECTOR"}
+                     "FORMAT_F16", "OUTPUT_FLOAT32", "A_VECTOR", "B_VECTOR", "A_PIXEL_ROWS"}
 
 
 def _template_branches(name: str, seen: set[str]) -> set[str]:
