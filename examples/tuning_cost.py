@@ -10,7 +10,11 @@ Optuna storage and a fresh winners' cache (empty, or a copy of ``--history``: th
 study transfers from; the history's model of ``--rank`` reads the storage, so give it
 ``--history-storage`` too), so that no run profits from another. Rounds alternate the order
 of the variants (the first round in the order given, the next reversed, ...), because what
-runs first pays for cold disks and caches. Each run's ``tune.json`` is kept in ``--out``;
+runs first pays for cold disks and caches. Each run also gets an empty compute cache of its own
+(``CUDA_CACHE_PATH``): NVRTC 12.9 and later keep compiled programs in the driver's compute cache
+(~/.nv/ComputeCache), so a run that compiles the candidates another run compiled before finds
+them there in a tenth of the time, which made whichever run came second look faster (seventh
+session, results/h100/NOTES.md). Each run's ``tune.json`` is kept in ``--out``;
 printed and written (``--out``/cost.json): per run, its wall seconds and the compilers' wall
 and CPU seconds and the GPU's (summed over the candidates); per variant, each run's wall seconds
 and the median, and the geometric mean over the problems of the variant's best time over the first
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -54,7 +59,9 @@ def run_once(config: str, extra: list[str], history: str | None, history_storage
             shutil.copy(history_storage, storage)
         command = [sys.executable, "-m", "autoconv", "tune", config, "--cache", str(cache),
                    "--storage", str(storage), *extra]
-        done = subprocess.run(command, capture_output=True, text=True)
+        compute_cache = Path(scratch) / "compute-cache"   # no run finds another's compiled programs
+        done = subprocess.run(command, capture_output=True, text=True,
+                              env=os.environ | {"CUDA_CACHE_PATH": str(compute_cache)})
         if done.returncode not in (0, 1):
             raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
     shutil.copy(summary, keep)
