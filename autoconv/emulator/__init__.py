@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy
 
+from autoconv.dtypes import buffer_values, kernel_buffer, output_buffer
 from autoconv.emulator.build import MAX_SHARED_BYTES, cache_dir, compile_program
 from autoconv.emulator.errors import (
     EmulatedKernelFault,
@@ -42,19 +43,21 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
                  timeout: float | None = None) -> numpy.ndarray:
     """Execute a :class:`~autoconv.kernels.families.KernelPlan` on the CPU and return ``y``.
 
-    Runs the plan's launches in order, as a GPU backend does, on float32 copies of the
-    inputs; ``y`` and the workspace start filled with NaN (:data:`autoconv.verify.compare.POISON`),
+    Runs the plan's launches in order, as a GPU backend does, on the inputs as the kernels
+    take them (:func:`autoconv.dtypes.kernel_buffer`: the problem's layout and element type);
+    ``y`` and the workspace start filled with NaN (:data:`autoconv.verify.compare.POISON`),
     so elements no kernel writes come back NaN.
 
     Args:
         plan: the kernels and launches to run.
-        x, w: input and weights, shaped as ``plan.problem`` says (converted to float32).
+        x, w: input and weights, logical (NCHW, KCRS) values of ``plan.problem``'s shapes; a
+            16-bit problem's are rounded to its format.
         bias: ``(K,)`` values, exactly when ``plan.problem.bias``.
         workers: OS threads running blocks (default :func:`default_workers`).
         timeout: seconds before the program is stopped (default 300).
 
     Returns:
-        ``y``, float32, of shape ``plan.problem.output_shape``.
+        ``y``'s values, float32, of the logical shape ``plan.problem.output_shape``.
 
     Raises:
         ValueError: an input's shape, or the presence of bias, disagrees with the problem.
@@ -63,13 +66,13 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
         EmulationTimeout: the launches ran past ``timeout``.
     """
     problem = plan.problem
-    buffers = {"x": _input("x", x, problem.input_shape), "w": _input("w", w, problem.weight_shape)}
+    buffers = {"x": _input(problem, "x", x, problem.input_shape), "w": _input(problem, "w", w, problem.weight_shape)}
     if problem.bias != (bias is not None):
         raise ValueError(f"the problem {'has' if problem.bias else 'has no'} bias, but bias "
                          f"{'is missing' if bias is None else 'was given'}")
     if bias is not None:
-        buffers["bias"] = _input("bias", bias, (problem.K,))
-    buffers["y"] = numpy.full(problem.output_shape, POISON, dtype=numpy.float32)
+        buffers["bias"] = _input(problem, "bias", bias, (problem.K,))
+    buffers["y"] = output_buffer(problem)
     if plan.workspace_bytes > 0:
         buffers["workspace"] = numpy.full(plan.workspace_elements, POISON, dtype=numpy.float32)
 
@@ -78,14 +81,14 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
     for name in ("x", "w", "bias"):
         if name in buffers and not numpy.array_equal(result[name], buffers[name], equal_nan=True):
             raise EmulatedKernelFault(f"{plan.name} wrote to its input {name}, which must stay unchanged")
-    return result["y"]
+    return numpy.ascontiguousarray(buffer_values(problem, result["y"]))
 
 
-def _input(name: str, array, shape: tuple[int, ...]) -> numpy.ndarray:
-    array = numpy.ascontiguousarray(array, dtype=numpy.float32)
+def _input(problem, name: str, array, shape: tuple[int, ...]) -> numpy.ndarray:
+    array = numpy.asarray(array, dtype=numpy.float32)
     if array.shape != tuple(shape):
         raise ValueError(f"{name} has shape {array.shape}; the problem needs {tuple(shape)}")
-    return array
+    return kernel_buffer(problem, name, array)
 
 
 __all__ = [

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from autoconv.backends.base import Status, TrialResult, failed
+from autoconv.dtypes import POISON_BITS, buffer_values
 
 if TYPE_CHECKING:  # (for the annotation: the worker imports it where it loads a plan)
     from autoconv.gpu.kernels import LoadedPlan
@@ -122,42 +123,44 @@ class ProblemBuffers:
         import cupy
         import numpy
 
+        from autoconv.dtypes import kernel_buffer, output_buffer, random_buffer
         from autoconv.gpu.timing import buffer_sets_for
         from autoconv.verify.reference import conv2d_reference, random_inputs
         from autoconv.verify.tolerance import tolerance
 
         self.problem = problem
         self.seed = seed
+        # Values (logical layouts, float32) for the reference; buffers as the kernels take them.
         x, w, bias = random_inputs(problem, numpy.random.default_rng(seed))
-        self.x, self.w = cupy.asarray(x), cupy.asarray(w)
-        self.bias = cupy.asarray(bias) if bias is not None else None
+        self.x = kernel_buffer(problem, "x", cupy.asarray(x), cupy)
+        self.w = kernel_buffer(problem, "w", cupy.asarray(w), cupy)
+        self.bias = kernel_buffer(problem, "bias", cupy.asarray(bias), cupy) if bias is not None else None
         self.pristine = {"x": self.x.copy(), "w": self.w.copy()}
         if self.bias is not None:
             self.pristine["bias"] = self.bias.copy()
-        self.reference = conv2d_reference(problem, self.x, self.w, self.bias, xp=cupy)
+        x, w = cupy.asarray(x), cupy.asarray(w)
+        self.reference = conv2d_reference(problem, x, w, cupy.asarray(bias) if bias is not None else None, xp=cupy)
         #: The relative L2 error a kernel's output may have (its precision's).
-        self.tolerance = tolerance(problem, self.x, self.w, self.reference, xp=cupy)
-        self.y = cupy.empty(problem.output_shape, dtype=cupy.float32)
+        self.tolerance = tolerance(problem, x, w, self.reference, xp=cupy)
+        del x, w
+        self.y = output_buffer(problem, cupy)
 
-        per_set = 4 * (self.x.size + self.w.size + self.y.size + (problem.K if problem.bias else 0))
+        per_set = self.x.nbytes + self.w.nbytes + self.y.nbytes + (self.bias.nbytes if self.bias is not None else 0)
         generator = cupy.random.default_rng(seed + 1)
-
-        def uniform(shape):
-            return generator.random(shape, dtype=cupy.float32) * 2 - 1
 
         self.timing_sets = []
         for _ in range(buffer_sets_for(per_set, l2_bytes, max_sets)):
-            buffers = {"x": uniform(problem.input_shape), "w": uniform(problem.weight_shape),
-                       "y": cupy.empty(problem.output_shape, dtype=cupy.float32)}
+            buffers = {"x": random_buffer(problem, "x", generator, cupy),
+                       "w": random_buffer(problem, "w", generator, cupy), "y": output_buffer(problem, cupy)}
             if problem.bias:
-                buffers["bias"] = uniform((problem.K,))
+                buffers["bias"] = random_buffer(problem, "bias", generator, cupy)
             self.timing_sets.append(buffers)
 
     def verification(self, workspace) -> dict:
         """The verification buffers, with output and workspace poisoned (NaN)."""
         from autoconv.verify.compare import POISON
 
-        self.y.fill(POISON)
+        self.y.fill(POISON_BITS[self.problem.output_dtype])
         buffers = {"x": self.x, "w": self.w, "y": self.y}
         if self.bias is not None:
             buffers["bias"] = self.bias
@@ -165,6 +168,12 @@ class ProblemBuffers:
             workspace.fill(POISON)
             buffers["workspace"] = workspace
         return buffers
+
+    def output_values(self):
+        """The verification output's values, in the reference's (logical) layout."""
+        import cupy
+
+        return buffer_values(self.problem, self.y, cupy)
 
     def written_inputs(self) -> list[str]:
         import cupy
@@ -198,9 +207,9 @@ class WorkerSession:
         assert buffers is not None  # (set_problem's)
         buffers.verification(None)
         buffers.y[...] = buffers.reference
-        check_result(buffers.y, buffers.reference, buffers.tolerance)
+        check_result(buffers.output_values(), buffers.reference, buffers.tolerance)
         buffers.y.fill(float("nan"))
-        check_result(buffers.y, buffers.reference, buffers.tolerance)
+        check_result(buffers.output_values(), buffers.reference, buffers.tolerance)
         buffers.written_inputs()
         self.buffers = None
 
@@ -260,7 +269,7 @@ class WorkerSession:
             buffers = self.buffers.verification(workspace)
             loaded.launch(buffers)
             cupy.cuda.get_current_stream().synchronize()
-            verdict = check_result(self.buffers.y, self.buffers.reference, self.buffers.tolerance)
+            verdict = check_result(self.buffers.output_values(), self.buffers.reference, self.buffers.tolerance)
             if not verdict.ok:
                 return result(Status.WRONG_RESULT, verdict.message, error=verdict.error), False
             written = self.buffers.written_inputs()

@@ -26,8 +26,9 @@ def conv2d_reference(problem: ConvProblem, x, w, bias=None, xp: Any = numpy):
     """``y = conv2d(x, w) + bias`` for ``problem``, computed in float64.
 
     Args:
-        problem: sizes, stride, dilation and (top, bottom, left, right) padding; NCHW
-            input, KCRS weights.
+        problem: sizes, stride, dilation and (top, bottom, left, right) padding. The arrays
+            are logical (NCHW input, KCRS weights, NKPQ result) whatever the problem's layout:
+            :mod:`autoconv.dtypes` moves values between these and the kernels' buffers.
         x: input of shape ``problem.input_shape`` (any float dtype; promoted to float64).
         w: weights of shape ``problem.weight_shape``.
         bias: ``(K,)`` values added per output channel, or None.
@@ -43,8 +44,6 @@ def conv2d_reference(problem: ConvProblem, x, w, bias=None, xp: Any = numpy):
     _check_shape("w", w, problem.weight_shape)
     if bias is not None:
         _check_shape("bias", bias, (problem.K,))
-    if problem.layout != "NCHW":
-        raise ValueError(f"conv2d_reference implements layout NCHW, not {problem.layout}")
 
     top, _, left, _ = problem.padding
     x64 = xp.asarray(x, dtype=xp.float64)
@@ -85,13 +84,20 @@ def _inside(outputs: int, stride: int, first: int, size: int) -> tuple[slice, sl
 
 
 def random_inputs(problem: ConvProblem, rng: numpy.random.Generator):
-    """Float32 ``(x, w, bias)`` for ``problem``, uniform in [-1, 1); bias is None unless
-    the problem has one. Signed values of similar size: a wrong index or a dropped term
-    changes the result by far more than float32 rounding, and no tensor is all zeros.
+    """Float32 ``(x, w, bias)`` for ``problem`` (logical layouts), uniform in [-1, 1) and, for
+    a 16-bit problem, rounded to its format, so that the reference computes from the very
+    numbers the kernels read; bias is None unless the problem has one. Signed values of
+    similar size: a wrong index or a dropped term changes the result by far more than
+    rounding, and no tensor is all zeros.
     """
+    from autoconv.dtypes import rounded
+
     x = rng.uniform(-1.0, 1.0, problem.input_shape).astype(numpy.float32)
     w = rng.uniform(-1.0, 1.0, problem.weight_shape).astype(numpy.float32)
     bias = rng.uniform(-1.0, 1.0, (problem.K,)).astype(numpy.float32) if problem.bias else None
+    if problem.dtype != "float32":
+        x, w = rounded(x, problem.dtype), rounded(w, problem.dtype)
+        bias = rounded(bias, problem.dtype) if bias is not None else None
     return x, w, bias
 
 

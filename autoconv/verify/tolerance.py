@@ -16,6 +16,18 @@ Outputs are compared with the float64 reference by relative L2 error
   for the sums. A result that drops to a coarser format (bf16's 7 bits: 8x the error) or
   loses terms fails; that it is not *more* accurate than TF32 is checked by the tests
   (a tf32 kernel must match the TF32 model itself, tests/verify/test_tolerance.py).
+- ``bf16``, ``fp16``: derived from the formats and the reduction length. The inputs are the
+  16-bit values the reference reads too, and their products are exact, so the error comes from
+  two places. (1) The float32 sums: the tensor cores add each k step of 16 products into the
+  accumulator and truncate, an error below 2^-23 of the running sum per step, of one sign (a
+  bias, growing with the chain: ``ceil(GEMM_K / 16)`` steps); with a margin of
+  :data:`ACCUMULATION_MARGIN` over half an ulp per step, ``4 * steps * 2^-24`` relative (2.9e-5
+  for a 3x3 layer with C = 256, GEMM_K = 2304). (2) The output's one rounding to nearest in its
+  type: every element within ``u`` of its value (``u`` = 2^-8 for bfloat16, 2^-11 for float16,
+  nothing beyond float32's own for a float32 output), so within ``u`` in relative L2 too, a
+  bound, not an estimate. The tolerance is (1) + (2) (+ float32's constant): a kernel that sums
+  in 16 bits (error ~ ``u * sqrt(steps)``), reads fp16 data as bf16 or rounds an fp16 output
+  to bf16 (8x fp16's ``u``) fails.
 """
 
 from __future__ import annotations
@@ -34,6 +46,18 @@ TF32_UNIT_ROUNDOFF = 2.0**-11
 #: How far above the expected TF32 error a tf32 result may land (the expectation is already an
 #: upper bound: it takes every operand's rounding error at its largest mean square).
 TF32_MARGIN = 2.0
+#: Unit roundoff of rounding to nearest into each 16-bit output type.
+OUTPUT_UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float16": 2.0**-11, "float32": 0.0}
+#: Products the tensor cores add into the accumulator per rounding (wgmma m64nNk16: one k step).
+PRODUCTS_PER_ACCUMULATION = 16
+#: Bound of the float32 accumulation's bias, in half-ulps per k step.
+ACCUMULATION_MARGIN = 4.0
+
+
+def accumulation_error(problem: ConvProblem) -> float:
+    """The relative error a 16-bit problem's float32 sums may carry (see the module docstring)."""
+    steps = math.ceil(problem.gemm_k / PRODUCTS_PER_ACCUMULATION)
+    return ACCUMULATION_MARGIN * steps * 2.0**-24
 
 
 def expected_tf32_error(problem: ConvProblem, x, w, reference, xp: Any = numpy) -> float:
@@ -52,4 +76,6 @@ def tolerance(problem: ConvProblem, x, w, reference, xp: Any = numpy) -> float:
     against the float64 ``reference`` (see the module docstring)."""
     if problem.precision == "tf32":
         return FLOAT32_TOLERANCE + TF32_MARGIN * expected_tf32_error(problem, x, w, reference, xp)
+    if problem.precision in ("bf16", "fp16"):
+        return FLOAT32_TOLERANCE + accumulation_error(problem) + OUTPUT_UNIT_ROUNDOFF[problem.output_dtype]
     return FLOAT32_TOLERANCE

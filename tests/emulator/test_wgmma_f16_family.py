@@ -1,0 +1,75 @@
+"""implicit_gemm_wgmma_f16 computes the right convolution for bf16 and fp16 NHWC problems: its
+kernel, run in the CPU emulator (whose wgmma_f16.cuh model reads the 16-bit operands exactly and
+sums in float32) on the awkward shapes of test_families_emulated.py, against the float64
+reference of the same 16-bit inputs, at the formats' tolerance.
+
+The shapes are those of test_families_emulated.PROBLEMS, each in NHWC with a precision and an
+output type chosen so that together they take both formats, both output types, channel counts
+that are and are not multiples of 8 (16-byte copies of A, or one value at a time) and reductions
+that are and are not (B likewise), with and without bias, 1x1 filters at stride 1 without
+padding (A's rows are x's pixels) and others: the branches the template takes on the problem
+(A_VECTOR, B_VECTOR, FORMAT_F16, OUTPUT_FLOAT32, HAS_BIAS, A_PIXEL_ROWS).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autoconv.emulator.check import sample_configs, verify_configs
+from autoconv.kernels.families import get_family
+from autoconv.kernels.limits import H100
+from autoconv.problems.problem import ConvProblem
+from tests.emulator.test_families_emulated import CONFIGS_PER_PROBLEM, PROBLEMS, _describe
+
+FAMILY = get_family("implicit_gemm_wgmma_f16")
+
+
+def problem_16bit(shape: str, seed: int) -> ConvProblem:
+    """The shape's problem in NHWC, in bf16 or fp16, with a 16-bit or float32 output, with or
+    without bias, by its place in PROBLEMS (so both of each are taken whatever the seed)."""
+    index = list(PROBLEMS).index(shape)
+    problem = PROBLEMS[shape](np.random.default_rng(seed))
+    precision = ("bf16", "fp16")[index % 2]
+    out_dtype = (None, "float32")[index // 2 % 2]
+    return problem.in_precision(precision).with_(layout="NHWC", out_dtype=out_dtype, bias=index // 4 % 2 == 0)
+
+
+def test_the_shapes_take_every_branch_the_problem_decides(seed):
+    taken: dict[str, set] = {}
+    for shape in PROBLEMS:
+        problem = problem_16bit(shape, seed)
+        values = FAMILY.space.context(FAMILY.space.default_config(problem, H100), problem, H100)
+        for name in ("A_VECTOR", "B_VECTOR", "FORMAT_F16", "OUTPUT_FLOAT32", "HAS_BIAS", "A_PIXEL_ROWS"):
+            taken.setdefault(name, set()).add(values[name])
+    assert all(values == {0, 1} for values in taken.values()), taken
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", list(PROBLEMS))
+def test_family_matches_reference(shape, seed):
+    problem = problem_16bit(shape, seed)
+    configs = sample_configs(FAMILY, problem, CONFIGS_PER_PROBLEM, np.random.default_rng(seed))
+    checks = verify_configs(problem, FAMILY, configs, seed)
+    failures = [_describe(problem, check) for check in checks if not check.ok]
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.gpu
+def test_family_matches_reference_on_the_gpu(seed):
+    """The same shapes on the GPU through the tuner's worker (verified against the float64
+    reference at the format's tolerance, then timed): every switch value each shape allows."""
+    from autoconv.backends.base import Status
+    from autoconv.gpu.backend import CupyBackend
+
+    failures, checked = [], 0
+    with CupyBackend(seed=seed) as backend:
+        for shape in PROBLEMS:
+            problem = problem_16bit(shape, seed)
+            for config in sample_configs(FAMILY, problem, 2, np.random.default_rng(seed), backend.device):
+                result = backend.evaluate(FAMILY.plan(problem, config, backend.device))
+                checked += 1
+                if result.status is not Status.OK:
+                    failures.append(f"{config} on {problem.spec()}: {result.status.value}: {result.reason}")
+    assert not failures, "\n".join(failures)
+    assert checked >= 2 * len(PROBLEMS)

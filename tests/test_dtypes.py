@@ -1,0 +1,53 @@
+"""autoconv.dtypes: 16-bit codecs (round to nearest even, exact decoding) and a problem's tensors
+moved between logical values and the kernels' buffers (layout and element type)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autoconv.dtypes import POISON_BITS, buffer_values, decode, encode, kernel_buffer, output_buffer, rounded
+from autoconv.problems.problem import parse_spec
+
+
+def test_known_bit_patterns_and_ties_to_even():
+    assert encode(np.float32([1.0]), "bfloat16")[0] == 0x3F80
+    assert encode(np.float32([1.0]), "float16")[0] == 0x3C00
+    # bf16 keeps 7 mantissa bits: 1 + 2^-8 is a tie, to even (1.0); 1 + 3*2^-8 ties up to 1 + 2^-6
+    assert encode(np.float32([1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-8 + 2**-20]), "bfloat16").tolist() == [
+        0x3F80, 0x3F82, 0x3F81]
+    # fp16: 2^-24 is the smallest subnormal, 2^-25 ties to 0, 65520 overflows
+    assert encode(np.float32([2**-24, 2**-25, 3 * 2**-25, 65504, 65520]), "float16").tolist() == [
+        0x0001, 0x0000, 0x0002, 0x7BFF, 0x7C00]
+    assert np.isnan(decode(encode(np.float32([np.nan]), "bfloat16"), "bfloat16")[0])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_round_trips_are_exact_and_rounding_is_idempotent(dtype):
+    bits = np.arange(0, 1 << 16, dtype=np.uint32).astype(np.uint16)
+    values = decode(bits, dtype)
+    finite = np.isfinite(values)
+    assert np.array_equal(encode(values[finite], dtype), bits[finite])
+    data = np.random.default_rng(0).uniform(-3, 3, 1000).astype(np.float32)
+    once = rounded(data, dtype)
+    assert np.array_equal(rounded(once, dtype), once)
+    unit = 2.0**-8 if dtype == "bfloat16" else 2.0**-11
+    assert np.all(np.abs(once - data) <= unit * np.abs(data))
+
+
+def test_buffers_follow_the_layout_and_come_back_as_values():
+    problem = parse_spec("N=2,C=3,H=4,W=5,K=6,R=3,S=3,pad=1,precision=bf16,layout=NHWC")
+    x = rounded(np.random.default_rng(1).uniform(-1, 1, problem.input_shape).astype(np.float32), "bfloat16")
+    buffer = kernel_buffer(problem, "x", x)
+    assert buffer.dtype == np.uint16 and buffer.shape == (2, 4, 5, 3) and buffer.flags.c_contiguous
+    assert np.array_equal(decode(buffer, "bfloat16"), x.transpose(0, 2, 3, 1))
+    assert kernel_buffer(problem, "w", np.zeros(problem.weight_shape, np.float32)).shape == (6, 3, 3, 3)
+    y = output_buffer(problem)
+    assert y.shape == (2, 4, 5, 6) and np.all(y == POISON_BITS["bfloat16"])
+    assert np.isnan(buffer_values(problem, y)).all() and buffer_values(problem, y).shape == problem.output_shape
+    y[1, 2, 3, 4] = 0x3F80
+    assert buffer_values(problem, y)[1, 4, 2, 3] == 1.0
+    wide = problem.with_(out_dtype="float32")
+    assert output_buffer(wide).dtype == np.float32
+    nchw = parse_spec("N=2,C=3,H=4,W=5,K=6,R=3,S=3")
+    assert np.array_equal(kernel_buffer(nchw, "x", x), x)
