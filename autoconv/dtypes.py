@@ -42,9 +42,17 @@ def encode(values, dtype: str, xp: Any = numpy):
 
 
 def decode(stored, dtype: str, xp: Any = numpy):
-    """The float32 values of a buffer of ``dtype`` (exact)."""
+    """The float32 values of a buffer of ``dtype`` (exact: float32 holds every bfloat16 and
+    float16 number, subnormals, infinities and NaN included).
+
+    Raises:
+        ValueError: a 16-bit ``dtype`` with ``stored`` not uint16 (values, not bit patterns).
+    """
     if dtype == "float32":
         return xp.asarray(stored, dtype=xp.float32)
+    if dtype in ("bfloat16", "float16") and numpy.dtype(stored.dtype) != numpy.uint16:
+        raise ValueError(f"a {dtype} buffer holds bit patterns (uint16), not {stored.dtype}: values need no "
+                         f"decoding")
     if dtype == "float16":
         return stored.view(xp.float16).astype(xp.float32)
     if dtype == "bfloat16":
@@ -76,9 +84,32 @@ def output_buffer(problem: ConvProblem, xp: Any = numpy):
 
 def buffer_values(problem: ConvProblem, y, xp: Any = numpy):
     """The float32 values of an output buffer ``y``, in the logical NKPQ layout."""
-    values = decode(y, problem.output_dtype, xp)
-    inverse = tuple(int(axis) for axis in numpy.argsort(problem.storage_order))
+    return tensor_values(problem, "y", y, xp)
+
+
+def tensor_values(problem: ConvProblem, name: str, buffer, xp: Any = numpy):
+    """The float32 values of tensor ``name`` ("x", "w", "bias", "y") from its buffer as the
+    kernels take it (the problem's layout and element type; ``y`` in the output's type), in the
+    logical layout (NCHW, KCRS, NKPQ): a transposed view where the layout is NHWC.
+
+    Raises:
+        ValueError: the buffer's shape is not the tensor's in the problem's layout.
+    """
+    expected = {"x": problem.input_storage_shape, "w": problem.weight_storage_shape, "bias": (problem.K,),
+                "y": problem.output_storage_shape}[name]
+    if tuple(buffer.shape) != tuple(expected):
+        raise ValueError(f"{name} has shape {tuple(buffer.shape)}; a {problem.layout} {name} buffer of the problem "
+                         f"is {tuple(expected)}")
+    values = decode(buffer, problem.output_dtype if name == "y" else problem.dtype, xp)
+    inverse = tuple(int(axis) for axis in numpy.argsort(_storage_order(problem, name)))
     return values.transpose(inverse)
+
+
+def holds_exactly(values, dtype: str, xp: Any = numpy) -> bool:
+    """Whether every one of ``values`` is a number of ``dtype`` (rounding leaves it unchanged;
+    NaN counts as held)."""
+    values = xp.asarray(values)
+    return bool(xp.all((rounded(values, dtype, xp) == values) | xp.isnan(values)))
 
 
 def random_buffer(problem: ConvProblem, name: str, generator, xp: Any = numpy):

@@ -51,3 +51,45 @@ def test_buffers_follow_the_layout_and_come_back_as_values():
     assert output_buffer(wide).dtype == np.float32
     nchw = parse_spec("N=2,C=3,H=4,W=5,K=6,R=3,S=3")
     assert np.array_equal(kernel_buffer(nchw, "x", x), x)
+
+
+def test_specials_and_subnormals():
+    specials = np.float32([np.inf, -np.inf, -0.0, 0.0])
+    assert encode(specials, "bfloat16").tolist() == [0x7F80, 0xFF80, 0x8000, 0x0000]
+    assert encode(specials, "float16").tolist() == [0x7C00, 0xFC00, 0x8000, 0x0000]
+    # NaN stays NaN, whatever its payload: 0x7F800001's high half alone would be infinity
+    nans = np.array([0x7FC00000, 0x7F800001, 0xFFFFFFFF], np.uint32).view(np.float32)
+    for dtype in ("bfloat16", "float16"):
+        assert np.isnan(decode(encode(nans, dtype), dtype)).all()
+    assert np.isnan(decode(np.uint16([0xFFFF]), "bfloat16")[0]) and np.isnan(decode(np.uint16([0xFFFF]), "float16")[0])
+    # ties to even below zero too, and the largest float32 overflows bf16 (beyond its largest + half an ulp)
+    assert encode(np.float32([-(1 + 2**-8), -(1 + 3 * 2**-8), np.finfo(np.float32).max]), "bfloat16").tolist() == [
+        0xBF80, 0xBF82, 0x7F80]
+    # fp16 subnormals: exact both ways, and 1.5 * 2^-24 ties to even (2^-23)
+    assert decode(np.uint16([0x0001, 0x03FF, 0x8001]), "float16").tolist() == [2**-24, 1023 * 2**-24, -(2**-24)]
+    assert encode(np.float32([1.5 * 2**-24, 2.5 * 2**-24]), "float16").tolist() == [0x0002, 0x0002]
+    # bf16 keeps float32's subnormals' high halves
+    assert decode(np.uint16([0x0001]), "bfloat16")[0] == np.float32(2**-133)
+
+
+def test_decoding_values_is_refused():
+    with pytest.raises(ValueError, match="bit patterns .uint16., not float32"):
+        decode(np.float32([1.0]), "bfloat16")
+    with pytest.raises(ValueError, match="unknown dtype 'float64'"):
+        encode(np.float32([1.0]), "float64")
+
+
+def test_every_tensor_comes_back_as_logical_values():
+    from autoconv.dtypes import holds_exactly, tensor_values
+
+    problem = parse_spec("N=2,C=3,H=4,W=5,K=6,R=3,S=2,pad=1,bias=1,precision=fp16,layout=NHWC")
+    rng = np.random.default_rng(2)
+    for name, shape in (("x", problem.input_shape), ("w", problem.weight_shape), ("bias", (problem.K,))):
+        values = rounded(rng.uniform(-1, 1, shape).astype(np.float32), "float16")
+        assert holds_exactly(values, "float16") and not holds_exactly(values + np.float32(2**-13), "float16")
+        buffer = kernel_buffer(problem, name, values)
+        assert buffer.dtype == np.uint16 and buffer.shape == {"x": (2, 4, 5, 3), "w": (6, 3, 2, 3), "bias": (6,)}[name]
+        assert np.array_equal(tensor_values(problem, name, buffer), values)
+    with pytest.raises(ValueError, match=r"x has shape \(2, 3, 4, 5\); a NHWC x buffer .* is \(2, 4, 5, 3\)"):
+        tensor_values(problem, "x", np.zeros(problem.input_shape, np.uint16))
+    assert not holds_exactly(np.float64([1 + 2**-30]), "float32")

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy
 
+from autoconv.dtypes import rounded, tensor_values
 from autoconv.problems.problem import ConvProblem, ceil_div
 
 
@@ -26,28 +27,28 @@ def conv2d_reference(problem: ConvProblem, x, w, bias=None, xp: Any = numpy):
     """``y = conv2d(x, w) + bias`` for ``problem``, computed in float64.
 
     Args:
-        problem: sizes, stride, dilation and (top, bottom, left, right) padding. The arrays
-            are logical (NCHW input, KCRS weights, NKPQ result) whatever the problem's layout:
+        problem: sizes, stride, dilation and (top, bottom, left, right) padding. Values are
+            logical (NCHW input, KCRS weights, NKPQ result) whatever the problem's layout:
             :mod:`autoconv.dtypes` moves values between these and the kernels' buffers.
-        x: input of shape ``problem.input_shape`` (any float dtype; promoted to float64).
-        w: weights of shape ``problem.weight_shape``.
-        bias: ``(K,)`` values added per output channel, or None.
+        x: input values of shape ``problem.input_shape`` (any float dtype; promoted to
+            float64), or a 16-bit problem's input buffer as its kernels take it (uint16 bit
+            patterns in the problem's layout, :func:`autoconv.dtypes.kernel_buffer`).
+        w: weights of shape ``problem.weight_shape``, or a 16-bit problem's weights buffer.
+        bias: ``(K,)`` values (or bit patterns) added per output channel, or None.
         xp: the array module of ``x`` and ``w`` (``numpy`` or ``cupy``).
 
     Returns:
-        float64 array of shape ``problem.output_shape``.
+        float64 array of shape ``problem.output_shape`` (logical: compare a kernel's output
+        through :func:`autoconv.dtypes.buffer_values`).
 
     Raises:
         ValueError: an array's shape disagrees with the problem (naming which and how).
     """
-    _check_shape("x", x, problem.input_shape)
-    _check_shape("w", w, problem.weight_shape)
+    x64 = logical_values(problem, "x", x, xp)
+    w64 = logical_values(problem, "w", w, xp)
     if bias is not None:
-        _check_shape("bias", bias, (problem.K,))
-
+        bias = logical_values(problem, "bias", bias, xp)
     top, _, left, _ = problem.padding
-    x64 = xp.asarray(x, dtype=xp.float64)
-    w64 = xp.asarray(w, dtype=xp.float64)
 
     # Accumulated as K x N x P x Q (tensordot puts w's remaining axis first).
     y = xp.zeros((problem.K, problem.N, problem.P, problem.Q), dtype=xp.float64)
@@ -71,6 +72,24 @@ def conv2d_reference(problem: ConvProblem, x, w, bias=None, xp: Any = numpy):
     return y
 
 
+def logical_values(problem: ConvProblem, name: str, array, xp: Any = numpy):
+    """Tensor ``name`` ("x", "w" or "bias") of ``problem`` as float64 values in its logical
+    layout (NCHW, KCRS): ``array`` itself when it holds values of that shape (any float dtype),
+    or, when it is a 16-bit problem's buffer (uint16 bit patterns in the problem's layout, as
+    its kernels take it), those decoded exactly and put in logical order (no copy is made of
+    float64 values: do not write to the result).
+
+    Raises:
+        ValueError: the shape disagrees with the problem, or bit patterns for a float32 problem.
+    """
+    if numpy.dtype(array.dtype) == numpy.uint16:  # bits: nothing else autoconv passes is uint16
+        if problem.dtype == "float32":
+            raise ValueError(f"{name} is uint16, but a float32 problem's {name} holds float values")
+        return xp.asarray(tensor_values(problem, name, array, xp), dtype=xp.float64)
+    _check_shape(name, array, {"x": problem.input_shape, "w": problem.weight_shape, "bias": (problem.K,)}[name])
+    return xp.asarray(array, dtype=xp.float64)
+
+
 def _inside(outputs: int, stride: int, first: int, size: int) -> tuple[slice, slice] | tuple[None, None]:
     """The outputs o = 0 .. outputs-1 whose input position ``first + o*stride`` lies in
     [0, size), as a slice of the outputs and the matching strided slice of the input; or
@@ -90,8 +109,6 @@ def random_inputs(problem: ConvProblem, rng: numpy.random.Generator):
     similar size: a wrong index or a dropped term changes the result by far more than
     rounding, and no tensor is all zeros.
     """
-    from autoconv.dtypes import rounded
-
     x = rng.uniform(-1.0, 1.0, problem.input_shape).astype(numpy.float32)
     w = rng.uniform(-1.0, 1.0, problem.weight_shape).astype(numpy.float32)
     bias = rng.uniform(-1.0, 1.0, (problem.K,)).astype(numpy.float32) if problem.bias else None
