@@ -1,7 +1,8 @@
 """Every family's kernels compile with nvcc for sm_90, and ptxas's report is read right.
 
-The compile tests render, for awkward problems, each family's default config and a few
-configs sampled (with the per-run seed) from the whole valid space, compile them with
+The compile tests render, for awkward problems (in a precision and layout each family computes),
+each family's default config, configs that take every value of each code-path switch, and a
+few sampled (with the per-run seed) from the whole valid space, compile them with
 ``nvcc -cubin -arch=sm_90 -Xptxas -v`` and check ptxas's report: every launched kernel
 exists, needs no static shared memory (the templates' convention is dynamic ``smem``
 only), fits the registers of a block, and, for default configs, neither spills nor uses
@@ -15,13 +16,14 @@ parallel.
 from __future__ import annotations
 
 import os
-import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
+from autoconv.emulator.check import sample_configs
 from autoconv.errors import BackendUnavailable
 from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, get_family
 from autoconv.kernels.limits import H100
@@ -34,6 +36,7 @@ from autoconv.kernels.nvcc import (
     parse_ptxas_report,
 )
 from autoconv.problems.problem import parse_spec
+from tests.helpers import family_spec
 
 needs_nvcc = pytest.mark.skipif(not nvcc_available(),
                                 reason="nvcc is not on PATH: install the CUDA toolkit to compile kernels")
@@ -114,15 +117,14 @@ def _check(jobs: list[Compiled]) -> tuple[list[str], list[str]]:
 @pytest.mark.parametrize("family_name", FAMILY_NAMES)
 def test_family_compiles_for_sm90(family_name, seed, record_property):
     family = get_family(family_name)
-    rng = random.Random(seed)
     jobs: list[Compiled] = []
-    for spec in COMPILE_PROBLEMS:
-        problem = parse_spec(spec)
-        default = family.space.default_config(problem, H100)
-        others = [config for config in family.space.points(problem, H100) if config != default]
-        jobs.append(Compiled(family.plan(problem, default), is_default=True))
-        for config in rng.sample(others, min(SAMPLES_PER_PROBLEM, len(others))):
-            jobs.append(Compiled(family.plan(problem, config), is_default=False))
+    for index, spec in enumerate(COMPILE_PROBLEMS):
+        problem = parse_spec(family_spec(family_name, spec))
+        # the default first, then every value of every code-path switch the problem allows
+        # (emulator.check.SWITCHES: by design, not by chance), then random valid configs
+        configs = sample_configs(family, problem, 1 + SAMPLES_PER_PROBLEM, np.random.default_rng([seed, index]))
+        jobs += [Compiled(family.plan(problem, config), is_default=number == 0)
+                 for number, config in enumerate(configs)]
 
     started = time.perf_counter()
     jobs = _compile_all(jobs)
@@ -143,7 +145,8 @@ def test_resnet50_default_configs_compile_without_spills(family_name, record_pro
     from autoconv.problems.models import resnet50
 
     family = get_family(family_name)
-    jobs = _compile_all([Compiled(family.plan(layer.problem), is_default=True) for layer in resnet50(32)])
+    problems = [parse_spec(family_spec(family_name, layer.problem.spec())) for layer in resnet50(32)]
+    jobs = _compile_all([Compiled(family.plan(problem), is_default=True) for problem in problems])
     failures, _ = _check(jobs)
     resources = {job.plan.problem.spec(): [kernel.summary() for kernel in job.report.kernels.values()]
                  for job in jobs if job.report is not None}
