@@ -19,14 +19,19 @@ defines: ``templates/mma_tf32.cuh`` models ``mma.sync.m16n8k8`` (TF32) lane by l
 Typical use::
 
     from autoconv.emulator import emulate_plan
-    y = emulate_plan(plan, x, w, bias)   # float32 NCHW, unwritten elements NaN
+    y = emulate_plan(plan, x, w, bias)   # float32 values, logical NKPQ; unwritten elements NaN
+
+Buffers reach the kernels as raw bytes (each launch argument is a pointer to its buffer's
+data, typed by the kernel's own signature), so a 16-bit problem's kernels read their
+``const unsigned short*`` bit patterns and write an ``unsigned short*`` or ``float*`` output
+as on the GPU; :mod:`autoconv.dtypes` makes and reads those buffers.
 """
 
 from __future__ import annotations
 
 import numpy
 
-from autoconv.dtypes import buffer_values, kernel_buffer, output_buffer
+from autoconv.dtypes import buffer_values, holds_exactly, kernel_buffer, output_buffer, tensor_values
 from autoconv.emulator.build import MAX_SHARED_BYTES, cache_dir, compile_program
 from autoconv.emulator.errors import (
     EmulatedKernelFault,
@@ -50,9 +55,11 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
 
     Args:
         plan: the kernels and launches to run.
-        x, w: input and weights, logical (NCHW, KCRS) values of ``plan.problem``'s shapes; a
-            16-bit problem's are rounded to its format.
-        bias: ``(K,)`` values, exactly when ``plan.problem.bias``.
+        x, w: input and weights, logical (NCHW, KCRS) values of ``plan.problem``'s shapes
+            (a 16-bit problem's must be numbers of its format: :func:`autoconv.dtypes.rounded`),
+            or a 16-bit problem's buffers as its kernels take them (uint16 bit patterns in
+            the problem's layout, :func:`autoconv.dtypes.kernel_buffer`).
+        bias: ``(K,)`` values (or bit patterns), exactly when ``plan.problem.bias``.
         workers: OS threads running blocks (default :func:`default_workers`).
         timeout: seconds before the program is stopped (default 300).
 
@@ -60,18 +67,19 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
         ``y``'s values, float32, of the logical shape ``plan.problem.output_shape``.
 
     Raises:
-        ValueError: an input's shape, or the presence of bias, disagrees with the problem.
+        ValueError: an input's shape, or the presence of bias, disagrees with the problem,
+            or a 16-bit problem's input has a value its format does not hold.
         EmulatorCompileError: the source does not compile under emulation.
         EmulatedKernelFault: a kernel faulted (sanitizer report...) or wrote to an input.
         EmulationTimeout: the launches ran past ``timeout``.
     """
     problem = plan.problem
-    buffers = {"x": _input(problem, "x", x, problem.input_shape), "w": _input(problem, "w", w, problem.weight_shape)}
+    buffers = {"x": _input(problem, "x", x), "w": _input(problem, "w", w)}
     if problem.bias != (bias is not None):
         raise ValueError(f"the problem {'has' if problem.bias else 'has no'} bias, but bias "
                          f"{'is missing' if bias is None else 'was given'}")
     if bias is not None:
-        buffers["bias"] = _input(problem, "bias", bias, (problem.K,))
+        buffers["bias"] = _input(problem, "bias", bias)
     buffers["y"] = output_buffer(problem)
     if plan.workspace_bytes > 0:
         buffers["workspace"] = numpy.full(plan.workspace_elements, POISON, dtype=numpy.float32)
@@ -84,10 +92,20 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
     return numpy.ascontiguousarray(buffer_values(problem, result["y"]))
 
 
-def _input(problem, name: str, array, shape: tuple[int, ...]) -> numpy.ndarray:
-    array = numpy.asarray(array, dtype=numpy.float32)
+def _input(problem, name: str, array) -> numpy.ndarray:
+    """Tensor ``name``'s buffer as the kernels take it, from its values or its buffer."""
+    array = numpy.asarray(array)
+    if array.dtype == numpy.uint16 and problem.dtype != "float32":  # already a buffer
+        tensor_values(problem, name, array)  # (checks its shape)
+        return numpy.ascontiguousarray(array)
+    shape = {"x": problem.input_shape, "w": problem.weight_shape, "bias": (problem.K,)}[name]
     if array.shape != tuple(shape):
         raise ValueError(f"{name} has shape {array.shape}; the problem needs {tuple(shape)}")
+    # Rounding here would hand the kernels other numbers than the caller's reference reads (a
+    # float32 problem's values are converted, as they always were).
+    if problem.dtype != "float32" and not holds_exactly(array, problem.dtype):
+        raise ValueError(f"{name} has values that {problem.dtype} does not hold: round them first "
+                         f"(autoconv.dtypes.rounded), and compute the reference from the rounded values")
     return kernel_buffer(problem, name, array)
 
 
