@@ -2,13 +2,17 @@
 
 Tuning one problem holds, on the GPU (see :class:`autoconv.gpu.worker.ProblemBuffers`):
 
-- the verification inputs ``x``, ``w`` (and ``bias``) in float32, plus a pristine copy
-  of each (to catch kernels that write their inputs);
+- the verification inputs ``x``, ``w`` (and ``bias``) as the kernels take them (float32, or
+  2-byte bit patterns for a bf16/fp16 problem), plus a pristine copy of each (to catch kernels
+  that write their inputs);
 - the float64 reference output; while it is computed
   (:func:`autoconv.verify.reference.conv2d_reference`) also float64 copies of ``x`` and ``w``,
   the zero-padded input, one tap's gathered window (N x C x P x Q) and a second output
-  (the tap's product, then the transposed result);
-- the float32 output ``y``;
+  (the tap's product, then the transposed result); for a 16-bit problem also the decoding's
+  temporaries (two 4-byte arrays per input element), the squares of ``x`` and ``w`` beside
+  their float64 copies, and the tolerance's per-output bounds
+  (:mod:`autoconv.verify.tolerance`: :data:`TOLERANCE_OUTPUT_COPIES` float64 arrays of ``y``'s size);
+- the output ``y`` in its type (float32, or 2 bytes for a 16-bit output);
 - the rotating timing buffer sets (``x``, ``w``, ``y``, ``bias`` each), as many as
   exceed twice the L2 cache (:func:`autoconv.gpu.timing.buffer_sets_for`);
 - a candidate's workspace (im2col buffer, split-K partials);
@@ -27,7 +31,7 @@ from dataclasses import dataclass, replace
 
 from autoconv.errors import DeviceMemoryError
 from autoconv.gpu.timing import buffer_sets_for
-from autoconv.problems.problem import ConvProblem
+from autoconv.problems.problem import DTYPE_SIZES, ConvProblem
 
 #: Timing buffer sets at most (as :class:`autoconv.gpu.worker.WorkerOptions`).
 MAX_BUFFER_SETS = 256
@@ -35,16 +39,19 @@ MAX_BUFFER_SETS = 256
 RUNTIME_RESERVE_BYTES = 64 << 20
 
 _F32, _F64 = 4, 8
+#: Float64 arrays of the output's size that a 16-bit problem's tolerance holds at once, at most
+#: (the bounds, the worst error, a rounded sum with its encoding's temporaries).
+TOLERANCE_OUTPUT_COPIES = 6
 
 
 @dataclass(frozen=True)
 class MemoryEstimate:
     """Bytes of GPU memory tuning one problem needs, by purpose."""
 
-    inputs: int              # x, w, bias (float32) and their pristine copies
+    inputs: int              # x, w, bias (as the kernels take them) and their pristine copies
     reference: int           # the float64 reference output, kept
     reference_scratch: int   # the reference's temporaries while it is computed
-    output: int              # y (float32)
+    output: int              # y (its type)
     timing_sets: int         # all rotating timing buffer sets
     buffer_sets: int         # how many sets that is
     workspace: int           # a candidate's workspace
@@ -87,18 +94,29 @@ def estimate(problem: ConvProblem, l2_bytes: int, *, workspace_bytes: int = 0,
     y = N * K * P * Q
     padded = N * C * (problem.H + top + bottom) * (problem.W + left + right)
     window = N * C * P * Q
-    per_set = _F32 * (x + w + y + bias)
+    per_set = timing_set_bytes(problem)
     sets = buffer_sets_for(per_set, l2_bytes, max_buffer_sets)
+    # float64 x, w and padded input; the tap's window; the tap's product (or, at the end, the
+    # transposed copy) beside the accumulator (counted in ``reference``).
+    scratch = _F64 * (x + w + padded + window + y)
+    if problem.dtype != "float32":
+        scratch += (2 * _F32 + _F64) * (x + w) + TOLERANCE_OUTPUT_COPIES * _F64 * y
     return MemoryEstimate(
-        inputs=2 * _F32 * (x + w + bias),
+        inputs=2 * DTYPE_SIZES[problem.dtype] * (x + w + bias),
         reference=_F64 * y,
-        # float64 x, w and padded input; the tap's window; the tap's product (or, at the
-        # end, the transposed copy) beside the accumulator (counted in ``reference``).
-        reference_scratch=_F64 * (x + w + padded + window + y),
-        output=_F32 * y,
+        reference_scratch=scratch,
+        output=DTYPE_SIZES[problem.output_dtype] * y,
         timing_sets=sets * per_set,
         buffer_sets=sets,
         workspace=int(workspace_bytes))
+
+
+def timing_set_bytes(problem: ConvProblem) -> int:
+    """Bytes of one timing buffer set: ``x``, ``w``, ``bias`` and ``y`` in their types."""
+    inputs = problem.N * problem.C * problem.H * problem.W + problem.K * problem.C * problem.R * problem.S
+    inputs += problem.K if problem.bias else 0
+    outputs = problem.N * problem.K * problem.P * problem.Q
+    return DTYPE_SIZES[problem.dtype] * inputs + DTYPE_SIZES[problem.output_dtype] * outputs
 
 
 def check_fits(problem: ConvProblem, available_bytes: int, device_name: str, l2_bytes: int, *,

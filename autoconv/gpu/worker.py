@@ -123,29 +123,35 @@ class ProblemBuffers:
         import cupy
         import numpy
 
-        from autoconv.dtypes import kernel_buffer, output_buffer, random_buffer
+        from autoconv.dtypes import kernel_buffer, output_buffer, random_buffer, tensor_values
+        from autoconv.gpu.memory import timing_set_bytes
         from autoconv.gpu.timing import buffer_sets_for
         from autoconv.verify.reference import conv2d_reference, random_inputs
         from autoconv.verify.tolerance import tolerance
 
         self.problem = problem
         self.seed = seed
-        # Values (logical layouts, float32) for the reference; buffers as the kernels take them.
+        # The buffers as the kernels take them (the problem's layout and element type), made on
+        # the host; the reference reads their values on the GPU (a float32 NCHW problem's buffers
+        # are its values: no copy; a 16-bit problem's are decoded).
         x, w, bias = random_inputs(problem, numpy.random.default_rng(seed))
-        self.x = kernel_buffer(problem, "x", cupy.asarray(x), cupy)
-        self.w = kernel_buffer(problem, "w", cupy.asarray(w), cupy)
-        self.bias = kernel_buffer(problem, "bias", cupy.asarray(bias), cupy) if bias is not None else None
+        self.x = cupy.asarray(kernel_buffer(problem, "x", x))
+        self.w = cupy.asarray(kernel_buffer(problem, "w", w))
+        self.bias = cupy.asarray(kernel_buffer(problem, "bias", bias)) if bias is not None else None
         self.pristine = {"x": self.x.copy(), "w": self.w.copy()}
         if self.bias is not None:
             self.pristine["bias"] = self.bias.copy()
-        x, w = cupy.asarray(x), cupy.asarray(w)
-        self.reference = conv2d_reference(problem, x, w, cupy.asarray(bias) if bias is not None else None, xp=cupy)
-        #: The relative L2 error a kernel's output may have (its precision's).
+        x, w = tensor_values(problem, "x", self.x, cupy), tensor_values(problem, "w", self.w, cupy)
+        bias = tensor_values(problem, "bias", self.bias, cupy) if self.bias is not None else None
+        self.reference = conv2d_reference(problem, x, w, bias, xp=cupy)
+        #: The relative L2 error a kernel's output may have (its precision's). For a 16-bit
+        #: problem it rounds the reference to the output type, which compiles CuPy's kernels for
+        #: the output's decoding (the same operations) before any candidate's time limit runs.
         self.tolerance = tolerance(problem, x, w, self.reference, xp=cupy)
-        del x, w
+        del x, w, bias
         self.y = output_buffer(problem, cupy)
 
-        per_set = self.x.nbytes + self.w.nbytes + self.y.nbytes + (self.bias.nbytes if self.bias is not None else 0)
+        per_set = timing_set_bytes(problem)  # (as the memory estimate counts them)
         generator = cupy.random.default_rng(seed + 1)
 
         self.timing_sets = []
@@ -157,7 +163,8 @@ class ProblemBuffers:
             self.timing_sets.append(buffers)
 
     def verification(self, workspace) -> dict:
-        """The verification buffers, with output and workspace poisoned (NaN)."""
+        """The verification buffers, with output and workspace poisoned (NaN: 0xFFFF in a
+        16-bit output, a NaN in both formats)."""
         from autoconv.verify.compare import POISON
 
         self.y.fill(POISON_BITS[self.problem.output_dtype])

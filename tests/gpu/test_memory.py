@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from autoconv.errors import DeviceMemoryError
-from autoconv.gpu.memory import RUNTIME_RESERVE_BYTES, check_fits, estimate
+from autoconv.gpu.memory import RUNTIME_RESERVE_BYTES, check_fits, estimate, timing_set_bytes
 from autoconv.problems.problem import parse_spec
 
 
@@ -29,15 +29,32 @@ def test_memory_estimate_counts_every_buffer():
         check_fits(problem, need.fixed - 1, "GPU", 16384)
 
 
+def test_memory_estimate_counts_16bit_buffers_at_their_size():
+    problem = parse_spec("N=2,C=3,H=10,W=8,K=5,R=3,S=3,stride=2,pad=1,bias=1,precision=bf16,layout=NHWC")
+    x, w, bias, y = 2 * 3 * 10 * 8, 5 * 3 * 3 * 3, 5, 2 * 5 * 5 * 4
+    padded, window = 2 * 3 * 12 * 10, 2 * 3 * 5 * 4
+    assert timing_set_bytes(problem) == 2 * (x + w + y + bias)
+    assert timing_set_bytes(problem.with_(out_dtype="float32")) == 2 * (x + w + bias) + 4 * y
+    need = estimate(problem, 16384)
+    assert (need.inputs, need.output) == (4 * (x + w + bias), 2 * y)
+    # the decoding's temporaries, the squares beside the float64 copies, the tolerance's bounds
+    assert need.reference_scratch == 8 * (x + w + padded + window + y) + 16 * (x + w) + 6 * 8 * y
+    assert estimate(problem.with_(out_dtype="float32"), 16384).output == 4 * y
+    assert timing_set_bytes(parse_spec("N=2,C=3,H=10,W=8,K=5,R=3,S=3,stride=2,pad=1,bias=1")) == 4 * (x + w + y + bias)
+
+
 @pytest.mark.gpu
-def test_memory_estimate_covers_what_a_problem_allocates():
+@pytest.mark.parametrize("spec", ["N=4,C=32,H=40,W=36,K=48,R=3,S=3,pad=1,bias=1",
+                                  "N=4,C=32,H=40,W=36,K=48,R=3,S=3,pad=1,bias=1,precision=bf16,layout=NHWC",
+                                  "N=4,C=32,H=40,W=36,K=48,R=3,S=3,pad=1,precision=fp16,layout=NHWC,out_dtype=float32"])
+def test_memory_estimate_covers_what_a_problem_allocates(spec):
     import cupy
 
     from autoconv.gpu.device import read_device
     from autoconv.gpu.worker import ProblemBuffers
 
     limits, _ = read_device(0)
-    problem = parse_spec("N=4,C=32,H=40,W=36,K=48,R=3,S=3,pad=1,bias=1")
+    problem = parse_spec(spec)
     pool = cupy.get_default_memory_pool()
     pool.free_all_blocks()
     before = pool.total_bytes()
