@@ -21,17 +21,25 @@ def check_shapes(x_shape: tuple, w_shape: tuple, bias_shape: tuple | None) -> No
         raise ProblemError("bias.shape", bias_shape, f"expected ({w_shape[0]},): one value per filter")
 
 
+#: The precisions conv2d computes: float32 tensors only, so far (the 16-bit ones are tuned and
+#: benchmarked, but the runtime does not take 16-bit tensors yet).
+RUNTIME_PRECISIONS = ("fp32", "tf32")
+
+
 def check_precision(precision, *, none_allowed: bool = True) -> str:
     """``precision`` if it is one of :data:`~autoconv.problems.problem.PRECISIONS`, else
     ProblemError naming the field and the values allowed. Where the caller takes None
     (``none_allowed``: PyTorch's setting for PyTorch tensors, "fp32" otherwise; the caller
     resolves it before this), the message says so."""
-    if isinstance(precision, str) and precision in PRECISIONS:
+    if isinstance(precision, str) and precision in RUNTIME_PRECISIONS:
         return precision
     hint = ""
     if isinstance(precision, str):
         hint = {"ieee": " (PyTorch's 'ieee' is autoconv's 'fp32')", "highest": " (use 'fp32')",
-                "high": " (use 'tf32')"}.get(precision.lower(), did_you_mean(precision, PRECISIONS))
+                "high": " (use 'tf32')"}.get(precision.lower(), did_you_mean(precision, RUNTIME_PRECISIONS))
+        if precision in PRECISIONS:  # bf16, fp16
+            hint = (f" ({precision} problems are tuned, verified and benchmarked - `autoconv tune` with "
+                    f"precision: {precision}, layout: NHWC - but conv2d takes float32 tensors only for now)")
     allowed = "'fp32' (float32 accuracy) or 'tf32' (inputs rounded to TF32, float32 accumulation)"
     if none_allowed:
         allowed = ("'fp32' (float32 accuracy), 'tf32' (inputs rounded to TF32, float32 accumulation) or None "
