@@ -23,6 +23,7 @@ from autoconv.kernels.limits import H100
 from autoconv.kernels.space import SearchSpace, parse_search_space
 from autoconv.problems.expressions import FUNCTIONS, MAX_EXPONENT, compile_expression
 from autoconv.problems.problem import parse_spec
+from tests.helpers import family_spec
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -342,7 +343,9 @@ def brute_force_points(space_doc: dict, problem, device, workspace_limit: int) -
         "PAD_LEFT": problem.padding[2], "PAD_RIGHT": problem.padding[3],
         "GEMM_M": problem.N * problem.P * problem.Q, "GEMM_N": problem.K,
         "GEMM_K": problem.C * problem.R * problem.S, "HAS_BIAS": int(problem.bias),
-        "ELEMENT_BYTES": 4, "PRECISION_TF32": int(problem.precision == "tf32"),
+        "ELEMENT_BYTES": 4 if problem.dtype == "float32" else 2, "PRECISION_TF32": int(problem.precision == "tf32"),
+        "FORMAT_F16": int(problem.precision == "fp16"), "OUTPUT_FLOAT32": int(problem.output_dtype == "float32"),
+        "OUTPUT_BYTES": 4 if problem.output_dtype == "float32" else 2,
         "workspace_limit_bytes": workspace_limit, **device.variables(),
     }
     derived = [(name, compile(str(text), name, "eval")) for name, text in (space_doc.get("derived") or {}).items()]
@@ -376,7 +379,7 @@ def test_enumeration_equals_brute_force(family):
     space = get_family(family).space
     doc = yaml.safe_load(space.source_text)
     for index, spec in enumerate(ENUMERATION_PROBLEMS):
-        problem = parse_spec(spec)
+        problem = parse_spec(family_spec(family, spec))
         for limit in ((0, 1 << 30) if index == 0 else (1 << 30,)):  # without and with workspace
             points = space.points(problem, H100, limit)
             assert points == brute_force_points(doc, problem, H100, limit), (family, spec, limit)
