@@ -78,9 +78,9 @@ def check_result(out, ref, tolerance: float = FLOAT32_TOLERANCE) -> VerifyOutcom
         diff = xp.abs(xp.asarray(out, dtype=xp.float64) - ref)
         worst = _index(int(xp.argmax(diff.ravel())), out.shape)
         return VerifyOutcome(False, error,
-                             f"relative L2 error {error:.3g} exceeds {tolerance:.0e}; largest difference at "
+                             f"relative L2 error {error:.3g} exceeds {tolerance:.3g}; largest difference at "
                              f"{list(worst)}: {float(out[worst]):.6g} instead of {float(ref[worst]):.6g}")
-    return VerifyOutcome(True, error, f"relative L2 error {error:.3g} <= {tolerance:.0e}")
+    return VerifyOutcome(True, error, f"relative L2 error {error:.3g} <= {tolerance:.3g}")
 
 
 def _index(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
