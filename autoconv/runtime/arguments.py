@@ -22,7 +22,7 @@ def check_shapes(x_shape: tuple, w_shape: tuple, bias_shape: tuple | None) -> No
 
 
 #: The precisions conv2d computes: float32 tensors only, so far (the 16-bit ones are tuned and
-#: benchmarked, but the runtime does not take 16-bit tensors yet).
+#: verified by `autoconv tune`, but the runtime does not take 16-bit tensors yet).
 RUNTIME_PRECISIONS = ("fp32", "tf32")
 
 
@@ -38,8 +38,8 @@ def check_precision(precision, *, none_allowed: bool = True) -> str:
         hint = {"ieee": " (PyTorch's 'ieee' is autoconv's 'fp32')", "highest": " (use 'fp32')",
                 "high": " (use 'tf32')"}.get(precision.lower(), did_you_mean(precision, RUNTIME_PRECISIONS))
         if precision in PRECISIONS:  # bf16, fp16
-            hint = (f" ({precision} problems are tuned, verified and benchmarked - `autoconv tune` with "
-                    f"precision: {precision}, layout: NHWC - but conv2d takes float32 tensors only for now)")
+            hint = (f" ({precision} problems are tuned and verified - `autoconv tune` with precision: "
+                    f"{precision}, layout: NHWC - but conv2d takes float32 tensors only for now)")
     allowed = "'fp32' (float32 accuracy) or 'tf32' (inputs rounded to TF32, float32 accumulation)"
     if none_allowed:
         allowed = ("'fp32' (float32 accuracy), 'tf32' (inputs rounded to TF32, float32 accumulation) or None "
