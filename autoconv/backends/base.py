@@ -132,8 +132,9 @@ class BackendIdentity:
 class Ticket:
     """A candidate handed to :meth:`Backend.submit`, to be passed to :meth:`Backend.result`."""
 
-    def __init__(self, plan: KernelPlan):
+    def __init__(self, plan: KernelPlan, screening: bool = False):
         self.plan = plan
+        self.screening = screening  # timed with the search's shorter effort (see Backend)
 
 
 class Backend(ABC):
@@ -146,7 +147,9 @@ class Backend(ABC):
     - ``ticket = submit(plan, seed=None)`` starts any work that needs no GPU
       (compilation) and returns at once; several submitted plans may compile in
       parallel. ``seed`` selects other verification inputs than the problem's usual
-      ones (the tuner re-verifies its winner on fresh inputs).
+      ones (the tuner re-verifies its winner on fresh inputs). ``screening`` asks for a
+      shorter timing, good enough to rank candidates (the search's); without it the time
+      is measured in full (what is cached and reported).
     - ``result(ticket)`` finishes that candidate (waits for its compilation, then runs
       it on the device) and returns its :class:`TrialResult`. Results are asked for in
       submission order; each ticket is redeemed exactly once.
@@ -159,16 +162,16 @@ class Backend(ABC):
     identity: BackendIdentity
 
     @abstractmethod
-    def submit(self, plan: KernelPlan, *, seed: int | None = None) -> Ticket:
+    def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False) -> Ticket:
         ...
 
     @abstractmethod
     def result(self, ticket: Ticket) -> TrialResult:
         ...
 
-    def evaluate(self, plan: KernelPlan, *, seed: int | None = None) -> TrialResult:
+    def evaluate(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False) -> TrialResult:
         """Submit one plan and wait for its result."""
-        return self.result(self.submit(plan, seed=seed))
+        return self.result(self.submit(plan, seed=seed, screening=screening))
 
     def available_memory_bytes(self) -> int:
         """Device memory one problem's buffers may take: the tuner refuses a problem whose

@@ -42,7 +42,8 @@ class FakeBackend(Backend):
             give tests of a killed ``autoconv tune`` something to interrupt).
         memory_bytes: the device memory it pretends to have (default: ``device``'s).
 
-    ``evaluated`` lists every plan whose result was asked for, in order.
+    ``evaluated`` lists every plan whose result was asked for, in order, and ``screened``
+    whether each was asked for with the search's shorter timing.
     """
 
     def __init__(self, device: DeviceLimits = H100, *,
@@ -55,13 +56,15 @@ class FakeBackend(Backend):
         self._fail = fail
         self._delay_s = delay_s
         self.evaluated: list[KernelPlan] = []
+        self.screened: list[bool] = []
 
-    def submit(self, plan: KernelPlan, *, seed: int | None = None) -> Ticket:
-        return Ticket(plan)
+    def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False) -> Ticket:
+        return Ticket(plan, screening)
 
     def result(self, ticket: Ticket) -> TrialResult:
         plan = ticket.plan
         self.evaluated.append(plan)
+        self.screened.append(ticket.screening)
         if self._delay_s:
             time.sleep(self._delay_s)
         injected = self._fail(plan) if self._fail else None

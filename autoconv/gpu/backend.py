@@ -147,9 +147,10 @@ class GpuWorker:
         return f"it exited with status {code}"
 
     # ---- requests ------------------------------------------------------------------
-    def evaluate(self, plan: KernelPlan, cubin: bytes, compile_s: float, seed: int) -> TrialResult:
-        """Verify and time ``plan`` in the worker; a lost or hung worker is a failed
-        result (and replaced for the next candidate)."""
+    def evaluate(self, plan: KernelPlan, cubin: bytes, compile_s: float, seed: int,
+                 screening: bool = False) -> TrialResult:
+        """Verify and time ``plan`` in the worker (``screening``: with the search's shorter
+        timing); a lost or hung worker is a failed result (and replaced for the next candidate)."""
         if self._process is None:
             self.start()
             self.restarts += 1
@@ -158,7 +159,7 @@ class GpuWorker:
         started = time.perf_counter()
         assert self._process is not None and self._connection is not None  # (started above)
         try:
-            self._connection.send(("evaluate", (plan, cubin, compile_s)))
+            self._connection.send(("evaluate", (plan, cubin, compile_s, screening)))
             reply = self._receive(self.candidate_timeout_s, f"evaluating {plan.name}")
         except (EOFError, BrokenPipeError, ConnectionResetError):
             why = self._exit_description()
@@ -202,8 +203,9 @@ class GpuWorker:
 
 
 class CupyTicket(Ticket):
-    def __init__(self, plan: KernelPlan, job: CompileJob | None, seed: int, compiled: CompileOutcome | None = None):
-        super().__init__(plan)
+    def __init__(self, plan: KernelPlan, job: CompileJob | None, seed: int, compiled: CompileOutcome | None = None,
+                 screening: bool = False):
+        super().__init__(plan, screening)
         self.job = job            # the compilation under way, or None when ``compiled`` came from the cache
         self.compiled = compiled
         self.seed = seed
@@ -225,7 +227,7 @@ class CupyBackend(Backend):
         compile_workers: compiler processes (default: one per core, less one).
         candidate_timeout_s: a candidate's load + verify + time limit (a hang beyond).
         compile_timeout_s: one compilation's limit.
-        samples: timed graph replays per candidate (the median is reported).
+        samples: timed graph replays per fully timed candidate (the median is reported).
         seed: seed of the verification inputs (each problem gets its own from it).
 
     Raises:
@@ -263,19 +265,21 @@ class CupyBackend(Backend):
         base = self.seed if seed is None else seed
         return (base * 1_000_003 + zlib.crc32(problem.key().encode())) % 2**32
 
-    def submit(self, plan: KernelPlan, *, seed: int | None = None) -> CupyTicket:
+    def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False) -> CupyTicket:
         """Start compiling ``plan`` and queue it for the GPU; ``seed`` picks other
         verification inputs than the problem's usual ones (the final re-verification of
-        a winner uses this)."""
+        a winner uses this); ``screening`` times it with the search's shorter effort
+        (:data:`autoconv.gpu.timing.SCREENING`)."""
         if self._closed:
             raise RuntimeError("the backend is closed")
         with self._cubins_lock:
             cached = self._cubins.get(plan.source_hash)
         seed = self.problem_seed(plan.problem, seed)
         if cached is not None:
-            ticket = CupyTicket(plan, None, seed, compiled=dataclasses.replace(cached, seconds=0.0))
+            ticket = CupyTicket(plan, None, seed, compiled=dataclasses.replace(cached, seconds=0.0),
+                                screening=screening)
         else:
-            ticket = CupyTicket(plan, self._compiler.submit(plan.source, plan.name), seed)
+            ticket = CupyTicket(plan, self._compiler.submit(plan.source, plan.name), seed, screening=screening)
         self._queue.put(ticket)
         return ticket
 
@@ -315,7 +319,7 @@ class CupyBackend(Backend):
         if self._closed:
             return failed(ticket.plan, Status.RUNTIME_FAILED, "not run: the backend was closed",
                           compile_s=compiled.seconds, compile_cpu_s=compiled.cpu_seconds)
-        result = self._worker.evaluate(ticket.plan, compiled.cubin, compiled.seconds, ticket.seed)
+        result = self._worker.evaluate(ticket.plan, compiled.cubin, compiled.seconds, ticket.seed, ticket.screening)
         return dataclasses.replace(result, compile_cpu_s=compiled.cpu_seconds)
 
     def close(self) -> None:

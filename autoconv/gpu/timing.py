@@ -8,6 +8,10 @@ input/output sets, chosen by the caller to exceed the L2 cache together, so no c
 finds its operands already in L2. Warm-up replays come first; the result is the median
 (with min and max) of several replays, divided by the calls per replay.
 
+The tuner's search times each candidate with :data:`SCREENING` effort (shorter replays, fewer
+of them): it only has to rank candidates, and most are far from the best; the winner is then
+timed again in full (:data:`FULL`), which is the time it is cached and reported with.
+
 If the calls cannot be captured (some libraries refuse stream capture), they are
 enqueued back-to-back between the events instead: host overhead is still amortised
 as long as the host enqueues faster than the GPU runs.
@@ -26,6 +30,25 @@ from dataclasses import dataclass
 #: (~0.5 us) and launch gaps vanish, short enough to keep tuning fast.
 TARGET_REPLAY_MS = 4.0
 MAX_CALLS_PER_REPLAY = 2000
+
+
+@dataclass(frozen=True)
+class TimingEffort:
+    """How long to measure: ``samples`` timed replays of about ``target_ms`` each (the
+    median is reported) after ``warmup`` untimed ones."""
+
+    samples: int
+    warmup: int
+    target_ms: float
+
+
+#: Reported times: the winners' (cache, report) and the baselines'.
+FULL = TimingEffort(samples=7, warmup=2, target_ms=TARGET_REPLAY_MS)
+#: The search's ranking of candidates: a sixth of FULL's replay time (1 ms replays still
+#: amortise launch gaps and event resolution to well under 1%). In full, FULL's 9 replays of
+#: ~4 ms were ~36 of the ~47 ms of GPU time per candidate of a ResNet-50 tune on an H100
+#: (2674 candidates, 125 s of GPU in a 204 s run; results/h100/NOTES.md, eighth session).
+SCREENING = TimingEffort(samples=5, warmup=1, target_ms=1.0)
 
 
 @dataclass(frozen=True)
@@ -55,8 +78,8 @@ def buffer_sets_for(bytes_per_set: int, l2_bytes: int, max_sets: int = 256) -> i
     return max(1, min(max_sets, math.ceil(2 * l2_bytes / bytes_per_set)))
 
 
-def time_calls(enqueue: Callable[[int], None], buffer_sets: int, *, samples: int = 7,
-               warmup: int = 2, target_ms: float = TARGET_REPLAY_MS,
+def time_calls(enqueue: Callable[[int], None], buffer_sets: int, *, samples: int = FULL.samples,
+               warmup: int = FULL.warmup, target_ms: float = FULL.target_ms,
                use_graph: bool = True) -> Timing:
     """Time ``enqueue`` (see the module docstring). Raises whatever the calls raise
     (a CUDA error from a faulting kernel, say): callers decide what a failure means."""

@@ -9,12 +9,13 @@ It is the only process of a tuning run that holds a CUDA context. The parent
   ``("ok", None)``, or ``("problem_failed", why)`` when they do not fit in memory
   (compared with the free memory before anything is allocated:
   :func:`autoconv.gpu.memory.check_fits`).
-- ``("evaluate", (plan, cubin, compile_s))``: load the cubin, read each kernel's
+- ``("evaluate", (plan, cubin, compile_s, screening))``: load the cubin, read each kernel's
   registers, local memory and shared memory and reject what does not fit or spills;
   run the plan once on NaN-poisoned output and workspace and compare with the
   reference (relative L2 within the precision's tolerance, :mod:`autoconv.verify.tolerance`);
   check the inputs were not written; then time it
-  with :func:`autoconv.gpu.timing.time_calls`. Replies ``("result", result_dict, fatal)``.
+  with :func:`autoconv.gpu.timing.time_calls` (the options' samples and warm-up, or the
+  shorter :data:`~autoconv.gpu.timing.SCREENING` effort when ``screening``). Replies ``("result", result_dict, fatal)``.
 - ``("shutdown", None)``.
 
 A CUDA error that poisons the context (an illegal address, a kernel trap, ...) makes
@@ -59,7 +60,7 @@ EXIT_CONTEXT_LOST = 70
 @dataclass(frozen=True)
 class WorkerOptions:
     device_id: int = 0
-    samples: int = 7          # timed graph replays per candidate (median reported)
+    samples: int = 7          # timed graph replays per fully timed candidate (median reported)
     warmup: int = 2
     max_buffer_sets: int = 256
 
@@ -235,12 +236,13 @@ class WorkerSession:
                    max_buffer_sets=self.options.max_buffer_sets)
         self.buffers = ProblemBuffers(problem, seed, self.limits.l2_bytes, self.options.max_buffer_sets)
 
-    def evaluate(self, plan, cubin: bytes, compile_s: float) -> tuple[TrialResult, bool]:
-        """Verify and time ``plan``; (result, whether the CUDA context is lost)."""
+    def evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool = False) -> tuple[TrialResult, bool]:
+        """Verify and time ``plan`` (in full, or with the search's shorter ``screening``
+        effort); (result, whether the CUDA context is lost)."""
         import cupy
 
         from autoconv.gpu.kernels import LoadedPlan
-        from autoconv.gpu.timing import time_calls
+        from autoconv.gpu.timing import SCREENING, time_calls
         from autoconv.verify.compare import check_result
 
         if self.buffers is None or self.buffers.problem != plan.problem:
@@ -291,8 +293,12 @@ class WorkerSession:
             def enqueue(index: int) -> None:
                 loaded.launch(sets[index] | extra)
 
-            timing = time_calls(enqueue, len(sets), samples=self.options.samples,
-                                warmup=self.options.warmup)
+            if screening:
+                timing = time_calls(enqueue, len(sets), samples=SCREENING.samples, warmup=SCREENING.warmup,
+                                    target_ms=SCREENING.target_ms)
+            else:
+                timing = time_calls(enqueue, len(sets), samples=self.options.samples,
+                                    warmup=self.options.warmup)
         except cupy.cuda.memory.OutOfMemoryError as err:
             return result(Status.OUT_OF_RESOURCES, f"out of GPU memory during {stage}: {err}"), False
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as err:

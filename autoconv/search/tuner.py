@@ -45,14 +45,19 @@ For each problem (:class:`Tuner.tune`):
 4. **Pipelined evaluation.** Up to ``pipeline_depth`` candidates are asked ahead and
    submitted to the backend, which compiles them in parallel while the GPU evaluates
    the oldest (TPE's constant liar treats the pending ones as bad, so the batch stays
-   diverse). Each result is told as it arrives: ok as COMPLETE with the time in ms as
-   the value, any failure as PRUNED; params, status, reason, compile and GPU seconds,
-   registers, spills, shared memory and workspace go into the trial's user attributes
+   diverse). The search times each candidate with a shorter measurement than the
+   winner's (:data:`autoconv.gpu.timing.SCREENING`: enough to rank candidates). Each
+   result is told as it arrives: ok as COMPLETE with the time in ms as the value, any
+   failure as PRUNED; params, status, reason, compile and GPU seconds, registers,
+   spills, shared memory and workspace go into the trial's user attributes
    (``optuna-dashboard`` shows them).
 5. **Budget.** Per problem: ``trials`` evaluated trials in the study (those being
    evaluated by any process count as spent), ``seconds`` of wall time in this run,
    ``patience`` evaluated trials without improving the best; whichever ends first
-   (in-flight candidates are finished, not discarded).
+   (in-flight candidates are finished, not discarded). Candidates in flight count towards
+   the patience too: no more are asked while those pending would complete it, so a
+   problem ends ``patience`` trials after its best, not ``patience`` plus a pipeline's
+   worth (one of them improving the best lets the asking resume).
 6. **The winner** is the fastest ok trial of the study; it is re-verified and re-timed
    on fresh inputs, and only then cached (if it fails, the next fastest is tried).
 """
@@ -218,7 +223,9 @@ class Tuner:
         """Leave no trial behind: while another worker's trials are still running in the
         studies of this run, wait; a dead worker's trial (killed after this process left
         its study) is failed, queued again and evaluated here (the problem is tuned once
-        more, which evaluates what the budget still holds). Alone, this is one look."""
+        more, which evaluates what the budget still holds). A problem left without a winner
+        because its only ok trials were still another worker's when this one stopped gets
+        its winner once they are done. Alone, this is one look."""
         while True:
             others_running = False
             for index, item, points in tuned:
@@ -232,8 +239,16 @@ class Tuner:
                 elif study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
                     others_running = True
             if not others_running:
-                return
+                break
             time.sleep(SETTLE_POLL_S)
+        for index, item, _points in tuned:
+            if outcomes[index].source == "none":
+                name = study_name(item.problem, self.backend.identity.gpu_name, self.families)
+                study = optuna.load_study(study_name=name, storage=self.storage)
+                if ok_trials(study):
+                    outcomes[index].message = ""
+                    self._finish(study, item.problem, outcomes[index])
+                    self.reporter.problem_finished(outcomes[index])
 
     def problem_workspace_limit(self, item: NamedProblem) -> int:
         """The workspace a candidate for ``item`` may use: the configured limit, less
@@ -330,7 +345,7 @@ class Tuner:
                         break
                     trial, plan = candidate
                     self.liveness.evaluating(study, trial.number)
-                    in_flight.append((trial, plan, self.backend.submit(plan)))
+                    in_flight.append((trial, plan, self.backend.submit(plan, screening=True)))
                 if not in_flight:
                     outcome.stop_reason = stop or "done"
                     break
@@ -364,11 +379,13 @@ class Tuner:
         budget = self.budget
         # Trials being evaluated, here or by other processes, are spent budget (``running``
         # holds this process's in-flight trials too, once their params are stored).
-        if budget.trials is not None and history.evaluated + max(in_flight, len(history.running)) >= budget.trials:
+        pending = max(in_flight, len(history.running))
+        if budget.trials is not None and history.evaluated + pending >= budget.trials:
             return f"{budget.trials} trials"
         if budget.seconds is not None and time.monotonic() - started >= budget.seconds:
             return f"{budget.seconds:g} s"
-        if budget.patience is not None and history.best_ms is not None and history.since_best >= budget.patience:
+        if (budget.patience is not None and history.best_ms is not None
+                and history.since_best + pending >= budget.patience):
             return f"no improvement in {budget.patience} trials"
         return None
 

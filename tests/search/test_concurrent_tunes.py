@@ -28,7 +28,10 @@ def test_two_tune_processes_share_one_cache_and_one_journal(tmp_path, seed):
     config = tmp_path / "tune.yaml"
     config.write_text(TWO_PROBLEMS.format(trials=16) + f"seed: {seed % 1000}\n")
     env = fake_env(AUTOCONV_FAKE_DELAY_S="0.03")
-    processes = [subprocess.Popen(tune_argv(config), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+    # A shallow pipeline: at the default depth (24) the first process asks all 16 trials of a
+    # study before the second has started, and the two never share one.
+    argv = [*tune_argv(config), "--pipeline-depth", "4"]
+    processes = [subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [process.communicate(timeout=180) for process in processes]
     for process, (out, err) in zip(processes, outputs):
