@@ -101,7 +101,7 @@ class RichReporter(Reporter):
 
 
 class RichFleetReporter(FleetReporter):
-    """``autoconv tune --gpus``: the problems' bar, one bar per GPU worker (its current
+    """``autoconv tune --gpus``/``--workers-per-gpu``: the problems' bar, one bar per worker (its current
     problem, the study's evaluated trials, the best it has seen), and a line per problem
     once every live worker has finished it (see :class:`autoconv.search.fleet.FleetReporter`)."""
 
@@ -112,23 +112,27 @@ class RichFleetReporter(FleetReporter):
         self._worker_tasks: dict[int, TaskID] = {}
         self._budget: Budget | None = None
 
-    def run_started(self, problems: Sequence[NamedProblem], budget: Budget, devices: Sequence[int]) -> None:
+    def run_started(self, problems: Sequence[NamedProblem], budget: Budget,
+                    workers: Sequence[WorkerState]) -> None:
         self._budget = budget
-        self.console.print(f"tuning {len(problems)} problem(s) on {len(devices)} GPUs "
-                           f"({', '.join(map(str, devices))}); budget per problem, shared by the GPUs: "
-                           f"{budget.describe()}")
+        devices = sorted({worker.device for worker in workers})
+        shared = f", {len(workers) // len(devices)} workers each" if len(workers) > len(devices) else ""
+        plural = "s" if len(devices) != 1 else ""
+        self.console.print(f"tuning {len(problems)} problem(s) on {len(devices)} GPU{plural} "
+                           f"({', '.join(map(str, devices))}{shared}); budget per problem, shared by the "
+                           f"workers: {budget.describe()}")
         self.progress.start()
         self._problems_task = self.progress.add_task("problems", total=len(problems), best="")
-        for device in devices:
-            self._worker_tasks[device] = self.progress.add_task(f"GPU {device}: starting", total=budget.trials,
-                                                                best="")
+        for worker in workers:
+            self._worker_tasks[worker.worker] = self.progress.add_task(f"{worker.name}: starting",
+                                                                       total=budget.trials, best="")
 
     def worker_update(self, worker: WorkerState) -> None:
-        task = self._worker_tasks[worker.device]
+        task = self._worker_tasks[worker.worker]
         if worker.status != "running":
-            self.progress.update(task, description=f"GPU {worker.device}: {worker.status}", best="")
+            self.progress.update(task, description=f"{worker.name}: {worker.status}", best="")
             return
-        label = f"GPU {worker.device}: {worker.problem}" if worker.problem else f"GPU {worker.device}: between problems"
+        label = f"{worker.name}: {worker.problem}" if worker.problem else f"{worker.name}: between problems"
         self.progress.update(task, description=label, completed=worker.evaluated, best=worker.best)
 
     def problem_finished(self, outcome: ProblemOutcome) -> None:
@@ -151,7 +155,7 @@ def problem_line(outcome: ProblemOutcome) -> str:
         return (f"[green]=[/green] {outcome.name}: cached {outcome.family} {outcome.time_ms:.4f} ms "
                 f"({outcome.tflops:.1f} TFLOP/s)")
     failed = f", {outcome.failed} failed ({_failures(outcome)})" if outcome.failed else ""
-    workers = f" on {outcome.workers} GPUs" if outcome.workers > 1 else ""
+    workers = f" by {outcome.workers} workers" if outcome.workers > 1 else ""
     return (f"[green]✓[/green] {outcome.name}: {outcome.family} {outcome.time_ms:.4f} ms "
             f"({outcome.tflops:.1f} TFLOP/s) after {outcome.trials_run} trials{workers}{failed}; "
             f"stopped: {outcome.stop_reason}")

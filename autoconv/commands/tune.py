@@ -81,6 +81,9 @@ def add_parser(commands) -> None:
     tune.add_argument("--gpus", metavar="all|I[,I...]",
                       help="tune with one worker process per GPU of this host (`all`, or indices like 0,1); "
                            "they share each problem's study and budget")
+    tune.add_argument("--workers-per-gpu", type=int, default=1, metavar="N",
+                      help="worker processes per GPU (default 1): they compile in parallel and take turns "
+                           "on the GPU, keeping the host's cores busy where one worker leaves them idle")
     tune.set_defaults(handler=run)
 
 
@@ -94,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     return tune_command(config, families=families or None, trials=args.trials, seconds=args.seconds,
                         patience=args.patience, dry_run=args.dry_run, storage=args.storage,
                         cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus,
-                        precision=args.precision, pipeline_depth=args.pipeline_depth, ranked=args.rank)
+                        precision=args.precision, pipeline_depth=args.pipeline_depth, ranked=args.rank,
+                        workers_per_gpu=args.workers_per_gpu)
 
 
 #: How the comment of a config written by ``--model`` starts (config_text makes it a ``# `` line):
@@ -158,11 +162,13 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
                  seconds: float | None = None, patience: int | None = None, dry_run: bool = False,
                  storage: str | None = None, cache: str | None = None, retune: bool = False,
                  per_family: int = 1, gpus: str | None = None, precision: str | None = None,
-                 pipeline_depth: int | None = None, ranked: int | None = None) -> int:
+                 pipeline_depth: int | None = None, ranked: int | None = None, workers_per_gpu: int = 1) -> int:
     """``autoconv tune``: 0 when every problem has a verified winner (or, with
     ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError.
-    ``gpus`` (``all`` or ``0,1,...``) tunes with one worker process per GPU
-    (:mod:`autoconv.search.fleet`)."""
+    ``gpus`` (``all`` or ``0,1,...``) tunes with ``workers_per_gpu`` worker processes per GPU
+    (:mod:`autoconv.search.fleet`); one GPU with one worker tunes in this process."""
+    if workers_per_gpu < 1:
+        raise UsageError("--workers-per-gpu", workers_per_gpu, "give 1 or more worker processes per GPU")
     session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
                                patience=patience, storage=storage, cache=cache, retune=retune,
                                precision=precision, pipeline_depth=pipeline_depth, ranked=ranked)
@@ -176,13 +182,13 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
         return _dry_run(session, per_family, stdout)
 
     started = time.monotonic()
-    if gpus is not None:
+    if gpus is not None or workers_per_gpu > 1:
         try:
-            devices = parse_gpus(gpus)
+            devices = parse_gpus(gpus) if gpus is not None else [session.config.device]
         except BackendUnavailable as err:
             raise BackendUnavailable(f"{err}. `autoconv tune --gpus` measures kernels on CUDA GPUs") from None
-        if len(devices) > 1:
-            return _tune_on_gpus(session, devices, started, stdout)
+        if len(devices) > 1 or workers_per_gpu > 1:
+            return _tune_on_gpus(session, devices, started, stdout, workers_per_gpu)
         session = session.on_device(devices[0])
     config = session.config
     try:
@@ -203,20 +209,22 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
     return _summarise(session, outcomes, wall_s, stdout, {"device": identity.gpu_name, "gpus": [config.device]})
 
 
-def _tune_on_gpus(session: TuneSession, devices: Sequence[int], started: float, stdout: Console) -> int:
+def _tune_on_gpus(session: TuneSession, devices: Sequence[int], started: float, stdout: Console,
+                  workers_per_gpu: int) -> int:
     reporter = RichFleetReporter()
     reporter.note(f"cache {shown(session.cache)}; storage {shown(session.storage)}")
     outcomes, workers = tune_on_gpus(session.config, devices, families=session.families, budget=session.budget,
                                      storage=session.storage, cache=session.cache, retune=session.retune,
                                      reporter=reporter, pipeline_depth=session.pipeline_depth,
-                                     ranked=session.ranked)
+                                     ranked=session.ranked, workers_per_gpu=workers_per_gpu)
     wall_s = time.monotonic() - started
     for worker in workers:
         if worker.status != "done":
-            stdout.print(f"[red]GPU {worker.device}[/red] ({worker.gpu or 'not started'}): {worker.error}")
+            stdout.print(f"[red]{worker.name}[/red] ({worker.gpu or 'not started'}): {worker.error}")
     return _summarise(session, outcomes, wall_s, stdout, {
         "device": sorted({w.gpu for w in workers if w.gpu}), "gpus": list(devices),
-        "workers": [{"gpu": w.device, "device": w.gpu, "status": w.status, "error": w.error,
+        "workers_per_gpu": workers_per_gpu,
+        "workers": [{"name": w.name, "gpu": w.device, "device": w.gpu, "status": w.status, "error": w.error,
                      "problems_finished": len(w.finished)} for w in workers]})
 
 

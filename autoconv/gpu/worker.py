@@ -195,8 +195,13 @@ class WorkerSession:
     """The worker's state: the device's limits and the current problem's buffers."""
 
     def __init__(self, limits, options: WorkerOptions):
+        from autoconv.gpu.exclusive import GpuLock
+
         self.limits = limits
         self.options = options
+        #: Held while this worker uses the GPU (problem buffers, verification, timing), so that
+        #: workers of other processes on the same GPU never run beside a measurement.
+        self.gpu_lock = GpuLock.for_device(options.device_id)
         self.buffers: ProblemBuffers | None = None
         # The last candidate's module stays loaded until the next one: after a sticky
         # error it must not be unloaded (that fails, noisily) before the worker exits.
@@ -234,20 +239,26 @@ class WorkerSession:
         free_bytes, _ = cupy.cuda.runtime.memGetInfo()
         check_fits(problem, free_bytes, self.limits.name, self.limits.l2_bytes, free=True,
                    max_buffer_sets=self.options.max_buffer_sets)
-        self.buffers = ProblemBuffers(problem, seed, self.limits.l2_bytes, self.options.max_buffer_sets)
+        with self.gpu_lock:  # (the float64 reference would slow another worker's measurement)
+            self.buffers = ProblemBuffers(problem, seed, self.limits.l2_bytes, self.options.max_buffer_sets)
 
     def evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool = False) -> tuple[TrialResult, bool]:
         """Verify and time ``plan`` (in full, or with the search's shorter ``screening``
-        effort); (result, whether the CUDA context is lost)."""
+        effort), holding the GPU's lock; (result, whether the CUDA context is lost)."""
+        if self.buffers is None or self.buffers.problem != plan.problem:
+            raise RuntimeError(f"evaluate {plan.name}: no buffers for its problem (send 'problem' first)")
+        with self.gpu_lock:
+            return self._evaluate(plan, cubin, compile_s, screening)
+
+    def _evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool) -> tuple[TrialResult, bool]:
         import cupy
 
         from autoconv.gpu.kernels import LoadedPlan
         from autoconv.gpu.timing import SCREENING, time_calls
         from autoconv.verify.compare import check_result
 
-        if self.buffers is None or self.buffers.problem != plan.problem:
-            raise RuntimeError(f"evaluate {plan.name}: no buffers for its problem (send 'problem' first)")
-        started = time.perf_counter()
+        assert self.buffers is not None  # (evaluate's check)
+        started = time.perf_counter()  # (after the lock: waiting for another worker is not GPU time)
         resources: dict = {}
         stage = "loading the cubin"
 

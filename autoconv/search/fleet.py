@@ -16,6 +16,13 @@ storage, not through a scheduler of ours:
   entry of a key stays: the cache ends with the best of all workers;
 - GPUs of another model tune their own studies and cache entries (keys name the GPU).
 
+Several workers may share one GPU (``--workers-per-gpu``): each has its own compiler pool (the
+host's cores divided among all workers) and its own sampling loop, and they take turns on the GPU
+for problem set-up, verification and timing (:class:`autoconv.gpu.exclusive.GpuLock`), so no
+kernel is timed beside another worker's. On one GPU that keeps the cores compiling where a
+single worker leaves them idle: while its main thread samples and writes the journal, and at each
+problem's start and end, when its pipeline fills and drains.
+
 Workers on other hosts join by running the same command against a shared database
 (``--storage postgresql+psycopg://...``): nothing here is specific to one host except
 starting the processes and drawing the combined progress.
@@ -122,7 +129,8 @@ def refuse_unshareable(storage: str) -> None:
 class WorkerJob:
     """What one worker process tunes (everything it needs, picklable)."""
 
-    device: int
+    worker: int             # this worker's number in the fleet (0, 1, ...)
+    device: int             # the CUDA device it measures on
     start: int              # index of the problem this worker begins with
     config_path: str
     families: tuple[str, ...]
@@ -139,9 +147,9 @@ class WorkerJob:
 
 @dataclass(frozen=True)
 class WorkerMessage:
-    """From the worker of GPU ``device`` to the parent, through its :class:`WorkerChannel`."""
+    """From worker number ``worker`` to the parent, through its :class:`WorkerChannel`."""
 
-    device: int
+    worker: int
 
 
 @dataclass(frozen=True)
@@ -200,27 +208,27 @@ class QueueReporter(Reporter):
     """Sends a worker's progress to the parent as :class:`WorkerMessage` objects (through
     anything with a ``put``: a :class:`WorkerChannel`, or a queue in tests)."""
 
-    def __init__(self, events, device: int):
-        self.events, self.device = events, device
+    def __init__(self, events, worker: int):
+        self.events, self.worker = events, worker
 
     def problem_started(self, item: NamedProblem, study: str, evaluated: int, budget: Budget) -> None:
-        self.events.put(ProblemStarted(self.device, item.name, evaluated))
+        self.events.put(ProblemStarted(self.worker, item.name, evaluated))
 
     def trial_finished(self, item: NamedProblem, trial_number: int, plan: KernelPlan,
                        result: TrialResult, best: TrialResult | None, evaluated: int) -> None:
-        self.events.put(TrialFinished(self.device, item.name, plan.family, result.ok,
+        self.events.put(TrialFinished(self.worker, item.name, plan.family, result.ok,
                                       None if best is None else best.time_ms,
                                       None if best is None else best.tflops, evaluated))
 
     def problem_finished(self, outcome: ProblemOutcome) -> None:
-        self.events.put(ProblemFinished(self.device, outcome))
+        self.events.put(ProblemFinished(self.worker, outcome))
 
     def note(self, text: str) -> None:
-        self.events.put(WorkerNote(self.device, text))
+        self.events.put(WorkerNote(self.worker, text))
 
 
 def worker_main(job: WorkerJob, connection, parent_pid: int) -> None:
-    """One GPU's worker: tune every problem of the config on device ``job.device``,
+    """One worker: tune every problem of the config on device ``job.device``,
     telling the parent through ``connection`` (the sending end of its pipe)."""
     exit_with_parent(parent_pid)
     events = WorkerChannel(connection)
@@ -233,23 +241,24 @@ def worker_main(job: WorkerJob, connection, parent_pid: int) -> None:
         with make_backend(job.device, seed=config.seed, compile_workers=job.compile_workers) as backend, \
                 session.open_cache() as winners:
             identity = backend.identity
-            events.put(WorkerStarted(job.device, f"{identity.gpu_name} "
+            events.put(WorkerStarted(job.worker, f"{identity.gpu_name} "
                                                  f"(sm_{''.join(map(str, identity.compute_capability))})"))
-            tuner = session.tuner(backend, cache=winners, reporter=QueueReporter(events, job.device),
+            tuner = session.tuner(backend, cache=winners, reporter=QueueReporter(events, job.worker),
                                   workers=job.compile_workers)
             outcomes = tuner.tune(problems)
-        events.put(WorkerDone(job.device, outcomes))
+        events.put(WorkerDone(job.worker, outcomes))
     except AutoconvError as err:
-        events.put(WorkerFailed(job.device, str(err)))
+        events.put(WorkerFailed(job.worker, str(err)))
     except BaseException as err:  # noqa: BLE001 - reported to the parent, which goes on
-        events.put(WorkerFailed(job.device, "".join(traceback.format_exception(err)).strip()))
+        events.put(WorkerFailed(job.worker, "".join(traceback.format_exception(err)).strip()))
     finally:
         connection.close()
 
 
 @dataclass
 class WorkerState:
-    device: int
+    worker: int       # its number in the fleet
+    device: int       # the CUDA device it measures on
     process: Any
     channel: Any = None  # the receiving end of the worker's pipe; None once it has ended
     gpu: str = ""
@@ -259,6 +268,11 @@ class WorkerState:
     finished: set = field(default_factory=set)
     outcomes: list[ProblemOutcome] | None = None
     error: str = ""
+    label: str = ""   # how the progress and the summary name it: "GPU 0", or "GPU 0 #2" when it shares the GPU
+
+    @property
+    def name(self) -> str:
+        return self.label or f"GPU {self.device}"
 
     @property
     def status(self) -> str:
@@ -273,7 +287,8 @@ class FleetReporter:
     """What the parent draws: the problems' bar and one line per GPU (subclass it or
     pass another to :func:`tune_on_gpus`; the base class prints nothing)."""
 
-    def run_started(self, problems: Sequence[NamedProblem], budget: Budget, devices: Sequence[int]) -> None: ...
+    def run_started(self, problems: Sequence[NamedProblem], budget: Budget,
+                    workers: Sequence[WorkerState]) -> None: ...
     def worker_update(self, worker: WorkerState) -> None: ...
     def problem_finished(self, outcome: ProblemOutcome) -> None: ...
     def note(self, text: str) -> None: ...
@@ -283,10 +298,13 @@ class FleetReporter:
 def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], budget: Budget, storage: str,
                  cache: str, retune: bool = False, reporter: FleetReporter | None = None,
                  pipeline_depth: int = DEFAULT_PIPELINE_DEPTH, ranked: int = DEFAULT_RANKED,
-                 ) -> tuple[list[ProblemOutcome], list[WorkerState]]:
-    """Tune ``config``'s problems with one worker process per device (see the module
-    docstring). Returns the merged outcome per problem (:func:`merge_outcomes`) and each
-    worker's final state (``status`` done or failed, ``error``).
+                 workers_per_gpu: int = 1) -> tuple[list[ProblemOutcome], list[WorkerState]]:
+    """Tune ``config``'s problems with ``workers_per_gpu`` worker processes per device (see
+    the module docstring). Workers sharing a GPU compile in parallel and take turns on it
+    (:class:`autoconv.gpu.exclusive.GpuLock`): more than one per GPU keeps the host's cores
+    compiling while each worker's own loop (sampling, the journal, a problem's start and end)
+    would leave them idle. Returns the merged outcome per problem (:func:`merge_outcomes`) and
+    each worker's final state (``status`` done or failed, ``error``).
 
     Raises:
         AutoconvError: every worker failed (their errors in the message).
@@ -296,21 +314,29 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     # Create the storage's and the cache's tables once, before the workers race to.
     make_storage(storage, on_repair=reporter.note)
     WinnerCache(cache).close()
+    if workers_per_gpu < 1:
+        raise AutoconvError(f"--workers-per-gpu {workers_per_gpu}: give 1 or more worker processes per GPU")
     context = multiprocessing.get_context("spawn")
-    compile_workers = max(2, (os.cpu_count() or 2) // len(devices))
-    workers: dict[int, WorkerState] = {}
-    reporter.run_started(config.problems, budget, devices)
-    for position, device in enumerate(devices):
-        start = position * len(config.problems) // len(devices)
-        job = WorkerJob(device=device, start=start, config_path=str(config.origin), families=tuple(families),
-                        budget=budget, storage=storage, cache=str(cache), retune=retune,
-                        compile_workers=compile_workers, pipeline_depth=pipeline_depth, ranked=ranked)
+    # Workers sharing a GPU are spread over the problem list like workers on different GPUs.
+    slots = [(device, copy) for copy in range(workers_per_gpu) for device in devices]
+    compile_workers = max(2, (os.cpu_count() or 2) // len(slots))
+    workers: dict[int, WorkerState] = {
+        number: WorkerState(worker=number, device=device, process=None,
+                            label=f"GPU {device}" + (f" #{copy + 1}" if workers_per_gpu > 1 else ""))
+        for number, (device, copy) in enumerate(slots)}
+    reporter.run_started(config.problems, budget, list(workers.values()))
+    for number, worker in workers.items():
+        start = number * len(config.problems) // len(slots)
+        job = WorkerJob(worker=number, device=worker.device, start=start, config_path=str(config.origin),
+                        families=tuple(families), budget=budget, storage=storage, cache=str(cache),
+                        retune=retune, compile_workers=compile_workers, pipeline_depth=pipeline_depth,
+                        ranked=ranked)
         receiving, sending = context.Pipe(duplex=False)
         process = context.Process(target=worker_main, args=(job, sending, os.getpid()),
-                                  name=f"autoconv-tune-gpu{device}")
+                                  name=f"autoconv-tune-worker{number}-gpu{worker.device}")
         process.start()
         sending.close()  # the worker holds its own copy: its exit is the pipe's end
-        workers[device] = WorkerState(device=device, process=process, channel=receiving)
+        worker.process, worker.channel = process, receiving
 
     finished_by: dict[str, dict[int, ProblemOutcome]] = {}
     names = [item.name for item in config.problems]
@@ -318,10 +344,10 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
 
     def report_complete_problems() -> None:
         """A problem is complete once every worker still alive has finished it."""
-        live = [w.device for w in workers.values() if w.status == "running"]
+        live = [w.worker for w in workers.values() if w.status == "running"]
         for name in names:
             done = finished_by.get(name, {})
-            if name not in reported and done and all(device in done for device in live):
+            if name not in reported and done and all(number in done for number in live):
                 reported.add(name)
                 reporter.problem_finished(merge_outcomes(list(done.values())))
 
@@ -356,7 +382,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     report_complete_problems()
     if all(w.status == "failed" for w in workers.values()):
         raise AutoconvError("every tuning worker failed:\n" + "\n".join(
-            f"  GPU {w.device}: {w.error}" for w in workers.values()))
+            f"  {w.name}: {w.error}" for w in workers.values()))
     merged = []
     for item in config.problems:
         outcomes = list(finished_by.get(item.name, {}).values())
@@ -373,7 +399,7 @@ def _worker_ended(worker: WorkerState, reporter: FleetReporter) -> None:
     if worker.status == "running":
         worker.error = (f"the worker process ended (exit code {worker.process.exitcode}) before it "
                         "finished; its running trials are failed and retried by the others")
-        reporter.note(f"GPU {worker.device}: {worker.error}")
+        reporter.note(f"{worker.name}: {worker.error}")
         reporter.worker_update(worker)
 
 
@@ -381,8 +407,7 @@ def _apply(message: WorkerMessage, workers: dict[int, WorkerState], finished_by:
            reporter: FleetReporter) -> None:
     if not isinstance(message, WorkerMessage):
         raise TypeError(f"not a worker message: {message!r}")
-    device = message.device
-    worker = workers[device]
+    worker = workers[message.worker]
     if isinstance(message, WorkerStarted):
         worker.gpu = message.gpu
     elif isinstance(message, ProblemStarted):
@@ -393,15 +418,15 @@ def _apply(message: WorkerMessage, workers: dict[int, WorkerState], finished_by:
         if message.best_ms is not None:
             worker.best = f"best {message.best_ms:.4f} ms ({message.best_tflops:.1f} TFLOP/s)"
     elif isinstance(message, ProblemFinished):
-        finished_by.setdefault(message.outcome.name, {})[device] = message.outcome
+        finished_by.setdefault(message.outcome.name, {})[worker.worker] = message.outcome
         worker.finished.add(message.outcome.name)
         worker.problem = ""
     elif isinstance(message, WorkerNote):
-        reporter.note(f"GPU {device}: {message.text}")
+        reporter.note(f"{worker.name}: {message.text}")
     elif isinstance(message, WorkerDone):
         worker.outcomes = message.outcomes
         worker.problem = ""
     elif isinstance(message, WorkerFailed):
         worker.error = message.error
-        reporter.note(f"GPU {device}: failed: {worker.error}")
+        reporter.note(f"{worker.name}: failed: {worker.error}")
     reporter.worker_update(worker)

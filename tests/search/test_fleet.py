@@ -24,7 +24,7 @@ from autoconv.search.fleet import parse_gpus
 from autoconv.search.outcome import ProblemOutcome, merge_outcomes
 from autoconv.search.points import config_key
 from autoconv.search.study import EVALUATED, config_of
-from tests.helpers import TWO_PROBLEMS, repo_env
+from tests.helpers import TWO_PROBLEMS, repo_env, run_cli
 
 # ---- --gpus and merging ------------------------------------------------------------------
 
@@ -106,7 +106,7 @@ def test_worker_messages_update_the_parents_view_of_the_worker():
     plan = get_family("direct").plan(item.problem, get_family("direct").space.default_config(item.problem, H100), H100)
     best = TrialResult(status=Status.OK, time_ms=0.25, tflops=3.5)
     events = queue.Queue()
-    sender = QueueReporter(events, device=1)
+    sender = QueueReporter(events, worker=1)
     events.put(WorkerStarted(1, "Fake GPU (sm_90)"))
     sender.problem_started(item, "study", 4, None)
     sender.trial_finished(item, 5, plan, TrialResult(status=Status.TIMEOUT), None, 5)
@@ -116,7 +116,7 @@ def test_worker_messages_update_the_parents_view_of_the_worker():
     sender.note("hello")
     events.put(WorkerDone(1, [outcome]))
 
-    worker, finished_by, reporter = WorkerState(device=1, process=None), {}, Recorder()
+    worker, finished_by, reporter = WorkerState(worker=1, device=0, process=None, label="GPU 0 #2"), {}, Recorder()
     seen = []
     while not events.empty():
         message = events.get()
@@ -127,11 +127,11 @@ def test_worker_messages_update_the_parents_view_of_the_worker():
                         ("Fake GPU (sm_90)", "p", 5, "best: -"),
                         ("Fake GPU (sm_90)", "p", 6, "best 0.2500 ms (3.5 TFLOP/s)")]
     assert finished_by == {"p": {1: outcome}} and worker.finished == {"p"} and worker.problem == ""
-    assert reporter.notes == ["GPU 1: hello"] and reporter.updates == 7
+    assert reporter.notes == ["GPU 0 #2: hello"] and reporter.updates == 7
     assert worker.status == "done" and worker.outcomes == [outcome]
 
     _apply(WorkerFailed(1, "boom"), {1: worker}, finished_by, reporter)
-    assert worker.error == "boom" and reporter.notes[-1] == "GPU 1: failed: boom"
+    assert worker.error == "boom" and reporter.notes[-1] == "GPU 0 #2: failed: boom"
     with pytest.raises(TypeError, match="not a worker message"):
         _apply(("note", 1, "an old tuple"), {1: worker}, finished_by, reporter)
 
@@ -217,6 +217,33 @@ def test_two_workers_tune_a_config_together_and_the_cache_keeps_the_best(tmp_pat
 
 
 @pytest.mark.slow
+def test_two_workers_share_one_gpu(tmp_path):
+    """``--workers-per-gpu 2`` on a one-GPU host: two worker processes tune the config together,
+    as workers on two GPUs do, and the summary names them."""
+    (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=24))
+    storage = str(tmp_path / "studies.journal")
+    command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--workers-per-gpu", "2", "--storage", storage]
+    env = repo_env(AUTOCONV_BACKEND="fake", AUTOCONV_FAKE_DEVICES="1", AUTOCONV_FAKE_DELAY_S="0.02")
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "on 1 GPU (0, 2 workers each)" in done.stderr and "Traceback" not in done.stderr + done.stdout
+    check_shared_studies(storage, trials=24, workers=2, all_busy=False)
+    owners = {t.user_attrs["owner"] for trials in studies(storage).values() for t in trials
+              if t.user_attrs.get("status") in EVALUATED}
+    assert len(owners) == 2, owners
+    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+    assert summary["gpus"] == [0] and summary["workers_per_gpu"] == 2
+    assert [(w["name"], w["gpu"], w["status"]) for w in summary["workers"]] == [("GPU 0 #1", 0, "done"),
+                                                                               ("GPU 0 #2", 0, "done")]
+
+
+def test_workers_per_gpu_must_be_positive(tmp_path, capsys):
+    (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=4))
+    code, _, err = run_cli(capsys, "tune", str(tmp_path / "tune.yaml"), "--workers-per-gpu", "0")
+    assert code != 0 and "--workers-per-gpu=0: give 1 or more worker processes per GPU" in err
+
+
+@pytest.mark.slow
 def test_workers_on_one_problem_spread_its_trials(tmp_path, storage):
     """With fewer problems than workers, they all tune the same study together."""
     config = TWO_PROBLEMS.format(trials=30)
@@ -226,7 +253,7 @@ def test_workers_on_one_problem_spread_its_trials(tmp_path, storage):
     done = subprocess.run(command, cwd=tmp_path, env=fake_environment(AUTOCONV_FAKE_DELAY_S=0.05),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "after 30 trials on 2 GPUs" in done.stderr or "after 31 trials on 2 GPUs" in done.stderr, done.stderr
+    assert "after 30 trials by 2 workers" in done.stderr or "after 31 trials by 2 workers" in done.stderr, done.stderr
     check_shared_studies(storage, trials=30, workers=2, all_busy=True)
 
 
