@@ -33,7 +33,7 @@ from autoconv.files import path_problem, write_atomically, write_problem
 from autoconv.problems.config import BUDGET_RULES, argument_type, count_problem
 from autoconv.problems.problem import PRECISIONS
 from autoconv.search.dry_run import dry_run
-from autoconv.search.fleet import parse_gpus, tune_on_gpus
+from autoconv.search.fleet import default_workers_per_gpu, parse_gpus, tune_on_gpus
 from autoconv.search.outcome import ProblemOutcome
 from autoconv.search.session import TuneSession
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH
@@ -81,9 +81,10 @@ def add_parser(commands) -> None:
     tune.add_argument("--gpus", metavar="all|I[,I...]",
                       help="tune with one worker process per GPU of this host (`all`, or indices like 0,1); "
                            "they share each problem's study and budget")
-    tune.add_argument("--workers-per-gpu", type=int, default=1, metavar="N",
-                      help="worker processes per GPU (default 1): they compile in parallel and take turns "
-                           "on the GPU, keeping the host's cores busy where one worker leaves them idle")
+    tune.add_argument("--workers-per-gpu", type=int, default=None, metavar="N",
+                      help="worker processes per GPU: they compile in parallel and take turns on the GPU, "
+                           "keeping the host's cores busy where one worker leaves them idle (default: one "
+                           "per 5 cores of the host, at most 4: 3 on a 16-core host with one GPU)")
     tune.set_defaults(handler=run)
 
 
@@ -162,12 +163,14 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
                  seconds: float | None = None, patience: int | None = None, dry_run: bool = False,
                  storage: str | None = None, cache: str | None = None, retune: bool = False,
                  per_family: int = 1, gpus: str | None = None, precision: str | None = None,
-                 pipeline_depth: int | None = None, ranked: int | None = None, workers_per_gpu: int = 1) -> int:
+                 pipeline_depth: int | None = None, ranked: int | None = None,
+                 workers_per_gpu: int | None = None) -> int:
     """``autoconv tune``: 0 when every problem has a verified winner (or, with
     ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError.
     ``gpus`` (``all`` or ``0,1,...``) tunes with ``workers_per_gpu`` worker processes per GPU
-    (:mod:`autoconv.search.fleet`); one GPU with one worker tunes in this process."""
-    if workers_per_gpu < 1:
+    (:mod:`autoconv.search.fleet`; default :func:`~autoconv.search.fleet.default_workers_per_gpu`);
+    one GPU with one worker tunes in this process."""
+    if workers_per_gpu is not None and workers_per_gpu < 1:
         raise UsageError("--workers-per-gpu", workers_per_gpu, "give 1 or more worker processes per GPU")
     session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
                                patience=patience, storage=storage, cache=cache, retune=retune,
@@ -182,13 +185,17 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
         return _dry_run(session, per_family, stdout)
 
     started = time.monotonic()
-    if gpus is not None or workers_per_gpu > 1:
+    devices = [session.config.device]
+    if gpus is not None:
         try:
-            devices = parse_gpus(gpus) if gpus is not None else [session.config.device]
+            devices = parse_gpus(gpus)
         except BackendUnavailable as err:
             raise BackendUnavailable(f"{err}. `autoconv tune --gpus` measures kernels on CUDA GPUs") from None
-        if len(devices) > 1 or workers_per_gpu > 1:
-            return _tune_on_gpus(session, devices, started, stdout, workers_per_gpu)
+    if workers_per_gpu is None:
+        workers_per_gpu = default_workers_per_gpu(len(devices), session.storage)
+    if len(devices) > 1 or workers_per_gpu > 1:
+        return _tune_on_gpus(session, devices, started, stdout, workers_per_gpu)
+    if gpus is not None:
         session = session.on_device(devices[0])
     config = session.config
     try:

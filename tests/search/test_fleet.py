@@ -433,3 +433,24 @@ def test_two_hosts_running_the_same_command_cooperate(tmp_path, postgres_url):
     assert len(owners) == 2, owners
     with WinnerCache(postgres_url) as cache:
         assert {e.key.problem_key: e.time_ms for e in cache.entries()} == pytest.approx(best)
+
+
+def test_default_workers_per_gpu_follows_the_cores(monkeypatch):
+    from autoconv.search import fleet
+
+    monkeypatch.setenv("AUTOCONV_BACKEND", "cupy")
+    monkeypatch.setattr(fleet, "device_count", lambda: 2)
+    journal = "studies.journal"
+    assert fleet.default_workers_per_gpu(1, journal, cores=16) == 3
+    assert fleet.default_workers_per_gpu(2, journal, cores=32) == 3
+    assert fleet.default_workers_per_gpu(1, journal, cores=64) == fleet.MAX_WORKERS_PER_GPU
+    assert fleet.default_workers_per_gpu(1, journal, cores=2) == 1
+    assert fleet.default_workers_per_gpu(2, journal, cores=16) == 1
+    # Where several workers cannot work: SQLite storage, the fake backend, no GPU.
+    assert fleet.default_workers_per_gpu(1, "sqlite:///studies.db", cores=16) == 1
+    monkeypatch.setattr(fleet, "device_count", lambda: (_ for _ in ()).throw(
+        fleet.BackendUnavailable("no GPU")))
+    assert fleet.default_workers_per_gpu(1, journal, cores=16) == 1
+    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
+    monkeypatch.setattr(fleet, "device_count", lambda: 1)
+    assert fleet.default_workers_per_gpu(1, journal, cores=16) == 1
