@@ -1,27 +1,33 @@
 """cuDNN as the baseline autoconv is measured against, and as a runtime fallback.
 
-For a problem, the cuDNN frontend graph ``y = conv_fprop(x, w) [+ bias]`` (float32 in,
-out and compute, NCHW) yields a ranked list of plans: heuristics mode A, then the
+For a problem, the cuDNN frontend graph ``y = conv_fprop(x, w) [+ bias]`` (in the problem's
+types and layout, float32 compute: :func:`autoconv.bench.cudnn.graph_tensors`) yields a ranked
+list of plans: heuristics mode A, then the
 fallback list. Every plan that builds is run once on poisoned output and checked against
 the float64 reference, then timed with :func:`autoconv.gpu.timing.time_calls` -- CUDA-graph
 replay of many calls over rotating buffer sets larger than twice the L2 cache, exactly as
 autoconv's own kernels are timed -- and the fastest correct plan is cuDNN's answer: what
 ``cudnnFind`` or PyTorch's ``cudnn.benchmark`` would pick.
 
-Two modes:
+Modes:
 
-- ``strict``: plans with the tensor-core numerical note are deselected, so every multiply
-  is an FP32 one. The output must match the reference at :data:`STRICT_TOLERANCE` (1e-5;
-  TF32 lands near 3e-4), which also catches an engine that would use TF32 without the
-  note. This is the headline comparison: autoconv's kernels compute in FP32.
-- ``tf32``: every plan, tensor-core (TF32) engines included; shown alongside.
+- ``strict`` (float32 problems): plans with the tensor-core numerical note are deselected, so
+  every multiply is an FP32 one. The output must match the reference at
+  :data:`STRICT_TOLERANCE` (1e-5; TF32 lands near 3e-4), which also catches an engine that
+  would use TF32 without the note. The baseline of fp32 problems.
+- ``tf32`` (float32 problems): every plan, tensor-core (TF32) engines included; the baseline
+  of tf32 problems, shown beside strict for fp32 ones.
+- ``bf16``, ``fp16`` (16-bit problems, NHWC): every plan, checked at the problem's own
+  tolerance (:func:`autoconv.verify.tolerance.tolerance`: the bound of float32 sums and one
+  rounding to the output type).
 
 The frontend graph, its plans and :class:`~autoconv.bench.cudnn.CudnnConv` (one named plan run
 on raw pointers, for ``autoconv.conv2d``) live in :mod:`autoconv.bench.cudnn`.
 
 An optional PyTorch column, :func:`time_torch`, times ``torch.nn.functional.conv2d``
-(``cudnn.benchmark`` on, TF32 off for fp32 problems and on for tf32 ones) the same way, through
-torch's own CUDA graphs.
+(``cudnn.benchmark`` on, TF32 off for fp32 problems and on for tf32 ones; for 16-bit problems
+on bf16/fp16 channels_last tensors, what ``torch.autocast`` with ``channels_last`` runs) the
+same way, through torch's own CUDA graphs.
 
 CuPy and the frontend (``pip install nvidia-cudnn-frontend``, the ``cudnn`` extra) are
 imported only when a function here is called.
@@ -38,6 +44,7 @@ from typing import Any
 import numpy
 
 from autoconv.bench.cudnn import (
+    MODES_OF_PRECISION,
     STRICT,
     TF32,
     CudnnGraph,
@@ -47,10 +54,11 @@ from autoconv.bench.cudnn import (
     parse_plan_name,
     safe_plan_name,
 )
+from autoconv.dtypes import POISON_BITS
 from autoconv.errors import AutoconvError
 from autoconv.gpu.timing import Timing, buffer_sets_for, time_calls
 from autoconv.problems.problem import ConvProblem
-from autoconv.verify.compare import FLOAT32_TOLERANCE, POISON, check_result
+from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
 
 #: Relative L2 error a plan may have against the float64 reference, per mode. Strict
 #: plans compute in FP32 (rounding ~1e-7 to 1e-6, Winograd and FFT a little more); TF32
@@ -122,33 +130,33 @@ class BaselineResult:
 # ---- operands --------------------------------------------------------------------------------
 
 class OperandSets:
-    """Independent input/output buffer sets on the GPU, together larger than twice the L2.
+    """Independent input/output buffer sets on the GPU, together larger than twice the L2,
+    as the kernels take them (the problem's layout and element types: :mod:`autoconv.dtypes`).
 
-    Set 0 holds ``inputs`` (host float32 arrays from :func:`autoconv.verify.reference.random_inputs`)
-    and is the one outputs are checked on; the others are uniform in [-1, 1) too (never
-    zeros: they can run faster than real data).
+    Set 0 holds ``inputs`` (host float32 values, logical layouts, from
+    :func:`autoconv.verify.reference.random_inputs`) and is the one outputs are checked on; the
+    others are uniform in [-1, 1) too (never zeros: they can run faster than real data).
     """
 
     def __init__(self, problem: ConvProblem, inputs, *, l2_bytes: int, seed: int = 0,
                  max_sets: int = 256):
         import cupy
 
+        from autoconv.dtypes import kernel_buffer, output_buffer, random_buffer
+        from autoconv.gpu.memory import timing_set_bytes
+
         self.problem = problem
-        x, w, bias = inputs
-        per_set = 4 * (x.size + w.size + (problem.K if problem.bias else 0)
-                       + int(numpy.prod(problem.output_shape)))
-        self.count = buffer_sets_for(per_set, l2_bytes, max_sets)
+        self.count = buffer_sets_for(timing_set_bytes(problem), l2_bytes, max_sets)
         generator = cupy.random.default_rng(seed)
 
-        def uniform(shape):
-            return generator.uniform(-1.0, 1.0, shape, dtype=cupy.float32)
+        def sets(name: str, values) -> list:
+            return [cupy.asarray(kernel_buffer(problem, name, values))] + [
+                random_buffer(problem, name, generator, cupy) for _ in range(self.count - 1)]
 
-        self.x = [cupy.asarray(x)] + [uniform(problem.input_shape) for _ in range(self.count - 1)]
-        self.w = [cupy.asarray(w)] + [uniform(problem.weight_shape) for _ in range(self.count - 1)]
-        self.bias = None
-        if problem.bias:
-            self.bias = [cupy.asarray(bias)] + [uniform((problem.K,)) for _ in range(self.count - 1)]
-        self.y = [cupy.full(problem.output_shape, POISON, dtype=cupy.float32) for _ in range(self.count)]
+        x, w, bias = inputs
+        self.x, self.w = sets("x", x), sets("w", w)
+        self.bias = sets("bias", bias) if problem.bias else None
+        self.y = [output_buffer(problem, cupy) for _ in range(self.count)]
         self.workspace: Any = None  # a CuPy array, once a plan needs one
 
     def pointers(self, i: int) -> dict[str, int]:
@@ -176,7 +184,18 @@ class OperandSets:
         return self.workspace.data.ptr
 
     def poison_output(self, i: int = 0) -> None:
-        self.y[i].fill(POISON)
+        self.y[i].fill(POISON_BITS[self.problem.output_dtype])
+
+    def values(self, name: str, i: int = 0):
+        """Tensor ``name`` (x, w, bias, y) of set ``i`` as float32 values in its logical layout
+        (a view where the buffer already is one)."""
+        import cupy
+
+        from autoconv.dtypes import tensor_values
+
+        buffer = {"x": self.x, "w": self.w, "bias": self.bias, "y": self.y}[name]
+        assert buffer is not None  # (bias only where the problem has one)
+        return tensor_values(self.problem, name, buffer[i], cupy)
 
 
 def reference_output(problem: ConvProblem, operands: OperandSets):
@@ -185,8 +204,20 @@ def reference_output(problem: ConvProblem, operands: OperandSets):
 
     from autoconv.verify.reference import conv2d_reference
 
-    bias = operands.bias[0] if operands.bias is not None else None
-    return conv2d_reference(problem, operands.x[0], operands.w[0], bias, xp=cupy)
+    bias = operands.values("bias") if operands.bias is not None else None
+    return conv2d_reference(problem, operands.values("x"), operands.values("w"), bias, xp=cupy)
+
+
+def plan_tolerance(problem: ConvProblem, mode: str, operands: OperandSets, reference) -> float:
+    """The relative L2 error a cuDNN plan's output may have in ``mode``: the mode's for float32
+    problems (:data:`TOLERANCES`), the problem's own for 16-bit ones."""
+    import cupy
+
+    from autoconv.verify.tolerance import tolerance
+
+    if mode in TOLERANCES:
+        return TOLERANCES[mode]
+    return tolerance(problem, operands.values("x"), operands.values("w"), reference, xp=cupy)
 
 
 def device_l2_bytes() -> int:
@@ -225,7 +256,7 @@ def find_best_plan(problem: ConvProblem, mode: str = STRICT, *, inputs=None, see
         operands = OperandSets(problem, inputs, l2_bytes=device_l2_bytes(), seed=seed + 1)
     if reference is None:
         reference = reference_output(problem, operands)
-    tolerance = TOLERANCES[mode]
+    tolerance = plan_tolerance(problem, mode, operands, reference)
     declines = decline_errors(graph.cudnn)
 
     outcomes: list[PlanOutcome] = []
@@ -253,7 +284,7 @@ def find_best_plan(problem: ConvProblem, mode: str = STRICT, *, inputs=None, see
         except declines as err:
             outcomes.append(PlanOutcome(index, name, "failed", workspace_bytes, reason=one_line(err)))
             continue
-        verdict = check_result(operands.y[0], reference, tolerance)
+        verdict = check_result(operands.values("y"), reference, tolerance)
         if not verdict.ok:
             outcomes.append(PlanOutcome(index, name, "wrong_result", workspace_bytes,
                                         error=verdict.error, reason=verdict.message))
@@ -310,15 +341,40 @@ def torch_unavailable_reason(problem: ConvProblem) -> str | None:
     if top != bottom or left != right:
         # F.conv2d pads symmetrically; an extra F.pad would time a second kernel.
         return "asymmetric padding (torch.nn.functional.conv2d pads symmetrically)"
-    if problem.dtype != "float32" or problem.layout != "NCHW":
-        return f"{problem.dtype} {problem.layout}"
+    if problem.dtype == "float32" and problem.layout != "NCHW":
+        return f"float32 {problem.layout} (the float32 columns are NCHW)"
     return None
+
+
+def torch_problem(problem: ConvProblem) -> ConvProblem:
+    """The problem torch computes for ``problem``: its output is in the inputs' type (a 16-bit
+    problem asking for float32 outputs gets 16-bit ones from ``F.conv2d``, as under autocast),
+    so it is checked at that problem's tolerance."""
+    return problem.with_(out_dtype=None) if problem.out_dtype else problem
+
+
+def _torch_tensors(problem: ConvProblem, buffers: list):
+    """Zero-copy torch views (DLPack) of CuPy buffers, in the logical shape: 16-bit bit
+    patterns viewed as bfloat16/float16, NHWC buffers as channels_last tensors."""
+    import torch
+
+    types = {"bfloat16": torch.bfloat16, "float16": torch.float16}
+    tensors = []
+    for buffer in buffers:
+        tensor = torch.from_dlpack(buffer)
+        if problem.dtype in types:
+            tensor = tensor.view(types[problem.dtype])
+        if tensor.dim() == 4 and problem.layout == "NHWC":
+            tensor = tensor.permute(0, 3, 1, 2)  # N,H,W,C memory -> N,C,H,W logical (channels_last)
+        tensors.append(tensor)
+    return tensors
 
 
 def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, samples: int = 7,
                warmup: int = 2, target_ms: float = 4.0, tf32: bool = False) -> TorchResult | None:
     """``torch.nn.functional.conv2d`` on the same operands (``cudnn.benchmark`` on, TF32
-    allowed when ``tf32``), checked against ``reference`` at the mode's tolerance, then timed like
+    allowed when ``tf32``; 16-bit problems on bf16/fp16 channels_last tensors), checked against
+    ``reference`` at the precision's tolerance (:func:`torch_problem`'s), then timed like
     :func:`autoconv.gpu.timing.time_calls`: many calls over the rotating sets captured in one
     CUDA graph (torch's own, so its allocator knows about the capture), warm-up replays,
     median of ``samples`` replays. None when :func:`torch_unavailable_reason` says so.
@@ -340,9 +396,13 @@ def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, sample
     cupy.cuda.Device().synchronize()  # the operands were written on CuPy's streams
 
     # Zero-copy views of the CuPy buffers (DLPack): torch runs on exactly the same data.
-    xs = [torch.from_dlpack(a) for a in operands.x]
-    ws = [torch.from_dlpack(a) for a in operands.w]
-    bs = [torch.from_dlpack(a) for a in operands.bias] if operands.bias is not None else None
+    xs, ws = _torch_tensors(problem, operands.x), _torch_tensors(problem, operands.w)
+    bs = _torch_tensors(problem, operands.bias) if operands.bias is not None else None
+    if problem.precision in ("bf16", "fp16"):
+        checked_problem = torch_problem(problem)
+        tolerance = plan_tolerance(checked_problem, MODES_OF_PRECISION[problem.precision][0], operands, reference)
+    else:
+        tolerance = TF32_TOLERANCE if tf32 else STRICT_TOLERANCE
     kwargs: dict[str, Any] = dict(stride=problem.stride, padding=(problem.padding[0], problem.padding[2]),
                                   dilation=problem.dilation)
 
@@ -357,8 +417,7 @@ def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, sample
             if i == 0:
                 checked = out
         stream.synchronize()
-        verdict = check_result(cupy.from_dlpack(checked.detach()), reference,
-                               TF32_TOLERANCE if tf32 else STRICT_TOLERANCE)
+        verdict = check_result(cupy.from_dlpack(checked.detach().float().contiguous()), reference, tolerance)
         if not verdict.ok:
             raise AutoconvError(f"torch.nn.functional.conv2d disagrees with the reference for "
                                 f"{problem.shape_str()}: {verdict.message}")

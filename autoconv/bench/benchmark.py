@@ -44,15 +44,15 @@ import numpy
 from autoconv._version import __version__
 from autoconv.backends.base import Status
 from autoconv.bench.baseline import (
-    TOLERANCES,
     OperandSets,
     find_best_plan,
+    plan_tolerance,
     reference_output,
     time_torch,
     torch_unavailable_reason,
 )
-from autoconv.bench.cudnn import STRICT, TF32, CudnnConv, cudnn_versions, import_cudnn
-from autoconv.bench.peak import measure_fp32_peak
+from autoconv.bench.cudnn import MODES_OF_PRECISION, STRICT, TF32, CudnnConv, cudnn_versions, import_cudnn
+from autoconv.bench.peak import dense_tensor_peak_tflops, measure_fp32_peak
 from autoconv.bench.results import CUDNN_MODES, SCHEMA_VERSION, geomeans, geomeans_by_precision
 from autoconv.cache.winners import CacheKey
 from autoconv.errors import AutoconvError, BackendUnavailable
@@ -362,30 +362,34 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
     operands = OperandSets(problem, inputs, l2_bytes=side.device.l2_bytes, seed=seed + 1)
     reference = reference_output(problem, operands)
 
+    # cuDNN in the problem's precision (the baseline, first) and, for float32 problems, the other
+    # float32 mode beside it.
+    modes = MODES_OF_PRECISION[problem.precision]
     baselines = {mode: find_best_plan(problem, mode, operands=operands, reference=reference, samples=samples,
                                       workspace_limit=side.config.workspace_limit_bytes)
-                 for mode in (STRICT, TF32)}
+                 for mode in modes}
     for mode, found in baselines.items():
         log(f"  cuDNN {mode}: {found.time_ms:.4f} ms, plan {found.plan_name} "
             f"({found.plans_ok} of {found.plans_tried} plans ran and verified)")
 
     # Every side as enqueue(i): one call on operand set i, on CuPy's current stream.
     winner = side.load(problem, entry)
-    convs = {mode: CudnnConv(problem, mode, baselines[mode].plan_name) for mode in (STRICT, TF32)}
+    convs = {mode: CudnnConv(problem, mode, baselines[mode].plan_name) for mode in modes}
     enqueues: dict[str, Callable[[int], None]] = {"autoconv": lambda i: winner.enqueue(operands.arrays(i))}
     for mode, conv in convs.items():
         enqueues[f"cudnn_{mode}"] = lambda i, conv=conv: conv(**operands.pointers(i))  # type: ignore[misc]
 
     # No time without a verified output: each side once on poisoned output, vs float64.
-    tolerances = {"autoconv": result_tolerance(problem, operands.x[0], operands.w[0], reference, xp=cupy),
-                  "cudnn_strict": TOLERANCES[STRICT], "cudnn_tf32": TOLERANCES[TF32]}
+    tolerances = {"autoconv": result_tolerance(problem, operands.values("x"), operands.values("w"), reference,
+                                               xp=cupy)}
+    tolerances |= {f"cudnn_{mode}": plan_tolerance(problem, mode, operands, reference) for mode in modes}
     errors: dict[str, float] = {}
     for name, enqueue in enqueues.items():
         operands.poison_output(0)
         winner.poison_workspace()
         enqueue(0)
         cupy.cuda.get_current_stream().synchronize()
-        verdict = check_result(operands.y[0], reference, tolerances[name])
+        verdict = check_result(operands.values("y"), reference, tolerances[name])
         if not verdict.ok:
             raise AutoconvError(f"{item.name}: {name.replace('_', ' ')} computes a wrong result "
                                 f"({verdict.message}); no times are reported for this problem"
@@ -412,11 +416,14 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
     times = {name: statistics.median(values) for name, values in per_round.items()}
     spread = {name: (max(values) - min(values)) / statistics.median(values)
               for name, values in per_round.items()}
+    if "torch" in times and problem.out_dtype:
+        torch_note = (f"F.conv2d writes {problem.dtype} outputs (as under autocast), not the problem's "
+                      f"{problem.out_dtype}")
     log("  " + ", ".join(f"{name} {ms:.4f} ms" for name, ms in times.items()))
 
-    strict_ms, autoconv_ms = times["cudnn_strict"], times["autoconv"]
-    strict_tflops = problem.flops / (strict_ms * 1e-3) / 1e12
-    # The baseline: cuDNN in the problem's precision (strict against fp32, TF32 against tf32).
+    autoconv_ms = times["autoconv"]
+    # The baseline: cuDNN in the problem's precision (strict against fp32, TF32 against tf32,
+    # bf16 against bf16...).
     mode = CUDNN_MODES[problem.precision]
     baseline_ms = times[f"cudnn_{mode}"]
     baseline_tflops = problem.flops / (baseline_ms * 1e-3) / 1e12
@@ -425,6 +432,17 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
 
     tflops = problem.flops / (autoconv_ms * 1e-3) / 1e12
     history = side.history(entry)
+    tensor_peak = dense_tensor_peak_tflops(side.device.name, problem.precision)
+
+    def tflops_of(ms: float | None) -> float | None:
+        return problem.flops / (ms * 1e-3) / 1e12 if ms else None
+
+    def ratio_to(ms: float | None) -> float | None:
+        return ms / autoconv_ms if ms else None
+
+    def plan_of(cudnn_mode: str) -> str | None:
+        return baselines[cudnn_mode].plan_name if cudnn_mode in baselines else None
+
     return {
         "name": item.name, "count": item.count, "spec": problem.spec(), "shape": problem.shape_str(),
         "precision": problem.precision, "cudnn_mode": mode,
@@ -432,15 +450,20 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
         "kernel": entry.kernel_name,
         "autoconv_ms": autoconv_ms, "autoconv_tflops": tflops, "pct_of_peak": 100 * tflops / peak_tflops,
         "autoconv_tuning_ms": entry.time_ms,
-        "cudnn_strict_ms": strict_ms, "cudnn_strict_plan": baselines[STRICT].plan_name,
-        "cudnn_strict_tflops": strict_tflops,
-        "cudnn_strict_plans": f"{baselines[STRICT].plans_ok} of {baselines[STRICT].plans_tried} verified",
-        "cudnn_tf32_ms": times["cudnn_tf32"], "cudnn_tf32_plan": baselines[TF32].plan_name,
+        "cudnn_strict_ms": times.get("cudnn_strict"), "cudnn_strict_plan": plan_of(STRICT),
+        "cudnn_strict_tflops": tflops_of(times.get("cudnn_strict")),
+        "cudnn_strict_plans": (f"{baselines[STRICT].plans_ok} of {baselines[STRICT].plans_tried} verified"
+                               if STRICT in baselines else None),
+        "cudnn_tf32_ms": times.get("cudnn_tf32"), "cudnn_tf32_plan": plan_of(TF32),
         "torch_ms": times.get("torch"), "torch_note": torch_note,
         "cudnn_ms": baseline_ms, "cudnn_plan": baselines[mode].plan_name, "cudnn_tflops": baseline_tflops,
+        "cudnn_plans": f"{baselines[mode].plans_ok} of {baselines[mode].plans_tried} verified",
         "speedup_vs_cudnn": baseline_ms / autoconv_ms,
-        "speedup_vs_cudnn_strict": strict_ms / autoconv_ms,
-        "speedup_vs_cudnn_tf32": times["cudnn_tf32"] / autoconv_ms,
+        "speedup_vs_cudnn_strict": ratio_to(times.get("cudnn_strict")),
+        "speedup_vs_cudnn_tf32": ratio_to(times.get("cudnn_tf32")),
+        "tensor_peak_tflops": tensor_peak,
+        "pct_of_tensor_peak": {side_name: 100 * cast(float, tflops_of(ms)) / tensor_peak
+                               for side_name, ms in times.items()} if tensor_peak else None,
         "errors_vs_reference": errors, "round_spread": spread,
         "family_best_ms": history.family_best_ms, "study_note": history.note,
         "workspace_bytes": winner.workspace_bytes, "trials": history.trials,

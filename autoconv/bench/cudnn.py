@@ -1,13 +1,15 @@
 """The cuDNN frontend: a convolution graph, its plans, and one plan run on raw pointers.
 
-:class:`CudnnGraph` is the frontend graph ``y = conv_fprop(x, w) [+ bias]`` (float32 in,
-out and compute, NCHW) for one problem in one mode, with its ranked plans (heuristics mode
-A, then the fallback list); :mod:`autoconv.bench.baseline` searches them. :class:`CudnnConv`
+:class:`CudnnGraph` is the frontend graph ``y = conv_fprop(x, w) [+ bias]`` for one problem in
+one mode, with its ranked plans (heuristics mode A, then the fallback list);
+:mod:`autoconv.bench.baseline` searches them. :class:`CudnnConv`
 rebuilds one named plan (the winner recorded in the cache) and runs it on raw device
 pointers: that is how ``autoconv.conv2d`` calls cuDNN where cuDNN won.
 
-Two modes: ``strict`` deselects plans with the tensor-core numerical note (every multiply an
-FP32 one); ``tf32`` keeps every plan. CuPy and the frontend (``pip install
+Modes: for float32 problems (NCHW), ``strict`` deselects plans with the tensor-core numerical
+note (every multiply an FP32 one) and ``tf32`` keeps every plan; for 16-bit problems, ``bf16``
+and ``fp16`` (16-bit x, w and bias in the problem's layout, float32 accumulation, the output in
+the problem's output type: what PyTorch's autocast runs) keep every plan. CuPy and the frontend (``pip install
 nvidia-cudnn-frontend``, the ``cudnn`` extra) are imported only when a function here is called.
 """
 
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from autoconv.errors import AutoconvError, BackendUnavailable
@@ -23,7 +26,12 @@ from autoconv.problems.problem import ConvProblem
 
 STRICT = "strict"
 TF32 = "tf32"
-MODES = (STRICT, TF32)
+BF16 = "bf16"
+FP16 = "fp16"
+MODES = (STRICT, TF32, BF16, FP16)
+#: The modes that compute each precision's problems: the first is the precision's own (its
+#: baseline); float32 problems are measured in both float32 modes, side by side.
+MODES_OF_PRECISION = {"fp32": (STRICT, TF32), "tf32": (TF32, STRICT), "bf16": (BF16,), "fp16": (FP16,)}
 
 INSTALL_HINT = ("install the cuDNN frontend: pip install nvidia-cudnn-frontend "
                 "(or pip install 'autoconv[cudnn]'); it needs cuDNN 9 (pip install nvidia-cudnn-cu12 "
@@ -76,12 +84,31 @@ def decline_errors(cudnn) -> tuple[type[BaseException], ...]:
             ImportError)
 
 
-def _dense_strides(shape: Sequence[int]) -> list[int]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= size
-    return list(reversed(strides))
+@dataclass(frozen=True)
+class GraphTensor:
+    """One tensor of the frontend graph: logical dims (N,C,H,W / K,C,R,S / N,K,P,Q / 1,K,1,1),
+    element strides of its buffer and its element type."""
+
+    dims: list[int]
+    strides: list[int]
+    dtype: str
+
+
+def graph_tensors(problem: ConvProblem) -> dict[str, GraphTensor]:
+    """The graph's tensors for ``problem``'s buffers as autoconv's kernels take them
+    (:mod:`autoconv.dtypes`): dims always in the logical order, strides of the problem's layout
+    (NHWC, KRSC and NPQK for an NHWC problem: PyTorch's channels_last), inputs and bias in the
+    problem's dtype, the output in its output type."""
+    tensors = {
+        "x": GraphTensor(list(problem.input_shape), list(problem.strides(problem.input_shape)), problem.dtype),
+        "w": GraphTensor(list(problem.weight_shape), list(problem.strides(problem.weight_shape)), problem.dtype),
+        "y": GraphTensor(list(problem.output_shape), list(problem.strides(problem.output_shape)),
+                         problem.output_dtype),
+    }
+    if problem.bias:
+        # A K-vector broadcast over N, P and Q.
+        tensors["bias"] = GraphTensor([1, problem.K, 1, 1], [problem.K, 1, 1, 1], problem.dtype)
+    return tensors
 
 
 class CudnnGraph:
@@ -97,9 +124,11 @@ class CudnnGraph:
                  workspace_limit: int | None = None):
         if mode not in MODES:
             raise AutoconvError(f"cuDNN mode {mode!r} is unknown; use one of {', '.join(MODES)}")
-        if problem.dtype != "float32" or problem.layout != "NCHW":
-            raise CudnnUnsupported(f"the cuDNN baseline handles float32 NCHW problems, "
-                                   f"not {problem.dtype} {problem.layout}")
+        if mode not in MODES_OF_PRECISION[problem.precision]:
+            raise CudnnUnsupported(f"cuDNN mode {mode} does not compute {problem.precision} problems; "
+                                   f"use {' or '.join(MODES_OF_PRECISION[problem.precision])}")
+        if problem.dtype == "float32" and problem.layout != "NCHW":
+            raise CudnnUnsupported(f"the cuDNN baseline handles float32 problems in NCHW, not {problem.layout}")
         self.cudnn = cudnn = import_cudnn()
         self.problem = problem
         self.mode = mode
@@ -120,13 +149,14 @@ class CudnnGraph:
 
     def _make_graph(self):
         cudnn, p = self.cudnn, self.problem
-        fp32 = cudnn.data_type.FLOAT
-        graph = cudnn.pygraph(io_data_type=fp32, intermediate_data_type=fp32, compute_data_type=fp32,
+        spec = graph_tensors(p)
+        types = {"float32": cudnn.data_type.FLOAT, "bfloat16": cudnn.data_type.BFLOAT16,
+                 "float16": cudnn.data_type.HALF}
+        fp32, io = cudnn.data_type.FLOAT, types[p.dtype]
+        graph = cudnn.pygraph(io_data_type=io, intermediate_data_type=fp32, compute_data_type=fp32,
                               handle=self.handle)
-        x = graph.tensor(name="x", dim=list(p.input_shape), stride=_dense_strides(p.input_shape),
-                         data_type=fp32)
-        w = graph.tensor(name="w", dim=list(p.weight_shape), stride=_dense_strides(p.weight_shape),
-                         data_type=fp32)
+        x = graph.tensor(name="x", dim=spec["x"].dims, stride=spec["x"].strides, data_type=io)
+        w = graph.tensor(name="w", dim=spec["w"].dims, stride=spec["w"].strides, data_type=io)
         top, bottom, left, right = p.padding
         y = graph.conv_fprop(image=x, weight=w, pre_padding=[top, left], post_padding=[bottom, right],
                              stride=list(p.stride), dilation=list(p.dilation), compute_data_type=fp32,
@@ -134,11 +164,11 @@ class CudnnGraph:
         tensors = {"x": x, "w": w}
         if p.bias:
             # A K-vector broadcast over N, P and Q: dims 1xKx1x1, dense strides.
-            bias = graph.tensor(name="bias", dim=[1, p.K, 1, 1], stride=[p.K, 1, 1, 1], data_type=fp32)
+            bias = graph.tensor(name="bias", dim=spec["bias"].dims, stride=spec["bias"].strides, data_type=io)
             y = graph.add(a=y, b=bias, compute_data_type=fp32, name="bias_add")
             tensors["bias"] = bias
-        y.set_output(True).set_data_type(fp32)
-        y.set_dim(list(p.output_shape)).set_stride(_dense_strides(p.output_shape))
+        y.set_output(True).set_data_type(types[p.output_dtype])
+        y.set_dim(spec["y"].dims).set_stride(spec["y"].strides)
         tensors["y"] = y
         return graph, tensors
 
@@ -254,7 +284,8 @@ class CudnnConv:
     def __call__(self, x: int, w: int, y: int, bias: int | None = None, *,
                  stream: int | None = None, workspace: int | None = None) -> None:
         """Enqueue ``y = conv(x, w) [+ bias]`` on ``stream`` (CuPy's current stream if None).
-        Pointers are device addresses of dense NCHW / KCRS / NKPQ float32 tensors.
+        Pointers are device addresses of the problem's dense buffers (:func:`graph_tensors`:
+        NCHW / KCRS / NKPQ float32 for float32 problems).
         ``workspace`` points at :attr:`workspace_bytes` bytes of scratch; without it the
         object's own scratch is used, so then do not run one instance on two streams at
         once."""
@@ -275,9 +306,12 @@ class CudnnConv:
         self.graph.execute(self.index, buffers, workspace, stream)
 
     def forward(self, x, w, bias=None):
-        """Convenience for CuPy arrays: returns a new output array."""
+        """Convenience for CuPy arrays (buffers as :mod:`autoconv.dtypes` makes them): returns a
+        new output buffer."""
         import cupy
 
-        y = cupy.empty(self.problem.output_shape, dtype=cupy.float32)
+        from autoconv.dtypes import output_buffer
+
+        y = output_buffer(self.problem, cupy)
         self(x.data.ptr, w.data.ptr, y.data.ptr, None if bias is None else bias.data.ptr)
         return y

@@ -95,3 +95,26 @@ def measure_fp32_peak(*, samples: int = 5, target_ms: float = 20.0) -> PeakResul
                       kernel_ms=statistics.median(times), blocks=blocks,
                       threads_per_block=THREADS_PER_BLOCK, chains=CHAINS, iterations=iterations)
 
+
+
+# ---- tensor-core peaks, from the datasheets ------------------------------------------------------
+
+#: Dense (no sparsity) tensor-core peaks in TFLOP/s by GPU and precision, from NVIDIA's H100 and
+#: H200 datasheets (boost clock; a multiply-add counts as 2): the ceiling the 16-bit and TF32
+#: families are measured against. Not measured here: a tensor-core load lowers the clock too, so
+#: real kernels top out below these. Keys are substrings of the CUDA device name.
+DENSE_TENSOR_PEAKS_TFLOPS: dict[str, dict[str, float]] = {
+    "H100 80GB HBM3": {"bf16": 989.4, "fp16": 989.4, "tf32": 494.7},  # H100 SXM5
+    "H100 SXM": {"bf16": 989.4, "fp16": 989.4, "tf32": 494.7},
+    "H100 PCIe": {"bf16": 756.5, "fp16": 756.5, "tf32": 378.0},
+    "H200": {"bf16": 989.4, "fp16": 989.4, "tf32": 494.7},
+}
+
+
+def dense_tensor_peak_tflops(gpu_name: str, precision: str) -> float | None:
+    """The datasheet's dense tensor-core peak of ``gpu_name`` in ``precision`` (bf16, fp16,
+    tf32), or None for another GPU or precision (fp32 counts against the measured FMA peak)."""
+    for key, peaks in DENSE_TENSOR_PEAKS_TFLOPS.items():
+        if key in gpu_name:
+            return peaks.get(precision)
+    return None

@@ -224,7 +224,7 @@ def _uses_tensor_cores(family_name) -> bool:
 
 
 #: What each mode of cuDNN is called in the report.
-MODE_LABELS = {"strict": "strict FP32", "tf32": "TF32"}
+MODE_LABELS = {"strict": "strict FP32", "tf32": "TF32", "bf16": "bf16", "fp16": "fp16"}
 #: What cuDNN's baseline is called for each precision (the mode that computes it).
 BASELINE_LABELS = {precision: MODE_LABELS[mode] for precision, mode in CUDNN_MODES.items()}
 #: What each precision computes, for the report.
@@ -233,6 +233,10 @@ PRECISION_MEANINGS = {
             "`allow_tf32 = False`",
     "tf32": "inputs rounded to TF32, one tensor-core product per multiply-add, float32 sums; PyTorch's "
             "default for convolutions, `fp32_precision = \"tf32\"`, `allow_tf32 = True`",
+    "bf16": "bfloat16 inputs and weights, float32 sums, the output rounded once; what `torch.autocast` "
+            "with `dtype=torch.bfloat16` runs (NHWC: `channels_last`)",
+    "fp16": "float16 inputs and weights, float32 sums, the output rounded once; `torch.autocast` with "
+            "`dtype=torch.float16`",
 }
 
 
@@ -280,29 +284,35 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
     for precision, means in by_precision.items():
         label = BASELINE_LABELS[precision]
         other_mode = OTHER_CUDNN_MODES[precision]
-        other_label = MODE_LABELS[other_mode]
+        other = f" cuDNN {MODE_LABELS[other_mode]} ms |" if other_mode else ""
         baseline_side = f"cudnn_{CUDNN_MODES[precision]}"
         fp32 = precision == "fp32"
+        # The share of the GPU's dense tensor-core peak (datasheet) where the bench knew it.
+        tensor = any(p.get("tensor_peak_tflops") for p in problems if precision_of(p) == precision)
+        peak_columns = f" % of {precision} tensor peak | cuDNN % |" if tensor else ""
         lines += [f"## Per layer, {precision}", "",
                   f"Speedup = cuDNN {label} ms / autoconv ms (cuDNN's best plan in the same precision); above 1 "
                   "autoconv is faster. Errors: relative L2 against a float64 convolution of the same inputs. "
                   "cuDNN's best plan is recorded in the winners' cache; where it is faster, "
                   "`autoconv.conv2d` runs it.", "",
                   "| layer | count | shape (NxCxHxW * KxRxS) | GFLOP | family | key params | autoconv ms "
-                  f"| TFLOP/s |{' % of FP32 peak |' if fp32 else ''} cuDNN {label} ms | speedup "
-                  f"| cuDNN {other_label} ms | PyTorch ms | autoconv error | cuDNN {label} error | PyTorch error |",
-                  "|---|---:|---|---:|---|---|---:|---:|" + ("---:|" if fp32 else "")
-                  + "---:|---:|---:|---:|---:|---:|---:|"]
+                  f"| TFLOP/s |{' % of FP32 peak |' if fp32 else ''}{peak_columns} cuDNN {label} ms | speedup "
+                  f"|{other} PyTorch ms | autoconv error | cuDNN {label} error | PyTorch error |",
+                  "|---|---:|---|---:|---|---|---:|---:|" + ("---:|" if fp32 else "") + ("---:|---:|" if tensor else "")
+                  + "---:|---:|" + ("---:|" if other_mode else "") + "---:|---:|---:|---:|"]
         for p in problems:
             if precision_of(p) != precision:
                 continue
             errors = p.get("errors_vs_reference") or {}
+            shares = p.get("pct_of_tensor_peak") or {}
             lines.append(
                 f"| {p['name']} | {p.get('count') or 1} | `{p['shape']}` | {_num(p['gflop'], '.3f')} "
                 f"| {p.get('family') or '–'} | {format_params(p.get('params'), limit=8)} | {_ms(p['autoconv_ms'])} "
                 f"| {_num(p['autoconv_tflops'], '.2f')} |" + (f" {_num(p['pct_of_peak'], '.1f')} |" if fp32 else "")
-                + f" {_ms(baseline_ms(p))} | {_num(speedup(p), '.3f')} "
-                f"| {_ms(p.get(f'cudnn_{other_mode}_ms'))} | {_ms(p['torch_ms'])} "
+                + (f" {_num(shares.get('autoconv'), '.1f')} | {_num(shares.get(baseline_side), '.1f')} |"
+                   if tensor else "")
+                + f" {_ms(baseline_ms(p))} | {_num(speedup(p), '.3f')} |"
+                + (f" {_ms(p.get(f'cudnn_{other_mode}_ms'))} |" if other_mode else "") + f" {_ms(p['torch_ms'])} "
                 f"| {_error(errors.get('autoconv'))} | {_error(errors.get(baseline_side))} "
                 f"| {_error(errors.get('torch'))} |")
         lines += ["", f"Geometric mean speedup over cuDNN {label}: {_num(means.get('speedup_vs_cudnn'), '.3f')}x.", ""]
@@ -311,13 +321,14 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
     if families:
         lines += ["## Best time per kernel family (ms)", "",
                   "The fastest verified configuration of each family found by tuning, next to "
-                  "cuDNN's fastest strict-FP32 plan.", "",
-                  "| layer | " + " | ".join(families) + " | cuDNN strict | cuDNN strict plan |",
+                  "cuDNN's fastest plan in the layer's precision.", "",
+                  "| layer | " + " | ".join(families) + " | cuDNN | cuDNN plan |",
                   "|---|" + "---:|" * len(families) + "---:|---|"]
         for p in problems:
             best = p.get("family_best_ms") or {}
+            plan = p.get("cudnn_plan") or p.get(f"cudnn_{CUDNN_MODES[precision_of(p)]}_plan")
             lines.append(f"| {p['name']} | " + " | ".join(_ms(best.get(f)) for f in families)
-                         + f" | {_ms(p['cudnn_strict_ms'])} | `{p.get('cudnn_strict_plan') or '–'}` |")
+                         + f" | {_ms(baseline_ms(p))} | `{plan or '–'}` |")
         lines.append("")
 
     if plot_files:
@@ -408,12 +419,12 @@ def plot_tflops(pyplot, results):
     problems = results["problems"]
     names = [p["name"] for p in problems]
     autoconv = [p.get("autoconv_tflops") or 0.0 for p in problems]
-    cudnn = [tflops(p["gflop"], p["cudnn_strict_ms"]) if is_positive(p.get("cudnn_strict_ms")) else 0.0
+    cudnn = [tflops(p["gflop"], cast(float, baseline_ms(p))) if is_positive(baseline_ms(p)) else 0.0
              for p in problems]
     figure, ax = pyplot.subplots(figsize=(_width(len(names)), 4.5))
     positions = list(range(len(names)))
     ax.bar([x - 0.2 for x in positions], autoconv, width=0.4, label="autoconv", color="tab:blue")
-    ax.bar([x + 0.2 for x in positions], cudnn, width=0.4, label="cuDNN strict FP32", color="tab:gray")
+    ax.bar([x + 0.2 for x in positions], cudnn, width=0.4, label="cuDNN, same precision", color="tab:gray")
     peak = results.get("peak_tflops")
     top = max(autoconv + cudnn + [1.0])
     if is_positive(peak):
@@ -442,9 +453,9 @@ def plot_convergence(pyplot, results):
         ax.step(numbers, best, where="post", color="tab:blue", label="autoconv best so far")
         improved = [(n, b) for i, (n, b) in enumerate(zip(numbers, best)) if i == 0 or b < best[i - 1]]
         ax.plot(*zip(*improved), "o", color="tab:blue", markersize=3)
-        if is_positive(problem.get("cudnn_strict_ms")):
-            ax.axhline(problem["cudnn_strict_ms"], color="tab:gray", linestyle="--", linewidth=1,
-                       label="cuDNN strict FP32")
+        if is_positive(baseline_ms(problem)):
+            ax.axhline(baseline_ms(problem), color="tab:gray", linestyle="--", linewidth=1,
+                       label="cuDNN, same precision")
         ax.set_title(problem["name"], fontsize=9)
         ax.set_xlabel("trial")
         ax.set_ylabel("best time (ms)")
@@ -465,18 +476,18 @@ def plot_families(pyplot, results):
     families = families_in(problems)
     if not families:
         return None
-    series = families + ["cuDNN strict"]
+    series = families + ["cuDNN"]
     names = [p["name"] for p in problems]
     width = 0.8 / len(series)
     figure, ax = pyplot.subplots(figsize=(_width(len(names)) * 1.2, 4.8))
     for j, label in enumerate(series):
         values = []
         for p in problems:
-            value = p["cudnn_strict_ms"] if label == "cuDNN strict" else (p.get("family_best_ms") or {}).get(label)
+            value = baseline_ms(p) if label == "cuDNN" else (p.get("family_best_ms") or {}).get(label)
             values.append(value if is_positive(value) else math.nan)
         offsets = [i - 0.4 + width * (j + 0.5) for i in range(len(names))]
         ax.bar(offsets, values, width=width, label=label,
-               color="tab:gray" if label == "cuDNN strict" else None)
+               color="tab:gray" if label == "cuDNN" else None)
     _layer_axis(ax, names)
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))

@@ -152,10 +152,11 @@ def precision_of(problem: Mapping[str, Any]) -> str:
     return problem.get("precision") or "fp32"
 
 
-#: The cuDNN mode that computes each precision (a layer's baseline), and the other mode, shown
-#: beside it; a layer's cuDNN fields are named after them (``cudnn_strict_ms``, ``cudnn_tf32_ms``).
-CUDNN_MODES = {"fp32": "strict", "tf32": "tf32"}
-OTHER_CUDNN_MODES = {"fp32": "tf32", "tf32": "strict"}
+#: The cuDNN mode that computes each precision (a layer's baseline), and for float32 problems the
+#: other float32 mode, shown beside it; a layer's cuDNN fields are named after them
+#: (``cudnn_strict_ms``, ``cudnn_tf32_ms``; ``cudnn_ms`` is always the baseline's).
+CUDNN_MODES = {"fp32": "strict", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16"}
+OTHER_CUDNN_MODES: dict[str, str | None] = {"fp32": "tf32", "tf32": "strict", "bf16": None, "fp16": None}
 
 
 def baseline_ms(problem: Mapping[str, Any]) -> float | None:

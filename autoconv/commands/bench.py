@@ -106,7 +106,8 @@ def format_table(results: Mapping[str, Any]) -> str:
                      _number(p.get("autoconv_tflops"), ".2f"),
                      _number(p.get("pct_of_peak") if precision == "fp32" else None, ".1f"),
                      ms(baseline_ms(p)), _number(speedup(p), ".2f", "x"),
-                     ms(p.get(f"cudnn_{OTHER_CUDNN_MODES[precision]}_ms")), ms(p.get("torch_ms"))])
+                     ms(p.get(f"cudnn_{OTHER_CUDNN_MODES[precision]}_ms") if OTHER_CUDNN_MODES[precision] else None),
+                     ms(p.get("torch_ms"))])
     means_rows = []
     for precision, means in geomeans_by_precision(problems).items():
         mean_tflops = means.get("autoconv_tflops")

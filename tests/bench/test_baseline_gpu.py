@@ -275,3 +275,113 @@ def test_conv2d_runs_cudnn_where_the_cache_says_cudnn_was_faster(tmp_path, seed)
         runtime.use_cudnn(True)
         runtime.set_cache(None)
         runtime.clear_loaded()
+
+
+# ---- 16-bit problems (issue 17): cuDNN's bf16/fp16 NHWC plans and PyTorch's channels_last -------
+
+SHAPES_16BIT = {
+    "odd channels": "N=2,C=13,H=31,W=29,K=17,R=3,S=3,pad=1,layout=NHWC",
+    "stride 2, bias": "N=3,C=16,H=17,W=23,K=24,R=3,S=5,stride=2,pad=1x2,bias=1,layout=NHWC",
+    "1x1, float32 output": "N=2,C=32,H=15,W=9,K=40,R=1,S=1,layout=NHWC,out_dtype=float32",
+}
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+@pytest.mark.parametrize("case", list(SHAPES_16BIT))
+def test_cudnn_16bit_baseline_agrees_with_reference(case, precision, seed):
+    """The best bf16/fp16 NHWC plan, rebuilt by name, computes the float64 reference of fresh
+    inputs within the problem's own bound (float32 sums, one rounding to the output type)."""
+    _cudnn_or_skip()
+    import cupy
+
+    from autoconv.bench.baseline import find_best_plan
+    from autoconv.bench.cudnn import CudnnConv
+    from autoconv.dtypes import buffer_values, kernel_buffer, output_buffer, rounded
+    from autoconv.verify.compare import check_result
+    from autoconv.verify.reference import conv2d_reference, random_inputs
+    from autoconv.verify.tolerance import tolerance
+
+    problem = parse_spec(f"{SHAPES_16BIT[case]},precision={precision}")
+    result = find_best_plan(problem, precision, seed=seed, samples=3)
+    assert result.mode == precision and result.plans_ok >= 1 and result.time_ms > 0
+
+    conv = CudnnConv(problem, precision, result.plan_name)
+    assert conv.exact
+    values = [None if a is None else rounded(a, problem.dtype)
+              for a in random_inputs(problem, numpy.random.default_rng(seed + 7))]
+    x, w, bias = (None if a is None else cupy.asarray(kernel_buffer(problem, name, a))
+                  for name, a in zip(("x", "w", "bias"), values))
+    y = output_buffer(problem, cupy)
+    conv(x.data.ptr, w.data.ptr, y.data.ptr, None if bias is None else bias.data.ptr)
+    cupy.cuda.get_current_stream().synchronize()
+    x_values, w_values = (cupy.asarray(a) for a in values[:2])
+    bias_values = None if values[2] is None else cupy.asarray(values[2])
+    reference = conv2d_reference(problem, x_values, w_values, bias_values, xp=cupy)
+    verdict = check_result(buffer_values(problem, y, cupy), reference,
+                           tolerance(problem, x_values, w_values, reference, xp=cupy))
+    assert verdict.ok, f"{case} {precision} plan {result.plan_name}: {verdict.message}"
+
+
+@pytest.mark.parametrize("spec", ["N=2,C=16,H=21,W=19,K=24,R=3,S=3,stride=2,pad=1,bias=1,precision=bf16,layout=NHWC",
+                                  "N=2,C=8,H=9,W=11,K=16,R=3,S=3,pad=1,precision=fp16,layout=NHWC,out_dtype=float32"])
+def test_torch_column_on_16bit_channels_last(spec, seed):
+    pytest.importorskip("torch")
+    from autoconv.bench.baseline import OperandSets, reference_output, time_torch
+    from autoconv.verify.reference import random_inputs
+
+    problem = parse_spec(spec)
+    inputs = random_inputs(problem, numpy.random.default_rng(seed))
+    operands = OperandSets(problem, inputs, l2_bytes=4 * 1024 * 1024, seed=seed)
+    result = time_torch(problem, operands, reference_output(problem, operands), samples=3)
+    assert result is not None and result.time_ms > 0
+    assert 1e-4 < result.error_vs_reference < 1e-2  # a 16-bit output's rounding, no more
+
+
+BENCH_CONFIG_BF16 = """
+problems:
+  - name: odd_bf16
+    spec: "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,bias=1"
+  - name: nhwc_3x3
+    spec: "N=4,C=64,H=20,W=20,K=64,R=3,S=3,pad=1"
+precision: bf16
+layout: NHWC
+families: [implicit_gemm_wgmma_f16]
+budget:
+  trials: {trials}
+seed: 3
+cache: cache.sqlite
+storage: studies.journal
+"""
+
+
+@pytest.mark.slow
+def test_bench_end_to_end_bf16(tmp_path, capsys):
+    """`autoconv bench` on bf16 NHWC problems: cuDNN's bf16 plans as the baseline (no strict or
+    TF32 columns), PyTorch on channels_last tensors, the share of the tensor peak, the report."""
+    _cudnn_or_skip()
+    pytest.importorskip("optuna")
+    import cupy
+
+    from autoconv.bench.peak import dense_tensor_peak_tflops
+    from autoconv.bench.results import load_results
+    from autoconv.commands import main as cli
+
+    config = tmp_path / "bench.yaml"
+    config.write_text(BENCH_CONFIG_BF16.format(trials=4))
+    out = tmp_path / "results.json"
+    assert cli.main(["bench", str(config), "--out", str(out), "--rounds", "2", "--samples", "3"]) == 0
+    results = load_results(out)
+    peak = dense_tensor_peak_tflops(cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), "bf16")
+    for p in results["problems"]:
+        assert p["precision"] == "bf16" and p["cudnn_mode"] == "bf16"
+        assert p["autoconv_ms"] > 0 and p["cudnn_ms"] > 0
+        assert p["cudnn_strict_ms"] is None and p["cudnn_tf32_ms"] is None
+        assert p["speedup_vs_cudnn"] == pytest.approx(p["cudnn_ms"] / p["autoconv_ms"])
+        errors = p["errors_vs_reference"]
+        assert 1e-4 < errors["autoconv"] < 1e-2 and 1e-4 < errors["cudnn_bf16"] < 1e-2
+        if p["torch_ms"] is not None:
+            assert 1e-4 < errors["torch"] < 1e-2
+        if peak:
+            assert p["pct_of_tensor_peak"]["autoconv"] == pytest.approx(100 * p["autoconv_tflops"] / peak)
+    assert cli.main(["report", "--results", str(out), "--out", str(tmp_path / "report")]) == 0
+    assert "## Per layer, bf16" in (tmp_path / "report" / "report.md").read_text()

@@ -36,7 +36,7 @@ def _problem(name, count, gflop, autoconv_ms, cudnn_ms, *, family="implicit_gemm
         "autoconv_ms": autoconv_ms, "autoconv_tflops": tflops, "pct_of_peak": 100 * tflops / peak,
         "cudnn_strict_ms": cudnn_ms, "cudnn_strict_plan": "eng70_k2=12_k18=0",
         "cudnn_tf32_ms": tf32_ms, "torch_ms": torch_ms,
-        "speedup_vs_cudnn_strict": cudnn_ms / autoconv_ms,
+        "speedup_vs_cudnn_strict": cudnn_ms / autoconv_ms if cudnn_ms else None,
         "family_best_ms": family_best if family_best is not None else {family: autoconv_ms},
         "workspace_bytes": 0, "trials": list(trials),
     }
@@ -385,3 +385,29 @@ def test_bench_notes_a_missing_study_without_the_storage_password(postgres_datab
         side.close()
     assert history.trials == [] and "'imported-elsewhere' is not in postgresql" in history.note
     assert make_url(url).password not in history.note
+
+
+def test_bf16_layers_are_reported_with_their_share_of_the_tensor_peak(results, tmp_path):
+    from autoconv.commands.bench import format_table
+
+    bf16 = _problem("conv1.bf16", 1, 10.0, 0.05, None, torch_ms=0.045)
+    bf16.update(precision="bf16", cudnn_mode="bf16", cudnn_ms=0.04, cudnn_plan="eng9_k2=3",
+                cudnn_tflops=250.0, speedup_vs_cudnn=0.8, speedup_vs_cudnn_strict=None, cudnn_strict_plan=None,
+                tensor_peak_tflops=1000.0,
+                pct_of_tensor_peak={"autoconv": 20.0, "cudnn_bf16": 25.0, "torch": 22.2},
+                errors_vs_reference={"autoconv": 1.6e-3, "cudnn_bf16": 1.7e-3, "torch": 1.8e-3})
+    results["problems"].append(bf16)
+    by_precision = geomeans_by_precision(results["problems"])
+    assert by_precision["bf16"]["speedup_vs_cudnn"] == pytest.approx(0.8)
+    assert by_precision["fp32"]["layers"] == 3  # the bf16 layer has no strict number and is apart
+
+    markdown = write_report(results, tmp_path / "report", plots=False)[0].parent.joinpath("report.md").read_text()
+    section = markdown[markdown.index("## Per layer, bf16"):].split("\n\nGeometric mean")[0]
+    table = [line for line in section.splitlines() if line.startswith("|")]
+    assert len({line.count("|") for line in table}) == 1, "header, rule and rows differ in columns"
+    assert "% of bf16 tensor peak | cuDNN % | cuDNN bf16 ms | speedup | PyTorch ms |" in table[0]
+    assert "cuDNN TF32" not in table[0] and "strict" not in table[0]
+    # 0.05 ms, 200 TFLOP/s, 20% and 25% of the peak, cuDNN 0.04 ms, 0.8x, torch 0.045 ms, errors
+    assert "| 0.0500 | 200.00 | 20.0 | 25.0 | 0.0400 | 0.800 | 0.0450 | 1.60e-03 | 1.70e-03 | 1.80e-03 |" in table[2]
+    assert "over cuDNN bf16 **0.800x** over 1 layers" in markdown
+    assert "conv1.bf16" in format_table(results)
