@@ -401,6 +401,11 @@ def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, sample
     if problem.precision in ("bf16", "fp16"):
         checked_problem = torch_problem(problem)
         tolerance = plan_tolerance(checked_problem, MODES_OF_PRECISION[problem.precision][0], operands, reference)
+        if problem.bias:
+            # F.conv2d rounds the convolution to the 16-bit type, then adds the bias and rounds
+            # again (seen on an H100: 2.3e-3 against a once-rounded bound of 1.7e-3): the second
+            # rounding adds at most as much again.
+            tolerance *= 2
     else:
         tolerance = TF32_TOLERANCE if tf32 else STRICT_TOLERANCE
     kwargs: dict[str, Any] = dict(stride=problem.stride, padding=(problem.padding[0], problem.padding[2]),
