@@ -128,6 +128,10 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None, precision
                             precision=precision)
     if precision is None:
         precision = "fp32"
+    if precision in ("bf16", "fp16"):
+        raise ProblemError("precision", precision, "16-bit convolutions take PyTorch tensors (CuPy has no "
+                           "bfloat16): pass bfloat16/float16 CUDA tensors, channels_last for no copy; CuPy "
+                           "arrays are computed in 'fp32' or 'tf32'")
 
     from autoconv.gpu.device import require_cupy
 

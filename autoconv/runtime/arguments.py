@@ -4,7 +4,7 @@ what autoconv.conv2d and the PyTorch operator both refuse, with the same words."
 from __future__ import annotations
 
 from autoconv.errors import ProblemError
-from autoconv.problems.problem import PRECISIONS, did_you_mean
+from autoconv.problems.problem import did_you_mean
 
 
 def check_shapes(x_shape: tuple, w_shape: tuple, bias_shape: tuple | None) -> None:
@@ -21,28 +21,26 @@ def check_shapes(x_shape: tuple, w_shape: tuple, bias_shape: tuple | None) -> No
         raise ProblemError("bias.shape", bias_shape, f"expected ({w_shape[0]},): one value per filter")
 
 
-#: The precisions conv2d computes: float32 tensors only, so far (the 16-bit ones are tuned and
-#: verified by `autoconv tune`, but the runtime does not take 16-bit tensors yet).
-RUNTIME_PRECISIONS = ("fp32", "tf32")
+#: The precisions conv2d computes: fp32 and tf32 on float32 tensors, bf16 and fp16 on PyTorch
+#: bfloat16 / float16 tensors (whose dtype decides: PyTorch's float32 settings do not apply).
+RUNTIME_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+_MEANINGS = ("'fp32' (float32 accuracy), 'tf32' (inputs rounded to TF32, float32 accumulation), 'bf16' or "
+             "'fp16' (bfloat16 / float16 tensors, float32 accumulation)")
 
 
 def check_precision(precision, *, none_allowed: bool = True) -> str:
-    """``precision`` if it is one of :data:`~autoconv.problems.problem.PRECISIONS`, else
-    ProblemError naming the field and the values allowed. Where the caller takes None
-    (``none_allowed``: PyTorch's setting for PyTorch tensors, "fp32" otherwise; the caller
-    resolves it before this), the message says so."""
+    """``precision`` if it is one of :data:`RUNTIME_PRECISIONS`, else ProblemError naming the
+    field and the values allowed. Where the caller takes None (``none_allowed``: PyTorch's
+    setting for PyTorch tensors, "fp32" otherwise; the caller resolves it before this), the
+    message says so."""
     if isinstance(precision, str) and precision in RUNTIME_PRECISIONS:
         return precision
     hint = ""
     if isinstance(precision, str):
         hint = {"ieee": " (PyTorch's 'ieee' is autoconv's 'fp32')", "highest": " (use 'fp32')",
                 "high": " (use 'tf32')"}.get(precision.lower(), did_you_mean(precision, RUNTIME_PRECISIONS))
-        if precision in PRECISIONS:  # bf16, fp16
-            hint = (f" ({precision} problems are tuned and verified - `autoconv tune` with precision: "
-                    f"{precision}, layout: NHWC - but conv2d takes float32 tensors only for now)")
-    allowed = "'fp32' (float32 accuracy) or 'tf32' (inputs rounded to TF32, float32 accumulation)"
+    allowed = _MEANINGS
     if none_allowed:
-        allowed = ("'fp32' (float32 accuracy), 'tf32' (inputs rounded to TF32, float32 accumulation) or None "
-                   "(PyTorch tensors: PyTorch's setting for cuDNN convolutions, "
-                   "torch.backends.cudnn.conv.fp32_precision; other arrays: 'fp32')")
+        allowed += (" or None (PyTorch tensors: the tensors' dtype, and for float32 PyTorch's setting for cuDNN "
+                    "convolutions, torch.backends.cudnn.conv.fp32_precision; other arrays: 'fp32')")
     raise ProblemError("precision", precision, f"expected {allowed}{hint}")

@@ -229,7 +229,7 @@ class KernelRegistry:
         winner of the same shape where there is one: tuned, and more accurate than asked
         (``entry_problem`` is then the fp32 problem and ``fallback`` says why)."""
         found = self._lookup_exact(problem, limits, identity)
-        if found.plan is not None or problem.precision == "fp32":
+        if found.plan is not None or problem.precision != "tf32":  # (only tf32 has a more accurate twin)
             return found
         strict = problem.with_(precision="fp32")
         other = self._lookup_exact(strict, limits, identity)
@@ -333,6 +333,7 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
     NaN, so an unwritten element fails."""
     import numpy
 
+    from autoconv.dtypes import buffer_values, kernel_buffer, output_buffer, tensor_values
     from autoconv.gpu.device import require_cupy
     from autoconv.verify.compare import POISON, check_result
     from autoconv.verify.reference import conv2d_reference, random_inputs
@@ -342,17 +343,21 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
     problem = runner.problem
     plan = cast(KernelPlan, runner.plan)
     try:  # anything that goes wrong here (a refused launch, a fault, memory) makes the kernel unusable
-        x_host, w_host, bias_host = random_inputs(problem, numpy.random.default_rng(seed))
-        x, w = cupy.asarray(x_host), cupy.asarray(w_host)
-        bias = None if bias_host is None else cupy.asarray(bias_host)
-        y = cupy.full(problem.output_shape, POISON, dtype=cupy.float32)
+        # The buffers as the kernels take them (layout, element type: autoconv.dtypes); the
+        # reference reads their values.
+        inputs = random_inputs(problem, numpy.random.default_rng(seed))
+        x, w = (cupy.asarray(kernel_buffer(problem, name, values)) for name, values in zip(("x", "w"), inputs))
+        bias = None if inputs[2] is None else cupy.asarray(kernel_buffer(problem, "bias", inputs[2]))
+        y = output_buffer(problem, cupy)
         workspace = cupy.full(plan.workspace_elements, POISON, dtype=cupy.float32) if plan.workspace_bytes else None
         stream = cupy.cuda.Stream(non_blocking=True)
         cast(Launcher, runner.launcher)((x.data.ptr, w.data.ptr, 0 if bias is None else bias.data.ptr, y.data.ptr,
                                          0 if workspace is None else workspace.data.ptr), stream.ptr)
         stream.synchronize()
+        x, w = tensor_values(problem, "x", x, cupy), tensor_values(problem, "w", w, cupy)
+        bias = None if bias is None else tensor_values(problem, "bias", bias, cupy)
         reference = conv2d_reference(problem, x, w, bias, xp=cupy)
-        verdict = check_result(y, reference, tolerance(problem, x, w, reference, xp=cupy))
+        verdict = check_result(buffer_values(problem, y, cupy), reference, tolerance(problem, x, w, reference, xp=cupy))
     except Exception as err:
         return f"{type(err).__name__}: {err}"
     return None if verdict.ok else verdict.message

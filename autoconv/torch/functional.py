@@ -6,15 +6,23 @@
 ``padding`` is an int, a (height, width) pair, a (top, bottom, left, right) 4-tuple,
 ``'valid'``, or ``'same'`` with PyTorch's rule (stride 1 only; total padding
 ``dilation * (kernel - 1)``, the odd element at the bottom/right). ``groups`` must be 1.
-Inputs must be float32 CUDA tensors on one device; a non-contiguous or channels_last
-input is copied to contiguous NCHW first (autoconv's kernels read NCHW).
+Inputs are CUDA tensors on one device, all float32, all bfloat16 or all float16. float32
+kernels read NCHW: a non-contiguous or channels_last input is copied to contiguous NCHW first.
+bfloat16 and float16 kernels read NHWC (KRSC weights) and write channels_last outputs:
+channels_last inputs and weights (``model.to(memory_format=torch.channels_last)``) are read
+without a copy, others are copied to channels_last first. Under ``torch.autocast`` (CUDA),
+float32 arguments of an eager call are cast to the autocast dtype first, as PyTorch's own
+convolution is (traced calls are not: cast before ``torch.compile``, or call autoconv with
+16-bit tensors).
 
-``precision`` is ``"fp32"`` (float32 accuracy), ``"tf32"`` (inputs rounded to TF32, one
-tensor-core product per multiply, float32 accumulation) or None: what PyTorch does for its
+``precision`` is for float32 tensors: ``"fp32"`` (float32 accuracy), ``"tf32"`` (inputs rounded
+to TF32, one tensor-core product per multiply, float32 accumulation) or None: what PyTorch does for its
 own cuDNN convolutions, read when the call is made (:func:`pytorch_precision`: ``"tf32"``
 where ``torch.backends.cudnn.conv.fp32_precision == "tf32"``, or ``allow_tf32`` before that
 existed; PyTorch's default allows TF32). The precision picks the kernel (tf32 and fp32 are
-tuned and cached apart); the backward is PyTorch's and follows PyTorch's setting.
+tuned and cached apart); the backward is PyTorch's and follows PyTorch's setting. bfloat16 and
+float16 tensors compute in ``"bf16"`` / ``"fp16"`` (float32 sums, one rounding to their type)
+whatever the float32 setting is, as PyTorch's do; ``precision`` may name that one, no other.
 Under ``torch.compile`` and ``torch.export`` the precision resolved when tracing is baked
 into the graph as a constant: changing PyTorch's flag afterwards does not retrace, so set
 the flag before compiling, or pass ``precision`` explicitly.
@@ -46,18 +54,20 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     """``y = conv2d(x, w) + bias`` with autoconv's tuned kernel (see the module docstring).
 
     Args:
-        x: (N, C, H, W) float32 CUDA tensor.
-        w: (K, C, R, S) float32 CUDA tensor on x's device.
-        bias: optional (K,) float32 tensor.
+        x: (N, C, H, W) CUDA tensor: float32, bfloat16 or float16 (channels_last for 16-bit, or copied).
+        w: (K, C, R, S) CUDA tensor of x's dtype on x's device.
+        bias: optional (K,) tensor of x's dtype.
         stride, dilation: an int or a (height, width) pair.
         padding: an int, a pair, (top, bottom, left, right), ``'same'`` or ``'valid'``.
         groups: must be 1.
-        out: optional (N, K, P, Q) contiguous float32 tensor to write (no autograd).
-        precision: ``"fp32"``, ``"tf32"``, or None for PyTorch's setting for cuDNN
-            convolutions (:func:`pytorch_precision`, read per call; baked in when traced).
+        out: optional (N, K, P, Q) tensor to write (no autograd): contiguous float32, or for
+            16-bit inputs channels_last in their dtype.
+        precision: for float32 tensors ``"fp32"``, ``"tf32"``, or None for PyTorch's setting for
+            cuDNN convolutions (:func:`pytorch_precision`, read per call; baked in when traced);
+            16-bit tensors compute in their own precision (``"bf16"``/``"fp16"``, or None).
 
     Returns:
-        y, (N, K, P, Q) float32 on x's device.
+        y, (N, K, P, Q) on x's device, in x's dtype (16-bit: channels_last).
 
     Raises:
         ProblemError: naming the argument that is wrong and how to fix it.
@@ -71,6 +81,8 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
                                                         w.shape[2], w.shape[3])
         return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation, precision)
     precision = pytorch_precision() if precision is None else check_precision(precision)
+    if _autocast_enabled("cuda") and x.dtype is _FLOAT32:
+        x, w, bias = _autocast(x, w, bias)
     stride, padding, dilation = resolve(_key(stride), _key(padding), _key(dilation), w.shape[2], w.shape[3])
     if out is not None:
         return _into(out, x, w, bias, stride, padding, dilation, precision)
@@ -79,6 +91,17 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         return ops.EagerConv2d.apply(x, w, bias, stride, padding, dilation, precision)
     return ops.conv2d_cuda(x, w, bias, stride, padding, dilation, precision)
+
+
+_FLOAT32 = torch.float32
+_autocast_enabled = torch.is_autocast_enabled
+
+
+def _autocast(x, w, bias):
+    """x, w and bias in the autocast dtype of CUDA (float32 ones cast, as autocast casts
+    PyTorch's convolution's arguments)."""
+    dtype = torch.get_autocast_dtype("cuda")
+    return (x.to(dtype), w.to(dtype), None if bias is None else bias.to(dtype))
 
 
 def _legacy_fp32_precision(backend: str, op: str) -> str:
@@ -162,9 +185,15 @@ def _pair(name: str, value) -> tuple[int, int]:
 def _into(out, x, w, bias, stride, padding, dilation, precision) -> torch.Tensor:
     if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         raise ProblemError("out", "given", "out= computes no gradient; call without out= for autograd")
-    if out.dtype is not torch.float32 or not out.is_contiguous() or out.device != x.device:
+    if x.dtype is _FLOAT32:
+        if out.dtype is not _FLOAT32 or not out.is_contiguous() or out.device != x.device:
+            raise ProblemError("out", f"{out.dtype} on {out.device}",
+                               f"out must be a contiguous float32 tensor on {x.device}")
+    elif (out.dtype is not x.dtype or not out.is_contiguous(memory_format=torch.channels_last)
+          or out.device != x.device):
         raise ProblemError("out", f"{out.dtype} on {out.device}",
-                           f"out must be a contiguous float32 tensor on {x.device}")
+                           f"out must be a channels_last {str(x.dtype).replace('torch.', '')} tensor on {x.device} "
+                           "(torch.empty(..., memory_format=torch.channels_last))")
     expected = tuple(ops.conv2d_fake(x, w, bias, stride, padding, dilation, precision).shape)
     if tuple(out.shape) != expected:
         raise ProblemError("out.shape", tuple(out.shape), f"expected {expected} for this convolution")

@@ -80,8 +80,9 @@ def ineligible_reason(module: nn.Module) -> str | None:
         return f"a subclass of nn.Conv2d ({type(module).__name__}) whose forward may differ"
     if module.groups != 1:
         return f"grouped convolution (groups={module.groups}): autoconv computes groups=1 only"
-    if module.weight.dtype != torch.float32:
-        return f"weights are {str(module.weight.dtype).replace('torch.', '')}: autoconv computes float32 only"
+    if module.weight.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        return (f"weights are {str(module.weight.dtype).replace('torch.', '')}: autoconv computes float32, "
+                "bfloat16 and float16")
     if isinstance(module.padding, str) and module.padding == "same" and tuple(module.stride) != (1, 1):
         return "padding='same' with a stride"
     return None
@@ -89,7 +90,7 @@ def ineligible_reason(module: nn.Module) -> str | None:
 
 def convert(model: nn.Module, *, inplace: bool = False,
             precision: str | None = None) -> tuple[nn.Module, ConversionReport]:
-    """Make every eligible ``nn.Conv2d`` of ``model`` (groups=1, float32 weights) an
+    """Make every eligible ``nn.Conv2d`` of ``model`` (groups=1; float32, bfloat16 or float16 weights) an
     autoconv :class:`Conv2d`.
 
     Args:

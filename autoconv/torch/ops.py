@@ -7,6 +7,12 @@
 ``precision`` is ``"fp32"`` (float32 accuracy; the default of the operator itself) or
 ``"tf32"`` (inputs rounded to TF32, float32 accumulation), a string resolved by the caller:
 :func:`autoconv.torch.conv2d` reads PyTorch's setting for cuDNN convolutions when given None.
+It applies to float32 tensors. bfloat16 and float16 tensors are computed in their own precision
+(``"bf16"``, ``"fp16"``: float32 sums, one rounding to the tensors' type), whatever the float32
+setting says, as PyTorch's own convolutions do; ``precision`` may name it, not another. 16-bit
+convolutions run NHWC kernels: channels_last tensors (``x.to(memory_format=torch.channels_last)``,
+``model.to(memory_format=torch.channels_last)`` for the weights) are read as they are, others are
+copied to channels_last first, and the output is channels_last.
 
 Registered with :mod:`torch.library`, so ``torch.compile(fullgraph=True)`` traces it as
 one node (the fake implementation gives the output's shape), CUDA graphs capture its
@@ -44,7 +50,7 @@ import torch
 import torch.nn.functional as F
 
 from autoconv.errors import AutoconvError, ProblemError
-from autoconv.problems.problem import ConvProblem
+from autoconv.problems.problem import PRECISION_DTYPES, ConvProblem
 from autoconv.runtime.arguments import check_precision, check_shapes
 from autoconv.runtime.selection import REGISTRY, Runner
 
@@ -96,13 +102,21 @@ class _Call:
         self.output_shape = problem.output_shape
         self.workspace_bytes = runner.workspace_bytes
         self.keeps_weights = runner.launcher is not None and runner.launcher.transforms_weights
+        #: 16-bit problems run NHWC kernels: channels_last x, w and y, in the tensors' dtype.
+        self.channels_last = problem.layout == "NHWC"
+        self.output_dtype = _DTYPES.get(problem.precision, torch.float32)
         self._weights: dict[tuple[int, int], _WeightsEntry] = {}
         self._lock = threading.Lock()
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
                  out: torch.Tensor | None = None) -> torch.Tensor:
         device = self.device
-        y = torch.empty(self.output_shape, dtype=torch.float32, device=device) if out is None else out
+        if out is not None:
+            y = out
+        elif self.channels_last:
+            y = torch.empty(self.output_shape, dtype=self.output_dtype, device=device, memory_format=_CHANNELS_LAST)
+        else:
+            y = torch.empty(self.output_shape, dtype=torch.float32, device=device)
         stream = _raw_stream(device.index)
         bias_pointer = 0 if bias is None else bias.data_ptr()
         runner = self.runner
@@ -166,7 +180,7 @@ def conv2d_cuda(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, str
     The operator's CUDA kernel, and what eager calls of :func:`autoconv.torch.conv2d` run
     directly."""
     if x.dtype is not _FLOAT32 or w.dtype is not _FLOAT32 or (bias is not None and bias.dtype is not _FLOAT32):
-        _refuse_dtype(x, w, bias)
+        precision = _sixteen_bit_precision(x, w, bias, precision)
     device = x.get_device()
     key = (x.shape, w.shape, bias is None, stride, padding, dilation, device, precision)
     call = _calls.get(key)
@@ -174,10 +188,16 @@ def conv2d_cuda(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, str
         call = _first_call(key, x, w, bias, stride, padding, dilation, precision)
     if w.get_device() != device or (bias is not None and bias.get_device() != device):
         _refuse_devices(x, w, bias)
-    if not x.is_contiguous():
-        x = x.contiguous()
-    if not w.is_contiguous():
-        w = w.contiguous()
+    if call.channels_last:  # NHWC kernels: x as N,H,W,C and w as K,R,S,C in memory
+        if not x.is_contiguous(memory_format=_CHANNELS_LAST):
+            x = x.contiguous(memory_format=_CHANNELS_LAST)
+        if not w.is_contiguous(memory_format=_CHANNELS_LAST):
+            w = w.contiguous(memory_format=_CHANNELS_LAST)
+    else:
+        if not x.is_contiguous():
+            x = x.contiguous()
+        if not w.is_contiguous():
+            w = w.contiguous()
     if bias is not None and not bias.is_contiguous():
         bias = bias.contiguous()
     if device != _current_device():
@@ -197,6 +217,10 @@ _current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device
 def _first_call(key, x, w, bias, stride, padding, dilation, precision) -> _Call:
     """Check the arguments, build the problem and load its kernel (once per key)."""
     check_precision(precision, none_allowed=False)
+    if precision in _DTYPES and x.dtype is _FLOAT32:
+        raise ProblemError("precision", precision, f"the tensors are float32; {precision!r} computes "
+                           f"{str(_DTYPES[precision]).replace('torch.', '')} tensors: convert them (x.to(...)) "
+                           "or run under torch.autocast, or pass 'fp32', 'tf32' or None")
     check_shapes(tuple(x.shape), tuple(w.shape), None if bias is None else tuple(bias.shape))
     if not x.is_cuda:
         raise ProblemError("x.device", str(x.device), "the autoconv CUDA kernel got a tensor that is not on a "
@@ -205,10 +229,12 @@ def _first_call(key, x, w, bias, stride, padding, dilation, precision) -> _Call:
     N, C, H, W = (int(v) for v in x.shape)
     K, _, R, S = (int(v) for v in w.shape)
     # (as given: ConvProblem checks the lengths)
+    sixteen_bit = precision in _DTYPES
     problem = ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=cast(_Pair, tuple(int(v) for v in stride)),
                           dilation=cast(_Pair, tuple(int(v) for v in dilation)),
                           padding=cast(_Padding, tuple(int(v) for v in padding)), bias=bias is not None,
-                          precision=precision)
+                          precision=precision, dtype=PRECISION_DTYPES[precision],
+                          layout="NHWC" if sixteen_bit else "NCHW")
     device = x.get_device()
     if not REGISTRY.is_loaded(problem, device) and torch.cuda.is_current_stream_capturing():
         raise CaptureError(f"autoconv: the first call for {problem.shape_str()} on cuda:{device} happened "
@@ -221,13 +247,32 @@ def _first_call(key, x, w, bias, stride, padding, dilation, precision) -> _Call:
     return call
 
 
-def _refuse_dtype(x, w, bias) -> None:
-    for name, tensor in (("x", x), ("w", w), ("bias", bias)):
-        if tensor is not None and tensor.dtype is not _FLOAT32:
+#: The precision of each 16-bit dtype's convolutions, and back.
+_PRECISIONS = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+_DTYPES = {precision: dtype for dtype, precision in _PRECISIONS.items()}
+_CHANNELS_LAST = torch.channels_last
+
+
+def _sixteen_bit_precision(x, w, bias, precision: str) -> str:
+    """The precision of a call whose tensors are not all float32: the one of their 16-bit dtype
+    (bf16, fp16), or ProblemError for mixed or other dtypes, or a 16-bit ``precision`` that names
+    another dtype than the tensors'."""
+    tensors = (("x", x), ("w", w), ("bias", bias))
+    for name, tensor in tensors:
+        if tensor is not None and tensor.dtype not in _PRECISIONS and tensor.dtype is not _FLOAT32:
             raise ProblemError(f"{name}.dtype", str(tensor.dtype).replace("torch.", ""),
-                               "autoconv computes float32 convolutions only (bf16/fp16 are not supported "
-                               f"yet); convert with {name}.float(), or leave this layer to PyTorch "
-                               "(autoconv.torch.convert skips layers whose weights are not float32)")
+                               "autoconv computes float32, bfloat16 and float16 convolutions; convert with "
+                               f"{name}.float(), or leave this layer to PyTorch")
+    for name, tensor in tensors[1:]:
+        if tensor is not None and tensor.dtype is not x.dtype:
+            raise ProblemError(f"{name}.dtype", str(tensor.dtype).replace("torch.", ""),
+                               f"x is {str(x.dtype).replace('torch.', '')}: x, w and bias must have one dtype "
+                               f"(torch.autocast casts them alike); convert with {name}.to(x.dtype)")
+    own = _PRECISIONS[x.dtype]
+    if precision in _DTYPES and precision != own:
+        raise ProblemError("precision", precision, f"the tensors are {str(x.dtype).replace('torch.', '')}, "
+                           f"computed in precision {own!r}; pass {own!r} or None")
+    return own
 
 
 def _refuse_devices(x, w, bias) -> None:
@@ -256,12 +301,14 @@ def _output_size(size, kernel, stride, before, after, dilation):
 
 
 def conv2d_fake(x, w, bias, stride, padding, dilation, precision="fp32"):
-    """The output's shape and dtype, on x's device (no data): what tracing sees."""
+    """The output's shape, dtype and memory format, on x's device (no data): what tracing sees."""
     check_precision(precision, none_allowed=False)
     N, _, H, W = x.shape
     K, _, R, S = w.shape
     P = _output_size(H, R, stride[0], padding[0], padding[1], dilation[0])
     Q = _output_size(W, S, stride[1], padding[2], padding[3], dilation[1])
+    if x.dtype in _PRECISIONS:  # 16-bit: NHWC kernels write channels_last outputs
+        return torch.empty((N, K, P, Q), dtype=x.dtype, device=x.device, memory_format=_CHANNELS_LAST)
     return x.new_empty((N, K, P, Q))
 
 

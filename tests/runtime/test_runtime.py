@@ -68,7 +68,7 @@ def test_the_runtime_lookup_creates_no_cache(kind, tmp_path):
 TF32_PROBLEM = PROBLEM.with_(precision="tf32")
 
 
-@pytest.mark.parametrize("bad, hint", [("bf16", ""), ("TF32", "did you mean 'tf32'"),
+@pytest.mark.parametrize("bad, hint", [("bf17", "did you mean 'bf16'"), ("TF32", "did you mean 'tf32'"),
                                        ("ieee", "PyTorch's 'ieee' is autoconv's 'fp32'"), (32, ""), (b"fp32", "")])
 def test_conv2d_refuses_an_unknown_precision_before_anything_else(bad, hint, monkeypatch):
     import autoconv
@@ -88,6 +88,9 @@ def test_conv2d_refuses_an_unknown_precision_before_anything_else(bad, hint, mon
     for good in (None, "fp32", "tf32"):  # accepted: these get as far as needing CuPy
         with pytest.raises(BackendUnavailable):
             autoconv.conv2d(gpu, gpu, precision=good)
+    for sixteen in ("bf16", "fp16"):  # valid precisions, but for PyTorch's 16-bit tensors only
+        with pytest.raises(ProblemError, match="16-bit convolutions take PyTorch tensors"):
+            autoconv.conv2d(gpu, gpu, precision=sixteen)
 
 
 def _winner(problem, family_name, cache_path, time_ms=1.0, **changes):

@@ -90,7 +90,7 @@ class Mixed(nn.Module):
         super().__init__()
         self.stem = nn.Conv2d(3, 8, 3, padding="same")
         self.depthwise = nn.Conv2d(8, 8, 3, padding=1, groups=8)
-        self.half = nn.Conv2d(8, 8, 1).to(torch.bfloat16)
+        self.double = nn.Conv2d(8, 8, 1).to(torch.float64)
         self.reflect = nn.Conv2d(8, 8, (3, 1), padding=(1, 0), padding_mode="reflect")
         self.again = nn.Conv2d(8, 8, (3, 1), padding=(1, 0), padding_mode="reflect")
         self.head = nn.Sequential(nn.Conv2d(8, 4, 1, stride=2, bias=False), nn.ReLU())
@@ -105,8 +105,8 @@ def test_convert_reports_what_it_left_alone_and_keeps_state():
     model = Mixed()
     converted, report = ac.convert(model)
     assert report.converted == ["stem", "reflect", "again", "head.0"]
-    assert set(report.skipped) == {"depthwise", "half"}
-    assert "groups=8" in report.skipped["depthwise"] and "bfloat16" in report.skipped["half"]
+    assert set(report.skipped) == {"depthwise", "double"}
+    assert "groups=8" in report.skipped["depthwise"] and "float64" in report.skipped["double"]
     assert type(model.stem) is nn.Conv2d  # a copy was converted
     assert type(converted.stem) is ac.Conv2d and type(converted.depthwise) is nn.Conv2d
     assert converted.state_dict().keys() == model.state_dict().keys()
@@ -134,7 +134,7 @@ def test_conv_problems_of_a_model_on_the_meta_device(tmp_path):
     assert (stem.N, stem.C, stem.H, stem.W, stem.K, stem.padding, stem.bias) == (2, 3, 20, 18, 8, (1, 1, 1, 1), True)
     assert (reflect.H, reflect.W, reflect.padding) == (22, 18, (0, 0, 0, 0))  # padded first, as nn.Conv2d does
     assert (head.stride, head.bias) == ((2, 2), False)
-    assert set(skipped) == {"depthwise"}  # self.half never runs
+    assert set(skipped) == {"depthwise"}  # self.double never runs
     path = ac.write_config(problems, tmp_path / "mixed.yaml", budget={"trials": 5}, comment="from a test")
     config = load_config(path)
     assert [(p.name, p.problem.key(), p.count) for p in config.problems] == \
@@ -293,7 +293,7 @@ def test_conv2d_resolves_precision_none_from_pytorch_at_each_call(cudnn_flags):
     assert record.precisions == ["tf32", "fp32", "fp32", "tf32"]
 
 
-@pytest.mark.parametrize("bad", ["bf16", "TF32", "ieee", 1, ["tf32"]])
+@pytest.mark.parametrize("bad", ["bf17", "TF32", "ieee", 1, ["tf32"]])
 def test_an_unknown_precision_is_refused_naming_the_field(bad):
     x, w = torch.empty(1, 3, 8, 8, device="meta"), torch.empty(4, 3, 3, 3, device="meta")
     calls = [lambda: ac.conv2d(x, w, precision=bad), lambda: ac.Conv2d(3, 4, 3, precision=bad),
@@ -383,3 +383,43 @@ def test_model_problems_take_a_precision():
     assert [p.name for p in problems] == ["stem", "reflect", "head.0"]
     assert all(p.problem.precision == "tf32" for p in problems)
     assert all(p.problem.precision == "fp32" for p in model_problems(f"{THIS}:mixed_model", (2, 3, 20, 18))[0])
+
+
+# ---- 16-bit tensors (issue 17): dtype -> precision, channels_last outputs, clear refusals ------
+
+def test_16bit_tensors_compute_in_their_own_precision_and_refuse_mixtures():
+    from autoconv.torch.ops import _first_call, _sixteen_bit_precision
+
+    bf16 = torch.empty(1, 8, 9, 9, dtype=torch.bfloat16)
+    w16 = torch.empty(4, 8, 3, 3, dtype=torch.bfloat16)
+    # PyTorch's float32 setting (fp32 or tf32) does not apply; a matching 16-bit precision is fine.
+    assert _sixteen_bit_precision(bf16, w16, None, "tf32") == "bf16"
+    assert _sixteen_bit_precision(bf16, w16, torch.empty(4, dtype=torch.bfloat16), "bf16") == "bf16"
+    assert _sixteen_bit_precision(bf16.half(), w16.half(), None, "fp32") == "fp16"
+    refusals = [((bf16, w16.float(), None, "fp32"), "w.dtype", "must have one dtype"),
+                ((bf16, w16, torch.empty(4), "fp32"), "bias.dtype", "must have one dtype"),
+                ((bf16.double(), w16.double(), None, "fp32"), "x.dtype", "float32, bfloat16 and float16"),
+                ((bf16, w16, None, "fp16"), "precision", "computed in precision 'bf16'")]
+    for arguments, field, words in refusals:
+        with pytest.raises(ProblemError) as info:
+            _sixteen_bit_precision(*arguments)
+        assert info.value.field == field and words in str(info.value)
+    # A 16-bit precision asked of float32 tensors is refused before anything runs.
+    with pytest.raises(ProblemError, match="the tensors are float32; 'bf16' computes bfloat16 tensors"):
+        _first_call(None, bf16.float(), w16.float(), None, (1, 1), (1, 1, 1, 1), (1, 1), "bf16")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_traced_16bit_calls_see_a_channels_last_output_of_their_dtype(dtype):
+    x = torch.empty(2, 8, 9, 11, dtype=dtype, device="meta").contiguous(memory_format=torch.channels_last)
+    w = torch.empty(4, 8, 3, 3, dtype=dtype, device="meta")
+    y = torch.ops.autoconv.conv2d(x, w, None, [2, 1], [1, 1, 0, 2], [1, 1], "fp32")
+    assert y.shape == (2, 4, 5, 11) and y.dtype is dtype
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    y32 = torch.ops.autoconv.conv2d(x.float(), w.float(), None, [2, 1], [1, 1, 0, 2], [1, 1], "fp32")
+    assert y32.dtype is torch.float32 and y32.is_contiguous()
+
+
+def test_convert_takes_16bit_layers():
+    converted, report = ac.convert(nn.Conv2d(8, 8, 3).to(torch.bfloat16))
+    assert type(converted) is ac.Conv2d and not report.skipped
