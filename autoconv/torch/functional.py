@@ -81,7 +81,7 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
                                                         w.shape[2], w.shape[3])
         return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation, precision)
     precision = pytorch_precision() if precision is None else check_precision(precision)
-    if _autocast_enabled("cuda") and x.dtype is _FLOAT32:
+    if _autocast_enabled("cuda"):
         x, w, bias = _autocast(x, w, bias)
     stride, padding, dilation = resolve(_key(stride), _key(padding), _key(dilation), w.shape[2], w.shape[3])
     if out is not None:
@@ -98,8 +98,8 @@ _autocast_enabled = torch.is_autocast_enabled
 
 
 def _autocast(x, w, bias):
-    """x, w and bias in the autocast dtype of CUDA (float32 ones cast, as autocast casts
-    PyTorch's convolution's arguments)."""
+    """x, w and bias in the autocast dtype of CUDA, as autocast casts PyTorch's convolution's
+    arguments (a layer's float32 weights, and its input where the layer before was not cast)."""
     dtype = torch.get_autocast_dtype("cuda")
     return (x.to(dtype), w.to(dtype), None if bias is None else bias.to(dtype))
 

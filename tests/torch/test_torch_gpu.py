@@ -93,8 +93,10 @@ def test_same_padding_follows_pytorch_and_layouts_are_copied():
 def test_bad_arguments_are_refused_clearly():
     x = torch.randn(1, 4, 8, 8, device="cuda")
     w = torch.randn(4, 4, 3, 3, device="cuda")
-    with pytest.raises(ProblemError, match=r"x\.dtype.*float32.*x\.float\(\)"):
-        ac.conv2d(x.half(), w.half())
+    with pytest.raises(ProblemError, match=r"x\.dtype.*float32, bfloat16 and float16.*x\.float\(\)"):
+        ac.conv2d(x.double(), w.double())
+    with pytest.raises(ProblemError, match=r"w\.dtype.*must have one dtype"):
+        ac.conv2d(x.half(), w)
     with pytest.raises(ProblemError, match="groups"):
         ac.conv2d(x, w[:, :2], groups=2)
     with pytest.raises(ProblemError, match=r"w\.device"):
