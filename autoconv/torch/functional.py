@@ -101,7 +101,9 @@ def _autocast(x, w, bias):
     """x, w and bias in the autocast dtype of CUDA, as autocast casts PyTorch's convolution's
     arguments (a layer's float32 weights, and its input where the layer before was not cast)."""
     dtype = torch.get_autocast_dtype("cuda")
-    return (x.to(dtype), w.to(dtype), None if bias is None else bias.to(dtype))
+    kept = ops.CAST_PARAMETERS
+    return x.to(dtype), kept.get(w, dtype), None if bias is None else kept.get(bias, dtype)
+
 
 
 def _legacy_fp32_precision(backend: str, op: str) -> str:

@@ -283,10 +283,45 @@ def _refuse_devices(x, w, bias) -> None:
                                f"with {name}.to(x.device)")
 
 
+class _CastParameters:
+    """16-bit copies of float32 weights and biases for calls under autocast, kept while the
+    tensor lives and is unchanged (same version counter and storage), so that inference does not
+    cast every layer's weights at every call (PyTorch's autocast keeps its casts for an autocast
+    region likewise). A cast that autograd must see (grad enabled, a tensor that requires grad)
+    is made afresh each call."""
+
+    def __init__(self) -> None:
+        self._casts: dict[tuple[int, torch.dtype], tuple] = {}
+
+    def get(self, tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        if tensor.dtype is dtype:
+            return tensor
+        if tensor.requires_grad and torch.is_grad_enabled():
+            return tensor.to(dtype)
+        key = (id(tensor), dtype)
+        kept = self._casts.get(key)
+        if kept is not None and kept[0]() is tensor and kept[1] == tensor._version and kept[2] == tensor.data_ptr():
+            return kept[3]
+        cast = tensor.to(dtype)
+        casts = self._casts
+        self._casts[key] = (weakref.ref(tensor, lambda _: casts.pop(key, None)), tensor._version, tensor.data_ptr(),
+                            cast)
+        return cast
+
+    def clear(self) -> None:
+        self._casts.clear()
+
+
+#: The kept casts of :func:`autoconv.torch.conv2d` under autocast.
+CAST_PARAMETERS = _CastParameters()
+
+
 def clear_weight_cache() -> None:
-    """Drop every kept weights transform: the next call of each layer transforms again."""
+    """Drop every kept weights transform and 16-bit cast: the next call of each layer
+    transforms (or casts) again."""
     for call in list(_calls.values()):
         call.clear_weights()
+    CAST_PARAMETERS.clear()
 
 
 def forget_calls() -> None:

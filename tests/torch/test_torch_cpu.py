@@ -423,3 +423,22 @@ def test_traced_16bit_calls_see_a_channels_last_output_of_their_dtype(dtype):
 def test_convert_takes_16bit_layers():
     converted, report = ac.convert(nn.Conv2d(8, 8, 3).to(torch.bfloat16))
     assert type(converted) is ac.Conv2d and not report.skipped
+
+
+def test_16bit_casts_of_parameters_are_kept_while_unchanged():
+    from autoconv.torch.ops import CAST_PARAMETERS
+
+    w = nn.Parameter(torch.randn(4, 3, 3, 3))
+    with torch.no_grad():
+        first = CAST_PARAMETERS.get(w, torch.bfloat16)
+        assert first.dtype is torch.bfloat16 and CAST_PARAMETERS.get(w, torch.bfloat16) is first
+        w.add_(1.0)  # an in-place change (an optimizer step): cast again
+        second = CAST_PARAMETERS.get(w, torch.bfloat16)
+        assert second is not first and torch.equal(second, w.bfloat16())
+    # Where autograd must see the cast, it is made afresh, with its grad_fn.
+    with torch.enable_grad():
+        cast = CAST_PARAMETERS.get(w, torch.bfloat16)
+        assert cast.grad_fn is not None and cast is not CAST_PARAMETERS.get(w, torch.bfloat16)
+    ac.clear_weight_cache()
+    with torch.no_grad():
+        assert CAST_PARAMETERS.get(w, torch.bfloat16) is not second
