@@ -140,6 +140,17 @@ storage: studies.journal
 """
 
 
+def _bench(folder, config_text: str):
+    """`autoconv bench` of ``config_text`` (tuning what is not cached) in ``folder``: the results' path."""
+    from autoconv.commands import main as cli
+
+    config = folder / "bench.yaml"
+    config.write_text(config_text)
+    out = folder / "results.json"
+    assert cli.main(["bench", str(config), "--out", str(out), "--rounds", "2", "--samples", "3"]) == 0
+    return out
+
+
 @pytest.mark.slow
 def test_bench_end_to_end(tmp_path, capsys):
     """`autoconv bench` tunes what is not cached, measures both sides, fills the cache's
@@ -160,9 +171,7 @@ def test_bench_end_to_end(tmp_path, capsys):
     from autoconv.verify.reference import conv2d_reference, random_inputs
 
     config = tmp_path / "bench.yaml"
-    config.write_text(BENCH_CONFIG.format(trials=4))
-    out = tmp_path / "results.json"
-    assert cli.main(["bench", str(config), "--out", str(out), "--rounds", "2", "--samples", "3"]) == 0
+    out = _bench(tmp_path, BENCH_CONFIG.format(trials=4))
     printed = capsys.readouterr().out
     assert "geomean" in printed and "odd_bias" in printed
 
@@ -366,10 +375,7 @@ def test_bench_end_to_end_bf16(tmp_path, capsys):
     from autoconv.bench.results import load_results
     from autoconv.commands import main as cli
 
-    config = tmp_path / "bench.yaml"
-    config.write_text(BENCH_CONFIG_BF16.format(trials=4))
-    out = tmp_path / "results.json"
-    assert cli.main(["bench", str(config), "--out", str(out), "--rounds", "2", "--samples", "3"]) == 0
+    out = _bench(tmp_path, BENCH_CONFIG_BF16.format(trials=4))
     results = load_results(out)
     peak = dense_tensor_peak_tflops(cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), "bf16")
     for p in results["problems"]:

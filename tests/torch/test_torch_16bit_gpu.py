@@ -11,7 +11,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("cupy")
 
-import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import autoconv  # noqa: E402
@@ -19,6 +18,7 @@ import autoconv.torch as ac  # noqa: E402
 from autoconv.problems.problem import ConvProblem  # noqa: E402
 from autoconv.runtime import UntunedWarning  # noqa: E402
 from autoconv.verify.tolerance import tolerance  # noqa: E402
+from tests.torch.float64 import reference, relative_error  # noqa: E402
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="gpu test: no CUDA device for PyTorch")]
@@ -50,17 +50,6 @@ def bound(dtype, x, w, bias, stride, padding, dilation, want) -> float:
 
     as_cupy = [None if t is None else cupy.from_dlpack(t.detach().double().contiguous()) for t in (x, w)]
     return tolerance(problem, as_cupy[0], as_cupy[1], cupy.from_dlpack(want.contiguous()), xp=cupy)
-
-
-def reference(x, w, bias, stride, padding, dilation):
-    top, bottom, left, right = padding
-    xp = F.pad(x.double(), (left, right, top, bottom))
-    return F.conv2d(xp, w.double(), None if bias is None else bias.double(), stride, 0, dilation)
-
-
-def relative_error(got, want) -> float:
-    assert torch.isfinite(got).all(), "non-finite output (an unwritten or wrong element)"
-    return float((got.double() - want).norm() / want.norm())
 
 
 # N, C, H, W, K, R, S, stride, (top, bottom, left, right), dilation, bias

@@ -17,6 +17,7 @@ import autoconv  # noqa: E402
 import autoconv.torch as ac  # noqa: E402
 from autoconv.errors import ProblemError  # noqa: E402
 from autoconv.runtime import UntunedWarning  # noqa: E402
+from tests.torch.float64 import reference, relative_error  # noqa: E402
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="gpu test: no CUDA device for PyTorch")]
@@ -41,18 +42,6 @@ def _strict_torch_and_quiet_defaults(tmp_path, monkeypatch):
         yield
     torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = cudnn, matmul
     autoconv.runtime.clear_loaded()
-
-
-def reference(x, w, bias, stride, padding, dilation):
-    """float64 convolution with (top, bottom, left, right) padding."""
-    top, bottom, left, right = padding
-    xp = F.pad(x.double(), (left, right, top, bottom))
-    return F.conv2d(xp, w.double(), None if bias is None else bias.double(), stride, 0, dilation)
-
-
-def relative_error(got, want) -> float:
-    assert torch.isfinite(got).all(), "non-finite output (an unwritten or wrong element)"
-    return float((got.double() - want).norm() / want.norm())
 
 
 # N, C, H, W, K, R, S, stride, (top, bottom, left, right), dilation, bias
