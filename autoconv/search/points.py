@@ -1,8 +1,8 @@
 """The valid points of a problem: the configurations of each kernel family that satisfy
 its search space's constraints for one problem on one device.
 
-The tuner enumerates them once per problem (:func:`enumerate_all`, in worker processes:
-a large space takes seconds) and samples only among them: a proposal that breaks a
+The tuner enumerates them once per problem (:func:`enumerate_ahead`, in worker processes, a few
+problems ahead of the one it tunes: a large space takes seconds) and samples only among them: a proposal that breaks a
 constraint, or repeats a configuration, is *repaired* to the nearest valid point not yet
 evaluated (:meth:`ValidPoints.nearest_unseen`; see :mod:`autoconv.search.tuner`).
 :func:`sample_valid` draws a few valid configurations without enumerating the space (the
@@ -16,7 +16,7 @@ import json
 import multiprocessing
 import os
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy
 
@@ -54,19 +54,43 @@ def enumerate_all(problems: Sequence[ConvProblem], families: Sequence[str], devi
     """:func:`enumerate_points` for several problems, one (problem, family) per job in
     ``workers`` processes (a large space takes seconds to enumerate). ``workspace_limit``
     is one limit for all problems, or one per problem."""
+    return list(enumerate_ahead(problems, families, device, workspace_limit, workers, ahead=len(problems)))
+
+
+def enumerate_ahead(problems: Sequence[ConvProblem], families: Sequence[str], device: DeviceLimits,
+                    workspace_limit: int | Sequence[int], workers: int = 1,
+                    ahead: int = 2) -> Iterator[dict[str, list[dict]]]:
+    """:func:`enumerate_points` of each of ``problems`` in turn, as soon as it is done, while the
+    next ``ahead`` problems are enumerated in the background (one (problem, family) per job in
+    ``workers`` processes). The tuner takes a problem's points when it comes to it: tuning starts
+    after the first problem's enumeration instead of everyone's, and a tuning worker of a fleet
+    does not enumerate far ahead the problems other workers will have finished by then.
+    ``workspace_limit`` is one limit for all problems, or one per problem."""
     limits = [workspace_limit] * len(problems) if isinstance(workspace_limit, int) else list(workspace_limit)
     if len(limits) != len(problems):
         raise ValueError(f"{len(limits)} workspace limits for {len(problems)} problems")
-    jobs = [(problem, family, device, limit) for problem, limit in zip(problems, limits) for family in families]
-    if workers <= 1 or len(jobs) <= 1:
-        results = [_enumerate_job(job) for job in jobs]
-    else:
-        with concurrent.futures.ProcessPoolExecutor(
-                max_workers=min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
-                initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
-            results = list(pool.map(_enumerate_job, jobs))
-    per_problem = iter(results)
-    return [{family: next(per_problem) for family in families} for _ in problems]
+    jobs = [[(problem, family, device, limit) for family in families] for problem, limit in zip(problems, limits)]
+    if workers <= 1 or sum(map(len, jobs)) <= 1:
+        for problem_jobs in jobs:
+            yield {family: _enumerate_job(job) for family, job in zip(families, problem_jobs)}
+        return
+    with concurrent.futures.ProcessPoolExecutor(
+            max_workers=min(workers, sum(map(len, jobs))), mp_context=multiprocessing.get_context("spawn"),
+            initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
+        submitted: list[list[concurrent.futures.Future]] = []
+
+        def submit_through(last: int) -> None:
+            while len(submitted) <= min(last, len(jobs) - 1):
+                submitted.append([pool.submit(_enumerate_job, job) for job in jobs[len(submitted)]])
+
+        try:
+            for index in range(len(jobs)):
+                submit_through(index + ahead)
+                yield {family: future.result() for family, future in zip(families, submitted[index])}
+        finally:  # the caller stopped early (an error, an interrupt): drop what was not started
+            for futures in submitted:
+                for future in futures:
+                    future.cancel()
 
 
 class ValidPoints:

@@ -89,7 +89,7 @@ from autoconv.problems.problem import ConvProblem
 from autoconv.processes import process_owner
 from autoconv.search.liveness import Liveness
 from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
-from autoconv.search.points import ValidPoints, config_key, enumerate_all, enumerate_points
+from autoconv.search.points import ValidPoints, config_key, enumerate_ahead, enumerate_points
 from autoconv.search.ranker import Ranker, history_samples
 from autoconv.search.storage import make_storage
 from autoconv.search.study import (
@@ -122,6 +122,8 @@ REVERIFY_SEED_OFFSET = 7919
 #: Asks without a new candidate after which the space counts as exhausted (a safety
 #: net: a repair enqueues a valid unevaluated point, so one ask normally suffices).
 MAX_ASKS_PER_CANDIDATE = 200
+#: Problems whose valid points are enumerated in the background ahead of the one being tuned.
+ENUMERATED_AHEAD = 2
 #: Seconds between two looks at other workers' running trials once this one is done.
 SETTLE_POLL_S = 1.0
 
@@ -194,9 +196,10 @@ class Tuner:
                 self.reporter.problem_finished(outcomes[index])
         to_tune = [(index, item) for index, item, _ in fitting]
         if to_tune:
-            self.reporter.note(f"enumerating the valid configurations of {len(to_tune)} problem(s)")
-            all_points = enumerate_all([item.problem for _, item in to_tune], self.families,
-                                       self.backend.device, [limit for _, _, limit in fitting], self.workers)
+            self.reporter.note(f"enumerating the valid configurations of {len(to_tune)} problem(s), "
+                               f"{ENUMERATED_AHEAD} ahead of the one tuned")
+            all_points = enumerate_ahead([item.problem for _, item in to_tune], self.families, self.backend.device,
+                                         [limit for _, _, limit in fitting], self.workers, ahead=ENUMERATED_AHEAD)
             tuned = []
             for (index, item), points in zip(to_tune, all_points):
                 cached = self._cached(item, quiet=True)  # another process may have finished it since

@@ -3,12 +3,21 @@ unseen config to a proposal, and sampling valid configs without enumerating."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
 from autoconv.problems.problem import parse_spec
-from autoconv.search.points import ValidPoints, config_key, enumerate_all, enumerate_points, sample_valid
+from autoconv.search.points import (
+    ValidPoints,
+    config_key,
+    enumerate_ahead,
+    enumerate_all,
+    enumerate_points,
+    sample_valid,
+)
 
 PROBLEM = parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1")
 FAMILIES = ("direct", "im2col_gemm")
@@ -98,6 +107,19 @@ def test_enumerate_all_matches_one_problem_at_a_time():
     assert both == [enumerate_points(PROBLEM, FAMILIES, H100, 1 << 30), enumerate_points(other, FAMILIES, H100, 0)]
     with pytest.raises(ValueError, match="2 workspace limits for 1 problems"):
         enumerate_all([PROBLEM], FAMILIES, H100, [1, 2])
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_enumerate_ahead_gives_each_problem_in_turn_and_stops_cleanly(workers):
+    problems = [PROBLEM, parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1"), parse_spec("N=2,C=3,H=7,W=5,K=4,R=2,S=3")]
+    expected = [enumerate_points(problem, FAMILIES, H100, 1 << 30) for problem in problems]
+    assert list(enumerate_ahead(problems, FAMILIES, H100, 1 << 30, workers, ahead=1)) == expected
+    # A caller that stops after the first problem (an error while tuning it) leaves no pool behind.
+    started = time.monotonic()
+    stream = enumerate_ahead(problems, FAMILIES, H100, 1 << 30, workers, ahead=1)
+    assert next(stream) == expected[0]
+    stream.close()
+    assert time.monotonic() - started < 60
 
 
 def test_sample_valid_starts_with_the_default_and_repeats_nothing(points):
