@@ -79,7 +79,7 @@ def add_parser(commands) -> None:
                       help="winners' cache: a file or a SQLAlchemy URL (default: the config's)")
     tune.add_argument("--retune", action="store_true", help="search even problems with a cached winner")
     tune.add_argument("--gpus", metavar="all|I[,I...]",
-                      help="tune with one worker process per GPU of this host (`all`, or indices like 0,1); "
+                      help="tune with worker processes on these GPUs of this host (`all`, or indices like 0,1); "
                            "they share each problem's study and budget")
     tune.add_argument("--workers-per-gpu", type=int, default=None, metavar="N",
                       help="worker processes per GPU: they compile in parallel and take turns on the GPU, "

@@ -10,7 +10,8 @@
 - :mod:`~autoconv.search.optuna_adapter`: the Optuna storage calls below the Study/Trial API.
 - :mod:`~autoconv.search.outcome`: what tuning a problem gives, merging, progress reports.
 - :mod:`~autoconv.search.dry_run`: ``tune --dry-run``, compiling candidates with nvcc.
-- :mod:`~autoconv.search.fleet`: one worker process per GPU sharing the studies.
+- :mod:`~autoconv.search.fleet`: worker processes on one or more GPUs (several per GPU take
+  turns on it) sharing the studies.
 - :mod:`~autoconv.search.storage`: the Optuna storage, and keeping it usable after a crash.
 - :mod:`~autoconv.search.session`: a config and the command line's overrides, resolved once.
 """

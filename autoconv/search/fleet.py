@@ -1,7 +1,7 @@
-"""Tuning on several GPUs of this host: ``autoconv tune CONFIG --gpus 0,1,...``.
+"""Tuning with several worker processes: ``autoconv tune CONFIG --gpus 0,1,... --workers-per-gpu N``.
 
-One worker process per GPU runs the ordinary :class:`~autoconv.search.tuner.Tuner` on its own
-device, with the same Optuna storage and winners' cache. They cooperate through the
+Each worker process runs the ordinary :class:`~autoconv.search.tuner.Tuner` on its device (one or
+more per GPU, see below), with the same Optuna storage and winners' cache. They cooperate through the
 storage, not through a scheduler of ours:
 
 - worker k of W starts at problem k·n/W of the n problems and goes round the list, so
