@@ -24,7 +24,7 @@ from autoconv.bench.results import (
     write_results,
 )
 from autoconv.errors import AutoconvError
-from autoconv.problems.problem import PRECISIONS
+from autoconv.problems.problem import LAYOUTS, PRECISIONS
 from autoconv.search.session import TuneSession
 
 
@@ -44,24 +44,27 @@ def add_parser(commands) -> None:
                        help="timed CUDA-graph replays per measurement (default 7)")
     bench.add_argument("--no-torch", action="store_true", help="leave out the PyTorch column")
     bench.add_argument("--precision", choices=PRECISIONS,
-                       help="measure every problem in this precision (fp32 or tf32; default: the config's)")
+                       help="measure every problem in this precision (fp32, tf32, bf16 or fp16; default: the "
+                            "config's)")
+    bench.add_argument("--layout", type=str.upper, choices=LAYOUTS,
+                       help="every problem's memory layout, NCHW or NHWC (default: the config's)")
     bench.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     return bench_command(args.config, tune=not args.no_tune, out=args.out, rounds=args.rounds,
                          samples=args.samples, torch=not args.no_torch, argv=sys.argv[1:],
-                         precision=args.precision)
+                         precision=args.precision, layout=args.layout)
 
 
 def bench_command(config_path: str, *, tune: bool = True, out: str | None = None, rounds: int = 3,
                   samples: int = 7, torch: bool = True, argv: Sequence[str] | None = None,
-                  precision: str | None = None) -> int:
+                  precision: str | None = None, layout: str | None = None) -> int:
     """Measure (tuning what the session's cache lacks unless ``tune`` is False), write the
     results JSON, print the table."""
     if rounds < 1 or samples < 1:
         raise AutoconvError(f"--rounds and --samples must be >= 1 (got {rounds} and {samples})")
-    session = TuneSession.load(config_path, precision=precision)
+    session = TuneSession.load(config_path, precision=precision, layout=layout)
     path = Path(out) if out else Path(session.config.results) / "results.json"
     problem = results_target_problem(path)  # before the measuring, not after it
     if problem:

@@ -31,7 +31,7 @@ from autoconv.commands.console import (
 from autoconv.errors import AutoconvError, BackendUnavailable, UsageError
 from autoconv.files import path_problem, write_atomically, write_problem
 from autoconv.problems.config import BUDGET_RULES, argument_type, count_problem
-from autoconv.problems.problem import PRECISIONS
+from autoconv.problems.problem import LAYOUTS, PRECISIONS
 from autoconv.search.dry_run import dry_run
 from autoconv.search.fleet import default_workers_per_gpu, parse_gpus, tune_on_gpus
 from autoconv.search.outcome import ProblemOutcome
@@ -50,8 +50,13 @@ def add_parser(commands) -> None:
     tune.add_argument("--write-config", metavar="PATH",
                       help="with --model: where to write the config (default: FACTORY_INPUT.yaml here)")
     tune.add_argument("--precision", choices=PRECISIONS,
-                      help="tune every problem in this precision: fp32 (float32 accuracy) or tf32 (TF32 "
-                           "products, float32 sums: PyTorch's default for convolutions); default: the config's")
+                      help="tune every problem in this precision: fp32 (float32 accuracy), tf32 (TF32 "
+                           "products, float32 sums: PyTorch's default for convolutions), bf16 or fp16 (16-bit "
+                           "inputs, float32 sums: autocast's; computed in NHWC, see --layout); default: the "
+                           "config's")
+    tune.add_argument("--layout", type=str.upper, choices=LAYOUTS,
+                      help="every problem's memory layout: NCHW, or NHWC (PyTorch's channels_last; the "
+                           "layout bf16 and fp16 are computed in); default: the config's")
     tune.add_argument("--families", action="append", metavar="F[,F...]",
                       help="kernel families to search (default: the config's, else all)")
     tune.add_argument("--trials", type=argument_type(BUDGET_RULES["trials"]), metavar="N",
@@ -98,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     return tune_command(config, families=families or None, trials=args.trials, seconds=args.seconds,
                         patience=args.patience, dry_run=args.dry_run, storage=args.storage,
                         cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus,
-                        precision=args.precision, pipeline_depth=args.pipeline_depth, ranked=args.rank,
+                        precision=args.precision, layout=args.layout, pipeline_depth=args.pipeline_depth,
+                        ranked=args.rank,
                         workers_per_gpu=args.workers_per_gpu)
 
 
@@ -163,6 +169,7 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
                  seconds: float | None = None, patience: int | None = None, dry_run: bool = False,
                  storage: str | None = None, cache: str | None = None, retune: bool = False,
                  per_family: int = 1, gpus: str | None = None, precision: str | None = None,
+                 layout: str | None = None,
                  pipeline_depth: int | None = None, ranked: int | None = None,
                  workers_per_gpu: int | None = None) -> int:
     """``autoconv tune``: 0 when every problem has a verified winner (or, with
@@ -174,7 +181,7 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
         raise UsageError("--workers-per-gpu", workers_per_gpu, "give 1 or more worker processes per GPU")
     session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
                                patience=patience, storage=storage, cache=cache, retune=retune,
-                               precision=precision, pipeline_depth=pipeline_depth, ranked=ranked)
+                               precision=precision, layout=layout, pipeline_depth=pipeline_depth, ranked=ranked)
     summary_path = session.config.results / "tune.json"
     problem = summary_target_problem(summary_path)
     if problem and not dry_run:  # before any tuning, not after

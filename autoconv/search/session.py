@@ -9,7 +9,8 @@ Every command that tunes or reads what tuning wrote (``tune``, ``tune --gpus``'s
   studies share the winners); else the config's cache (:func:`cache_location`);
 - the **families** and the **budget** per problem: the config's, with the command line's
   ``--families``, ``--trials``, ``--seconds`` and ``--patience`` on top;
-- the **precision** of the problems: the config's, or ``--precision`` for all of them;
+- the **precision** of the problems: the config's, or ``--precision`` for all of them; likewise
+  their **layout** (``--layout``);
 - the **pipeline depth**: how many candidates the tuner keeps asked ahead of the GPU
   (``--pipeline-depth``, default :data:`~autoconv.search.tuner.DEFAULT_PIPELINE_DEPTH`);
 - how many configurations ranked by the history's model a study tries first (``--rank``);
@@ -28,7 +29,7 @@ from typing import Any
 
 from autoconv.backends.base import Backend
 from autoconv.cache.winners import WinnerCache
-from autoconv.problems.config import Budget, TuneConfig, load_config, with_precision
+from autoconv.problems.config import Budget, TuneConfig, load_config, with_layout, with_precision
 from autoconv.search.outcome import Reporter
 from autoconv.search.storage import is_url
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, DEFAULT_RANKED, Tuner
@@ -67,12 +68,14 @@ class TuneSession:
     def from_config(cls, config: TuneConfig, *, families: Sequence[str] | None = None,
                     trials: int | None = None, seconds: float | None = None, patience: int | None = None,
                     storage: str | None = None, cache: str | os.PathLike | None = None,
-                    retune: bool = False, precision: str | None = None,
+                    retune: bool = False, precision: str | None = None, layout: str | None = None,
                     pipeline_depth: int | None = None, ranked: int | None = None) -> TuneSession:
         """``config`` with the command line's overrides (None or empty: the config's;
-        ``precision`` sets every problem's)."""
+        ``precision`` and ``layout`` set every problem's)."""
         if precision is not None:
             config = with_precision(config, precision)
+        if layout is not None:
+            config = with_layout(config, layout)
         overrides: dict[str, Any] = {name: value for name, value in (("trials", trials), ("seconds", seconds),
                                                      ("patience", patience)) if value is not None}
         storage = str(storage or config.storage)

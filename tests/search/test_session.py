@@ -42,6 +42,24 @@ def test_command_line_overrides():
     assert TuneSession.from_config(_config(), families=[]).families == ("direct",)  # empty: the config's
 
 
+def test_the_command_lines_precision_and_layout_set_every_problem():
+    # A float32 NCHW config tuned as PyTorch's autocast runs it: bf16, channels_last.
+    session = TuneSession.from_config(_config(), precision="bf16", layout="NHWC")
+    problem = session.config.problems[0].problem
+    assert (problem.precision, problem.dtype, problem.layout) == ("bf16", "bfloat16", "NHWC")
+    unchanged = TuneSession.from_config(_config()).config.problems[0].problem
+    assert (unchanged.precision, unchanged.layout) == ("fp32", "NCHW")
+
+
+def test_the_tune_command_takes_a_layout_in_any_case():
+    from autoconv.commands.main import build_parser
+
+    args = build_parser().parse_args(["tune", "c.yaml", "--precision", "fp16", "--layout", "nhwc"])
+    assert (args.precision, args.layout) == ("fp16", "NHWC")
+    bench = build_parser().parse_args(["bench", "c.yaml", "--layout", "NCHW"])
+    assert bench.layout == "NCHW"
+
+
 @pytest.mark.parametrize("extra, storage, cache, expected", [
     # a URL storage and no cache named: the winners go into the studies' database
     ("storage: postgresql+psycopg://u:pw@h/db\n", None, None, "postgresql+psycopg://u:pw@h/db"),
