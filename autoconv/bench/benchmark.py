@@ -161,8 +161,9 @@ def run_bench(session, *, tune: bool = True, rounds: int = 3, samples: int = 7, 
     Raises:
         BackendUnavailable: no CuPy, GPU or cuDNN frontend.
         AutoconvError: ``tune`` is False and a problem has no cached winner (all such
-            problems are named); tuning found no winner; a winner or cuDNN computes a
-            wrong result.
+            problems are named); no family of the session computes a problem without one (e.g.
+            bf16 in NCHW: the 16-bit family is NHWC only; each family's reason is given);
+            tuning found no winner; a winner or cuDNN computes a wrong result.
     """
     cupy = require_cupy()
     import_cudnn()  # fail before any tuning if the baseline cannot run
@@ -176,6 +177,7 @@ def run_bench(session, *, tune: bool = True, rounds: int = 3, samples: int = 7, 
             raise AutoconvError(f"no cached winner for {len(missing)} problem(s): {names}; run "
                                 f"`autoconv tune {config.origin}` first, or drop --no-tune")
         if missing:
+            side.check_computable(missing)
             log(f"tuning {len(missing)} problem(s) without a cached winner first")
             started = time.monotonic()
             side.tune(missing, log)
@@ -226,6 +228,19 @@ class AutoconvSide:
     def cached(self, problem):
         """The cache entry for ``problem`` on this GPU with these templates, or None."""
         return self.cache.get(self.key(problem))
+
+    def check_computable(self, items: Sequence) -> None:
+        """Raise :class:`~autoconv.errors.AutoconvError` naming every problem of ``items``
+        (NamedProblems) that no family of the session computes, with each family's reason, before
+        anything is tuned."""
+        refused = []
+        for item in items:
+            reasons = [get_family(name).unsupported_reason(item.problem) for name in self.session.families]
+            if all(reasons):
+                refused.append(f"{item.name} ({item.problem.shape_str()}): " + "; ".join(cast(list[str], reasons)))
+        if refused:
+            raise AutoconvError("no kernel family computes " + " | ".join(refused)
+                                + "; change the problem (e.g. layout: NHWC for bf16/fp16) or the families")
 
     def tune(self, items: Sequence, log: Callable[[str], None]) -> None:
         """Tune ``items`` (NamedProblems) with the session's families, budget and storage;

@@ -21,7 +21,7 @@ from autoconv.bench.results import (
     write_results,
 )
 from autoconv.commands import main as cli
-from autoconv.errors import BackendUnavailable
+from autoconv.errors import AutoconvError, BackendUnavailable
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -411,3 +411,31 @@ def test_bf16_layers_are_reported_with_their_share_of_the_tensor_peak(results, t
     assert "| 0.0500 | 200.00 | 20.0 | 25.0 | 0.0400 | 0.800 | 0.0450 | 1.60e-03 | 1.70e-03 | 1.80e-03 |" in table[2]
     assert "over cuDNN bf16 **0.800x** over 1 layers" in markdown
     assert "conv1.bf16" in format_table(results)
+
+
+def test_bench_names_problems_no_family_computes_before_tuning(monkeypatch, tmp_path):
+    """`bench --precision bf16` on an NCHW config: the problems are valid, but the 16-bit family is NHWC only
+    (a config naming bf16 NCHW is refused when read); bench says so, naming the problem and each family's
+    reason, instead of tuning it to no winner."""
+    from autoconv.backends.fake import FAKE_IDENTITY
+    from autoconv.bench import benchmark
+    from autoconv.kernels.limits import H100
+    from autoconv.problems.config import load_config_text, with_precision
+    from autoconv.problems.models import NamedProblem
+    from autoconv.search.session import TuneSession
+
+    config = load_config_text(
+        "problems:\n  - name: nchw\n    spec: \"N=1,C=8,H=9,W=11,K=16,R=3,S=3,pad=1\"\n"
+        "cache: cache.sqlite\nstorage: studies.journal\n", base_dir=tmp_path)
+    bf16 = with_precision(config, "bf16").problems
+    nhwc = [NamedProblem("nhwc", bf16[0].problem.with_(layout="NHWC"))]
+    monkeypatch.setattr(benchmark, "read_device", lambda device: (H100, FAKE_IDENTITY))
+    side = benchmark.AutoconvSide(TuneSession.from_config(config))
+    try:
+        side.check_computable([*config.problems, *nhwc])  # fp32 NCHW and bf16 NHWC: computed
+        with pytest.raises(AutoconvError, match=r"no kernel family computes nchw \(1x8x9x11 .* bf16\): .*"
+                                                r"implicit_gemm_wgmma_f16 implements layout NHWC, not NCHW") as error:
+            side.check_computable([*bf16, *nhwc])
+    finally:
+        side.close()
+    assert "nhwc (" not in str(error.value) and "layout: NHWC" in str(error.value)
