@@ -158,6 +158,7 @@ class OperandSets:
         self.bias = sets("bias", bias) if problem.bias else None
         self.y = [output_buffer(problem, cupy) for _ in range(self.count)]
         self.workspace: Any = None  # a CuPy array, once a plan needs one
+        self._tolerances: dict[str, float] = {}
 
     def pointers(self, i: int) -> dict[str, int]:
         ptrs = {"x": self.x[i].data.ptr, "w": self.w[i].data.ptr, "y": self.y[i].data.ptr}
@@ -197,6 +198,20 @@ class OperandSets:
         assert buffer is not None  # (bias only where the problem has one)
         return tensor_values(self.problem, name, buffer[i], cupy)
 
+    def tolerance(self, problem: ConvProblem, reference) -> float:
+        """:func:`autoconv.verify.tolerance.tolerance` of ``problem`` (this set's, or it with
+        another output type) on set 0's inputs and their float64 ``reference``, computed once per
+        problem: a 16-bit problem's bound costs a convolution of its own, and every side (autoconv,
+        each cuDNN plan, PyTorch in every round) is checked against it."""
+        import cupy
+
+        from autoconv.verify.tolerance import tolerance
+
+        key = problem.key()
+        if key not in self._tolerances:
+            self._tolerances[key] = tolerance(problem, self.values("x"), self.values("w"), reference, xp=cupy)
+        return self._tolerances[key]
+
 
 def reference_output(problem: ConvProblem, operands: OperandSets):
     """The float64 reference of set 0, on the GPU."""
@@ -211,13 +226,9 @@ def reference_output(problem: ConvProblem, operands: OperandSets):
 def plan_tolerance(problem: ConvProblem, mode: str, operands: OperandSets, reference) -> float:
     """The relative L2 error a cuDNN plan's output may have in ``mode``: the mode's for float32
     problems (:data:`TOLERANCES`), the problem's own for 16-bit ones."""
-    import cupy
-
-    from autoconv.verify.tolerance import tolerance
-
     if mode in TOLERANCES:
         return TOLERANCES[mode]
-    return tolerance(problem, operands.values("x"), operands.values("w"), reference, xp=cupy)
+    return operands.tolerance(problem, reference)
 
 
 def device_l2_bytes() -> int:

@@ -67,7 +67,6 @@ from autoconv.search.storage import make_storage, masked_url
 from autoconv.search.study import read_trials
 from autoconv.verify.compare import POISON, check_result
 from autoconv.verify.reference import random_inputs
-from autoconv.verify.tolerance import tolerance as result_tolerance
 
 #: Where the measurement of one side of the comparison lives in a problem's entry.
 SIDES = ("autoconv", "cudnn_strict", "cudnn_tf32", "torch")
@@ -395,8 +394,7 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
         enqueues[f"cudnn_{mode}"] = lambda i, conv=conv: conv(**operands.pointers(i))  # type: ignore[misc]
 
     # No time without a verified output: each side once on poisoned output, vs float64.
-    tolerances = {"autoconv": result_tolerance(problem, operands.values("x"), operands.values("w"), reference,
-                                               xp=cupy)}
+    tolerances = {"autoconv": operands.tolerance(problem, reference)}
     tolerances |= {f"cudnn_{mode}": plan_tolerance(problem, mode, operands, reference) for mode in modes}
     errors: dict[str, float] = {}
     for name, enqueue in enqueues.items():
@@ -436,19 +434,6 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
                       f"{problem.out_dtype}")
     log("  " + ", ".join(f"{name} {ms:.4f} ms" for name, ms in times.items()))
 
-    autoconv_ms = times["autoconv"]
-    # The baseline: cuDNN in the problem's precision (strict against fp32, TF32 against tf32,
-    # bf16 against bf16...).
-    mode = CUDNN_MODES[problem.precision]
-    baseline_ms = times[f"cudnn_{mode}"]
-    baseline_tflops = problem.flops / (baseline_ms * 1e-3) / 1e12
-    fields = baselines[mode].cache_baseline(cudnn_versions()["cudnn_frontend"])
-    side.store_baseline(problem, {**fields, "time_ms": baseline_ms, "tflops": baseline_tflops})
-
-    tflops = problem.flops / (autoconv_ms * 1e-3) / 1e12
-    history = side.history(entry)
-    tensor_peak = dense_tensor_peak_tflops(side.device.name, problem.precision)
-
     def tflops_of(ms: float | None) -> float | None:
         return problem.flops / (ms * 1e-3) / 1e12 if ms else None
 
@@ -457,6 +442,23 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
 
     def plan_of(cudnn_mode: str) -> str | None:
         return baselines[cudnn_mode].plan_name if cudnn_mode in baselines else None
+
+    def verified(cudnn_mode: str) -> str | None:
+        found = baselines.get(cudnn_mode)
+        return f"{found.plans_ok} of {found.plans_tried} verified" if found else None
+
+    autoconv_ms = times["autoconv"]
+    # The baseline: cuDNN in the problem's precision (strict against fp32, TF32 against tf32,
+    # bf16 against bf16...).
+    mode = CUDNN_MODES[problem.precision]
+    baseline_ms = times[f"cudnn_{mode}"]
+    baseline_tflops = cast(float, tflops_of(baseline_ms))
+    fields = baselines[mode].cache_baseline(cudnn_versions()["cudnn_frontend"])
+    side.store_baseline(problem, {**fields, "time_ms": baseline_ms, "tflops": baseline_tflops})
+
+    tflops = cast(float, tflops_of(autoconv_ms))
+    history = side.history(entry)
+    tensor_peak = dense_tensor_peak_tflops(side.device.name, problem.precision)
 
     return {
         "name": item.name, "count": item.count, "spec": problem.spec(), "shape": problem.shape_str(),
@@ -467,12 +469,11 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
         "autoconv_tuning_ms": entry.time_ms,
         "cudnn_strict_ms": times.get("cudnn_strict"), "cudnn_strict_plan": plan_of(STRICT),
         "cudnn_strict_tflops": tflops_of(times.get("cudnn_strict")),
-        "cudnn_strict_plans": (f"{baselines[STRICT].plans_ok} of {baselines[STRICT].plans_tried} verified"
-                               if STRICT in baselines else None),
+        "cudnn_strict_plans": verified(STRICT),
         "cudnn_tf32_ms": times.get("cudnn_tf32"), "cudnn_tf32_plan": plan_of(TF32),
         "torch_ms": times.get("torch"), "torch_note": torch_note,
         "cudnn_ms": baseline_ms, "cudnn_plan": baselines[mode].plan_name, "cudnn_tflops": baseline_tflops,
-        "cudnn_plans": f"{baselines[mode].plans_ok} of {baselines[mode].plans_tried} verified",
+        "cudnn_plans": verified(mode),
         "speedup_vs_cudnn": baseline_ms / autoconv_ms,
         "speedup_vs_cudnn_strict": ratio_to(times.get("cudnn_strict")),
         "speedup_vs_cudnn_tf32": ratio_to(times.get("cudnn_tf32")),
