@@ -196,12 +196,15 @@ class WorkerSession:
 
     def __init__(self, limits, options: WorkerOptions):
         from autoconv.gpu.exclusive import GpuLock
+        from autoconv.gpu.timing import FULL, TimingEffort
 
         self.limits = limits
         self.options = options
         #: Held while this worker uses the GPU (problem buffers, verification, timing), so that
         #: workers of other processes on the same GPU never run beside a measurement.
         self.gpu_lock = GpuLock.for_device(options.device_id)
+        #: How candidates are timed unless screened: the options' samples and warm-up.
+        self.full_effort = TimingEffort(options.samples, options.warmup, FULL.target_ms)
         self.buffers: ProblemBuffers | None = None
         # The last candidate's module stays loaded until the next one: after a sticky
         # error it must not be unloaded (that fails, noisily) before the worker exits.
@@ -304,12 +307,9 @@ class WorkerSession:
             def enqueue(index: int) -> None:
                 loaded.launch(sets[index] | extra)
 
-            if screening:
-                timing = time_calls(enqueue, len(sets), samples=SCREENING.samples, warmup=SCREENING.warmup,
-                                    target_ms=SCREENING.target_ms)
-            else:
-                timing = time_calls(enqueue, len(sets), samples=self.options.samples,
-                                    warmup=self.options.warmup)
+            effort = SCREENING if screening else self.full_effort
+            timing = time_calls(enqueue, len(sets), samples=effort.samples, warmup=effort.warmup,
+                                target_ms=effort.target_ms)
         except cupy.cuda.memory.OutOfMemoryError as err:
             return result(Status.OUT_OF_RESOURCES, f"out of GPU memory during {stage}: {err}"), False
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as err:
