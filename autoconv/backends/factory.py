@@ -20,6 +20,12 @@ FAKE_DELAY_VARIABLE = "AUTOCONV_FAKE_DELAY_S"
 FAKE_MEMORY_VARIABLE = "AUTOCONV_FAKE_MEMORY_MB"
 
 
+def backend_kind() -> str:
+    """``$AUTOCONV_BACKEND`` as given (``cupy`` when unset), lower case: ``cupy``, ``fake``, or
+    something :func:`make_backend` refuses."""
+    return os.environ.get(BACKEND_VARIABLE, "cupy").strip().lower()
+
+
 def make_backend(device_id: int = 0, *, seed: int = 0, **options) -> Backend:
     """The backend ``autoconv tune`` uses: the CuPy GPU backend, unless
     ``$AUTOCONV_BACKEND`` says ``fake``.
@@ -27,7 +33,7 @@ def make_backend(device_id: int = 0, *, seed: int = 0, **options) -> Backend:
     Raises:
         BackendUnavailable: no CuPy or no usable GPU (for the CuPy backend).
     """
-    kind = os.environ.get(BACKEND_VARIABLE, "cupy").strip().lower()
+    kind = backend_kind()
     if kind == "fake":
         delay = _number_from_environment(FAKE_DELAY_VARIABLE, 0.0)
         memory_mb = _number_from_environment(FAKE_MEMORY_VARIABLE, None)

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autoconv.backends.base import TrialResult
-from autoconv.backends.factory import BACKEND_VARIABLE, make_backend
+from autoconv.backends.factory import backend_kind, make_backend
 from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.gpu.device import require_cupy
@@ -74,7 +74,7 @@ POLL_S = 0.5
 
 def device_count() -> int:
     """CUDA devices of this host (the fake backend's: ``$AUTOCONV_FAKE_DEVICES``, default 1)."""
-    if os.environ.get(BACKEND_VARIABLE, "cupy").strip().lower() == "fake":
+    if backend_kind() == "fake":
         text = os.environ.get("AUTOCONV_FAKE_DEVICES", "1").strip()
         if not text.isdigit() or int(text) < 1:
             raise BackendUnavailable(f"AUTOCONV_FAKE_DEVICES={text!r}: expected a whole number >= 1")
@@ -124,9 +124,9 @@ def default_workers_per_gpu(gpus: int, storage: str, cores: int | None = None) -
     host with one GPU). One where several cannot help or work: the fake backend (tests), a storage
     several processes cannot share (:func:`refuse_unshareable`), or no usable GPU (the one
     in-process worker then says why)."""
-    if os.environ.get(BACKEND_VARIABLE, "cupy").strip().lower() == "fake":
+    if backend_kind() == "fake":
         return 1
-    if str(storage).strip().lower().startswith("sqlite"):
+    if not shareable(storage):
         return 1
     cores = cores if cores is not None else (os.cpu_count() or 1)
     workers = max(1, min(MAX_WORKERS_PER_GPU, cores // (CORES_PER_WORKER * max(1, gpus))))
@@ -138,12 +138,18 @@ def default_workers_per_gpu(gpus: int, storage: str, cores: int | None = None) -
     return workers
 
 
+def shareable(storage: str) -> bool:
+    """Whether several workers can share ``storage`` safely: not an SQLite URL (SQLite has no
+    row locks, so two workers can take the same queued trial and evaluate it twice). The
+    journal file (this host) and PostgreSQL or MySQL URLs (any number of hosts) hand each trial
+    to one worker."""
+    return not str(storage).strip().lower().startswith("sqlite")
+
+
 def refuse_unshareable(storage: str) -> None:
-    """AutoconvError for a storage that several workers cannot share safely: an SQLite
-    URL (SQLite has no row locks, so two workers can take the same queued trial and
-    evaluate it twice). The journal file (this host) and PostgreSQL or MySQL URLs
-    (any number of hosts) hand each trial to one worker."""
-    if str(storage).strip().lower().startswith("sqlite"):
+    """AutoconvError for a storage that several workers cannot share safely
+    (:func:`shareable`)."""
+    if not shareable(storage):
         raise AutoconvError(f"--storage {storage}: several workers cannot share an SQLite database (it hands "
                             "the same queued trial to two of them); on one host use a journal file (the "
                             "default, or --storage PATH), across hosts a PostgreSQL URL "
