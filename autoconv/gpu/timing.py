@@ -75,7 +75,7 @@ def buffer_sets_for(bytes_per_set: int, l2_bytes: int, max_sets: int = 256) -> i
     """How many independent buffer sets together exceed twice the L2 cache."""
     if bytes_per_set <= 0:
         return 1
-    return max(1, min(max_sets, math.ceil(2 * l2_bytes / bytes_per_set)))
+    return max(1, min(max_sets, 2 * l2_bytes // bytes_per_set + 1))
 
 
 def time_calls(enqueue: Callable[[int], None], buffer_sets: int, *, samples: int = FULL.samples,

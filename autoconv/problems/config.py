@@ -36,7 +36,7 @@ The format (every key optional unless marked; see README "Config files")::
     budget:                         # per problem; trials and/or seconds
       trials: 60                    # valid trials that ran
       seconds: 30                   # wall time
-      patience: 25                  # stop after this many trials without improvement
+      patience: 25                  # stop after this many trials without a > 2% improvement
     seed: 0
     cache: .autoconv/cache.sqlite   # default: $AUTOCONV_CACHE or ~/.cache/autoconv/winners.sqlite3
                                     # (where autoconv.conv2d looks); paths are relative to
@@ -161,7 +161,7 @@ class Budget:
 
     trials: int | None = DEFAULT_TRIALS  # valid trials that ran
     seconds: float | None = None  # wall time
-    patience: int | None = None  # trials without improvement before giving up
+    patience: int | None = None  # trials without a significant improvement before giving up
 
     def __post_init__(self) -> None:
         for name, rule in BUDGET_RULES.items():

@@ -255,12 +255,16 @@ class SearchHistory:
     running: set[str]
 
     @classmethod
-    def of(cls, study: optuna.Study) -> SearchHistory:
+    def of(cls, study: optuna.Study, min_improvement: float = 0.0) -> SearchHistory:
+        """The study's history. ``since_best`` counts the evaluated trials since the last
+        one that was faster than every earlier trial by more than the fraction
+        ``min_improvement`` (0: since the fastest); ``best_ms`` is the fastest all the same."""
         # (``waiting`` stays empty: a queued trial has no params until it is asked for,
         # see :func:`read_trial`.)
         results: dict[str, tuple[int, Status, float | None]] = {}
         evaluated, since = 0, 0
         best: float | None = None
+        mark: float | None = None  # the best when ``since`` was last reset
         waiting: set[str] = set()
         running: set[str] = set()
         for record in read_trials(study):
@@ -275,10 +279,12 @@ class SearchHistory:
             value = record.time_ms
             results.setdefault(record.key, (record.number, cast(Status, record.status), value))  # (evaluated)
             evaluated += 1
-            if value is not None and (best is None or value < best):
-                best, since = value, 0
+            if value is not None and (mark is None or value < mark * (1.0 - min_improvement)):
+                mark, since = value, 0
             else:
                 since += 1
+            if value is not None and (best is None or value < best):
+                best = value
         return cls(results, evaluated, best, since, waiting, running)
 
 

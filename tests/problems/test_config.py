@@ -542,7 +542,7 @@ def test_resnet50_example():
     config = load_config(EXAMPLES / "resnet50.yaml")
     assert len(config.problems) == 23 and {p.problem.N for p in config.problems} == {32}
     assert sum(p.count for p in config.problems) == 53
-    assert config.budget == Budget(trials=160, seconds=80.0, patience=60)
+    assert config.budget == Budget(trials=160, seconds=80.0, patience=40)
     assert config.families == FAMILY_NAMES
     assert config.results == EXAMPLES.parent / "results" / "resnet50"
 

@@ -152,6 +152,10 @@ def test_history_claims_and_the_fastest(study, configs):
 
     history = SearchHistory.of(study)
     assert history.evaluated == 4 and history.best_ms == 0.5 and history.since_best == 2
+    # 0.5 beats 0.9 by 44%: it restarts the count unless that is not enough.
+    assert SearchHistory.of(study, min_improvement=0.4).since_best == 2
+    slow = SearchHistory.of(study, min_improvement=0.5)
+    assert slow.best_ms == 0.5 and slow.since_best == 3
     assert history.results[config_key(*configs[2])] == (2, Status.TIMEOUT, None)
     assert history.running == {config_key(running_family, running_config)} and not history.waiting
     assert [record.value for record in ok_trials(study)] == [0.5, 0.7, 0.9]

@@ -22,7 +22,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.study import EVALUATED, study_name
-from autoconv.search.tuner import Tuner
+from autoconv.search.tuner import SIGNIFICANT_IMPROVEMENT, Tuner
 from tests.helpers import dead_pid
 
 #: Small, awkward problem; the two families with quick-to-enumerate spaces.
@@ -190,14 +190,18 @@ def test_seconds_budget(points):
 def test_patience_stops_after_trials_without_improvement(points, depth):
     tuner = make_tuner(FakeBackend(), Budget(trials=200, patience=4), pipeline_depth=depth)
     outcome = tuner.tune_problem(PROBLEM, points)
-    assert outcome.stop_reason == "no improvement in 4 trials"
+    assert outcome.stop_reason == "no improvement of more than 2% in 4 trials"
     values = [t.value for t in sorted(study_of(tuner).trials, key=lambda t: t.number)
               if t.user_attrs.get("status") in EVALUATED]
-    best = values.index(min(values))
+    # The last trial that beat the previous such trial by more than SIGNIFICANT_IMPROVEMENT.
+    best, mark = 0, values[0]
+    for i, value in enumerate(values):
+        if value < mark * (1 - SIGNIFICANT_IMPROVEMENT):
+            best, mark = i, value
     since_best = len(values) - 1 - best
     # Candidates in flight count towards the patience: however deep the pipeline, a problem
-    # ends `patience` evaluated trials after its best (none is asked beyond them) - unless
-    # the best is one of the first `depth`, all asked before any result was known.
+    # ends `patience` evaluated trials after its (significant) best (none is asked beyond
+    # them) - unless that best is one of the first `depth`, all asked before any result was known.
     assert since_best == 4 or (best < depth and 4 < since_best <= depth - 1 - best)
     assert len(values) < 200
 
