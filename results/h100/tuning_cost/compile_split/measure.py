@@ -9,7 +9,8 @@ with the baseline's (bytes, and SASS from ``cuobjdump -sass``).
 
     NVRTC_LIB=/tmp/nvrtc-venv/lib/python3.11/site-packages/nvidia/cu13/lib/libnvrtc.so.13 \
     CUOBJDUMP=/tmp/nvrtc-venv/lib/python3.11/site-packages/nvidia/cu13/bin/cuobjdump \
-    .venv/bin/python results/h100/tuning_cost/compile_split/measure.py --out results/h100/tuning_cost/compile_split/measure.json
+    .venv/bin/python results/h100/tuning_cost/compile_split/measure.py \
+        --out results/h100/tuning_cost/compile_split/measure.json
 
 Timings: median of ``--repeats`` (3) after one warm-up, wall and CPU seconds. Every compile passes
 ``--no-cache`` (NVRTC 13's disk cache would otherwise return the warm-up's result).
@@ -21,7 +22,6 @@ import argparse
 import ctypes
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -186,7 +186,8 @@ def main() -> None:
     families = set(args.only.split(",")) if args.only else None
     rows = []
     meta = {"nvrtc": version(), "options": base, "include_dirs": list(cuda_include_dirs()),
-            "cpu": next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+            "cpu": next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                        if line.startswith("model name")),
             "cores": os.cpu_count(), "repeats": args.repeats, "argv": sys.argv}
     print(json.dumps(meta), flush=True)
     for family, layer, config_, source in candidates(args.per_family):

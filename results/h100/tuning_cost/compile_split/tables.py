@@ -18,12 +18,15 @@ def phases(text: str) -> dict:
     return {line.split(",")[1].strip(): float(line.split(",")[2]) for line in text.strip().splitlines()}
 
 
-print("| family | layer | config | cubin ms | PTX ms | front end / NVVM / ptxas ms (`--time`) | trivial kernel, same includes ms | trivial, no includes ms |")
+print("| family | layer | config | cubin ms | PTX ms | front end / NVVM / ptxas ms (`--time`) "
+      "| trivial kernel, same includes ms | trivial, no includes ms |")
 print("|---|---|---|---|---|---|---|---|")
 for r in measure["rows"]:
     p = phases(r["phases"])
-    print(f"| {r['family']} | {r['layer'].removeprefix('resnet50.')} | {short(r['config'])} | {r['cubin_ms']:.0f} | "
-          f"{r['ptx_ms']:.0f} | {p['CUDA C++ Frontend']:.0f} / {p['NVVM Optimizer']:.0f} / {p['PTX Translation']:.0f} | "
+    print(f"| {r['family']} | {r['layer'].removeprefix('resnet50.')} | {short(r['config'])} | "
+          f"{r['cubin_ms']:.0f} | "
+          f"{r['ptx_ms']:.0f} | {p['CUDA C++ Frontend']:.0f} / {p['NVVM Optimizer']:.0f} / "
+          f"{p['PTX Translation']:.0f} | "
           f"{r['header_only_ms']:.0f} | {r['empty_ms']:.0f} |")
 print()
 print("| family | layer | baseline ms | " + " | ".join(VARIANTS) + " |")
@@ -37,7 +40,8 @@ for r in measure["rows"]:
         else:
             mark = "=" if x["bytes_identical"] else ("SASS=" if x["sass_identical"] else "**SASS differs**")
             cells.append(f"{x['ms']:.0f} {mark}")
-    print(f"| {r['family']} | {r['layer'].removeprefix('resnet50.')} | {r['cubin_ms']:.0f} | " + " | ".join(cells) + " |")
+    print(f"| {r['family']} | {r['layer'].removeprefix('resnet50.')} | {r['cubin_ms']:.0f} | "
+          + " | ".join(cells) + " |")
 print()
 print("| family | layer | baseline CPU ms | pch | minimal | minimal + pch |")
 print("|---|---|---|---|---|---|")
