@@ -125,6 +125,27 @@ class ValidPoints:
         assert found is not None  # (nothing is seen yet, and the families held have valid points)
         return found[1]
 
+    def variations(self, family: str, config: Mapping[str, object]) -> list[dict]:
+        """For each parameter of ``family`` and each of its other choices, the valid config
+        with that choice nearest to ``config`` (:class:`PointTable`'s order: the one that
+        changes only this parameter where it is valid, else the fewest others too: a larger
+        tile may be valid only with fewer blocks per SM); in the search space's order, each
+        config once, ``config`` itself never."""
+        if family not in self.points:
+            return []
+        table = self._tables[family]
+        distances = table.distances(config)
+        found: dict[str, dict] = {config_key(family, config): dict(config)}
+        for column, (name, choices) in enumerate(table.params.items()):
+            for index, choice in enumerate(choices):
+                if choice == config.get(name):
+                    continue
+                rows = numpy.flatnonzero(table.indices[:, column] == index)
+                if len(rows):
+                    nearest = self.points[family][int(rows[numpy.argmin(distances[rows])])]
+                    found.setdefault(config_key(family, nearest), nearest)
+        return list(found.values())[1:]
+
     def nearest_unseen(self, family: str, config: Mapping[str, object], seen: set[str]) -> tuple[str, dict] | None:
         """The valid, unseen config of ``family`` closest to ``config`` (:class:`PointTable`:
         fewest parameters changed, then fewest steps along each parameter's choice list);

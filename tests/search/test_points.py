@@ -128,3 +128,24 @@ def test_sample_valid_starts_with_the_default_and_repeats_nothing(points):
     assert len(sampled) == 5 and len({config_key("direct", c) for c in sampled}) == 5
     assert all(points.is_valid("direct", c) for c in sampled)
     assert sampled == sample_valid("direct", PROBLEM, H100, 1 << 30, count=5, seed=3)  # seeded
+
+
+def test_variations_take_each_other_choice_at_the_nearest_valid_point(points):
+    family = points.families[0]
+    config = points.default(family)
+    variations = points.variations(family, config)
+    assert variations and config not in variations
+    assert len({config_key(family, v) for v in variations}) == len(variations)
+    singles = [c for c in points.points[family] if sum(c[n] != config[n] for n in config) == 1]
+    for single in singles:  # every valid one-parameter change is there
+        assert single in variations
+    params = get_family(family).space.params
+    for name, choices in params.items():
+        for choice in choices:
+            with_choice = [c for c in points.points[family] if c[name] == choice]
+            if choice == config[name] or not with_choice:
+                continue
+            # the variation for this choice changes as few parameters as any valid point with it
+            fewest = min(sum(c[n] != config[n] for n in config) for c in with_choice)
+            assert any(v[name] == choice and sum(v[n] != config[n] for n in config) == fewest
+                       for v in variations)

@@ -21,7 +21,7 @@ from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
-from autoconv.search.study import EVALUATED, study_name
+from autoconv.search.study import EVALUATED, config_of, study_name
 from autoconv.search.tuner import SIGNIFICANT_IMPROVEMENT, Tuner
 from tests.helpers import dead_pid
 
@@ -190,20 +190,47 @@ def test_seconds_budget(points):
 def test_patience_stops_after_trials_without_improvement(points, depth):
     tuner = make_tuner(FakeBackend(), Budget(trials=200, patience=4), pipeline_depth=depth)
     outcome = tuner.tune_problem(PROBLEM, points)
-    assert outcome.stop_reason == "no improvement of more than 2% in 4 trials"
-    values = [t.value for t in sorted(study_of(tuner).trials, key=lambda t: t.number)
+    assert outcome.stop_reason == "no improvement of more than 2% in 4 trials and none among the best's variations"
+    trials = [t for t in sorted(study_of(tuner).trials, key=lambda t: t.number)
               if t.user_attrs.get("status") in EVALUATED]
+    values = [t.value for t in trials]
     # The last trial that beat the previous such trial by more than SIGNIFICANT_IMPROVEMENT.
     best, mark = 0, values[0]
     for i, value in enumerate(values):
         if value < mark * (1 - SIGNIFICANT_IMPROVEMENT):
             best, mark = i, value
-    since_best = len(values) - 1 - best
-    # Candidates in flight count towards the patience: however deep the pipeline, a problem
-    # ends `patience` evaluated trials after its (significant) best (none is asked beyond
-    # them) - unless that best is one of the first `depth`, all asked before any result was known.
-    assert since_best == 4 or (best < depth and 4 < since_best <= depth - 1 - best)
+    # A study ends `patience` evaluated trials after its last significant best at the
+    # earliest; then the variations of its fastest trial are evaluated (and
+    # of a faster one that they find, up to POLISH_ROUNDS), every one of them.
+    assert len(values) - 1 - best >= 4
+    origins = [t.user_attrs.get("origin", "") for t in trials]
+    polished = [int(origin.rsplit("(trial ", 1)[1].rstrip(")")) for origin in origins
+                if origin.startswith("a variation of the best")]
+    assert polished
+    last = next(t for t in trials if t.number == polished[-1])
+    family = last.params["family"]
+    variations = {config_key(family, c) for c in points.variations(family, config_of(last.params, family))}
+    evaluated = {config_key(t.params["family"], config_of(t.params, t.params["family"])) for t in trials}
+    assert variations <= evaluated
     assert len(values) < 200
+
+
+def test_polish_finds_the_one_parameter_step_the_sampler_missed(points):
+    """A fake whose fastest configuration is one parameter away from a plateau that the
+    warm start lands on: the patience alone stops on the plateau; the variations of its
+    best find the fast one."""
+    default = points.default("im2col_gemm")
+    variations = points.variations("im2col_gemm", default)
+    target = variations[-1]
+
+    class Plateau(FakeBackend):
+        @staticmethod
+        def synthetic_time_ms(plan):
+            return 0.1 if plan.config == target else (1.0 if plan.config == default else 2.0)
+
+    tuner = make_tuner(Plateau(), Budget(trials=200, patience=2), pipeline_depth=1)
+    outcome = tuner.tune_problem(PROBLEM, points)
+    assert outcome.config == target and outcome.time_ms == pytest.approx(0.1, rel=0.2)
 
 
 def test_small_space_is_exhausted_without_repeats():
