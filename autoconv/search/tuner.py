@@ -131,11 +131,10 @@ ENUMERATED_AHEAD = 2
 SETTLE_POLL_S = 1.0
 #: A new best restarts the patience only if it beats the best that last restarted it by more
 #: than this fraction: a study creeping forward by steps near the screening timing's own spread
-#: does not earn another ``patience`` trials for each step. Replayed on the journals of three
-#: tunes (ResNet-50 at batch 32, VGG-16 at batch 8 with and without history; H200, ninth
-#: session, results/h100/NOTES.md), 2% with patience 60 ran 83-89% of the trials and every
-#: study ended on the same best; with patience 40, 53-62% of the trials, best times 0.1-0.4%
-#: slower (geometric mean), 1.5-3.8% on the worst study.
+#: does not earn another ``patience`` trials for each step. Replayed on five tunes' journals
+#: (results/h100/tuning_cost/patience_polish), 2% at patience 60 ran 77-89% of the trials, at
+#: patience 40 54-62%, best times within 0.1-0.8% (geometric mean) but 14% slower on the worst
+#: layer of the H100 journals: what :meth:`Tuner._polish` is for.
 SIGNIFICANT_IMPROVEMENT = 0.02
 #: Bests whose variations are evaluated (:meth:`Tuner._polish`) between two
 #: significant improvements.
