@@ -41,6 +41,10 @@ CUBIN_CACHE_ENTRIES = 128
 STARTUP_TIMEOUT_S = 180.0
 #: Seconds to prepare a problem's inputs and float64 reference.
 PROBLEM_TIMEOUT_S = 300.0
+#: Seconds a candidate may wait for the GPU while other workers on it hold its lock
+#: (:mod:`autoconv.gpu.exclusive`). Not part of the per-candidate limit: each holder's own
+#: candidate is limited by its worker's, so only something wrong outlasts this.
+GPU_WAIT_TIMEOUT_S = 600.0
 
 
 class WorkerFailure(RuntimeError):
@@ -159,8 +163,15 @@ class GpuWorker:
         started = time.perf_counter()
         assert self._process is not None and self._connection is not None  # (started above)
         try:
+            # The worker says "started" once it holds the GPU: the per-candidate limit counts
+            # from there, not from a wait for other workers' candidates.
             self._connection.send(("evaluate", (plan, cubin, compile_s, screening)))
-            reply = self._receive(self.candidate_timeout_s, f"evaluating {plan.name}")
+            reply = self._receive(GPU_WAIT_TIMEOUT_S, f"waiting for the GPU to evaluate {plan.name}")
+            limit = f"{GPU_WAIT_TIMEOUT_S:g} s of waiting for the GPU (held by another process)"
+            if reply is not None and reply[0] == "started":
+                started = time.perf_counter()
+                reply = self._receive(self.candidate_timeout_s, f"evaluating {plan.name}")
+                limit = f"the per-candidate limit of {self.candidate_timeout_s:g} s (a hang?)"
         except (EOFError, BrokenPipeError, ConnectionResetError):
             why = self._exit_description()
             self._reap()
@@ -171,8 +182,7 @@ class GpuWorker:
             self._kill()
             self._reap()
             return failed(plan, Status.TIMEOUT,
-                          f"no result within the per-candidate limit of {self.candidate_timeout_s:g} s "
-                          "(a hang?); the GPU worker was killed and is replaced",
+                          f"no result within {limit}; the GPU worker was killed and is replaced",
                           compile_s=compile_s, run_s=time.perf_counter() - started)
         _, data, fatal = reply
         if fatal:

@@ -15,7 +15,9 @@ It is the only process of a tuning run that holds a CUDA context. The parent
   reference (relative L2 within the precision's tolerance, :mod:`autoconv.verify.tolerance`);
   check the inputs were not written; then time it
   with :func:`autoconv.gpu.timing.time_calls` (the options' samples and warm-up, or the
-  shorter :data:`~autoconv.gpu.timing.SCREENING` effort when ``screening``). Replies ``("result", result_dict, fatal)``.
+  shorter :data:`~autoconv.gpu.timing.SCREENING` effort when ``screening``). Replies
+  ``("started", None)`` once it holds the GPU's lock (:mod:`autoconv.gpu.exclusive`; the
+  parent's per-candidate limit counts from there), then ``("result", result_dict, fatal)``.
 - ``("shutdown", None)``.
 
 A CUDA error that poisons the context (an illegal address, a kernel trap, ...) makes
@@ -30,6 +32,7 @@ from __future__ import annotations
 import os
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -102,7 +105,9 @@ def worker_main(connection, options: WorkerOptions) -> None:
                     continue
                 connection.send(("ok", None))
             elif kind == "evaluate":
-                result, fatal = session.evaluate(*payload)
+                plan, cubin, compile_s, screening = payload
+                result, fatal = session.evaluate(plan, cubin, compile_s, screening,
+                                                 on_start=lambda: connection.send(("started", None)))
                 connection.send(("result", result.as_dict(), fatal))
                 if fatal:
                     connection.close()
@@ -245,12 +250,16 @@ class WorkerSession:
         with self.gpu_lock:  # (the float64 reference would slow another worker's measurement)
             self.buffers = ProblemBuffers(problem, seed, self.limits.l2_bytes, self.options.max_buffer_sets)
 
-    def evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool = False) -> tuple[TrialResult, bool]:
+    def evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool = False,
+                 on_start: Callable[[], None] | None = None) -> tuple[TrialResult, bool]:
         """Verify and time ``plan`` (in full, or with the search's shorter ``screening``
-        effort), holding the GPU's lock; (result, whether the CUDA context is lost)."""
+        effort), holding the GPU's lock, ``on_start`` called once it is held; (result,
+        whether the CUDA context is lost)."""
         if self.buffers is None or self.buffers.problem != plan.problem:
             raise RuntimeError(f"evaluate {plan.name}: no buffers for its problem (send 'problem' first)")
         with self.gpu_lock:
+            if on_start is not None:
+                on_start()
             return self._evaluate(plan, cubin, compile_s, screening)
 
     def _evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool) -> tuple[TrialResult, bool]:

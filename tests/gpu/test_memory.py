@@ -66,3 +66,14 @@ def test_memory_estimate_covers_what_a_problem_allocates(spec):
     pool.free_all_blocks()
     assert held <= need.total, (held, need)
     assert held >= 0.5 * (need.total - need.reserve), (held, need)
+
+
+@pytest.mark.parametrize("l2_bytes", [50 << 20, 60 << 20, 62914560, (50 << 20) + 1])
+@pytest.mark.parametrize("per_set", [1, 4 << 20, 8 << 20, 3 << 20, 100 << 20])
+def test_buffer_sets_together_exceed_twice_the_l2(l2_bytes, per_set):
+    """Strictly more than twice the L2 (an H200's 60 MiB L2 with 8 MiB sets once gave exactly
+    twice), unless capped by max_sets."""
+    from autoconv.gpu.timing import buffer_sets_for
+
+    sets = buffer_sets_for(per_set, l2_bytes, max_sets=1 << 30)
+    assert sets * per_set > 2 * l2_bytes and (sets - 1) * per_set <= 2 * l2_bytes
