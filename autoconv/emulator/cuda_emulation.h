@@ -179,6 +179,9 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
 // ---- device functions ---------------------------------------------------------------------
 template <class T>
 inline T __ldg(const T* pointer) { return *pointer; }
+//! A load that bypasses the SM's L1 (data other blocks wrote during the launch); memory is one here.
+template <class T>
+inline T __ldcg(const T* pointer) { return *pointer; }
 
 // CUDA's min/max: integer overloads compare in the common type (int with unsigned compares
 // unsigned, as CUDA's do); floating-point ones are fminf/fmaxf (a NaN operand is ignored).
