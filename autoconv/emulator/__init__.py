@@ -9,8 +9,9 @@ computes the right convolution, and how a user without a GPU checks a template c
 
 Beyond the core vocabulary it models ``__syncwarp()`` (whole warp), cp.async
 (``<cuda_pipeline.h>``: a copy lands when its batch is waited for) and TF32 WMMA
-(``<mma.h>``, m16n16k8, operands read as TF32 like the tensor cores). It does not model
-warp shuffles and votes, atomics, fences or inline PTX (each is a compile error naming
+(``<mma.h>``, m16n16k8, operands read as TF32 like the tensor cores), integer ``atomicAdd``
+and ``__threadfence()`` (blocks run concurrently: real atomics and fences). It does not model
+warp shuffles and votes, other atomics, other fences or inline PTX (each is a compile error naming
 it), the GPU's timing, or the contents of static ``__shared__`` arrays at block start
 (only the dynamic ``smem`` is poisoned per block). A project header may give inline PTX a
 model of its own, chosen by the ``AUTOCONV_EMULATOR`` macro that ``cuda_emulation.h``
@@ -45,7 +46,7 @@ from autoconv.verify.compare import POISON
 
 
 def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
-                 timeout: float | None = None) -> numpy.ndarray:
+                 timeout: float | None = None, reverse_blocks: bool = False) -> numpy.ndarray:
     """Execute a :class:`~autoconv.kernels.families.KernelPlan` on the CPU and return ``y``.
 
     Runs the plan's launches in order, as a GPU backend does, on the inputs as the kernels
@@ -62,6 +63,7 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
         bias: ``(K,)`` values (or bit patterns), exactly when ``plan.problem.bias``.
         workers: OS threads running blocks (default :func:`default_workers`).
         timeout: seconds before the program is stopped (default 300).
+        reverse_blocks: take each launch's blocks from the last (default: in index order).
 
     Returns:
         ``y``'s values, float32, of the logical shape ``plan.problem.output_shape``.
@@ -85,7 +87,8 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
         buffers["workspace"] = numpy.full(plan.workspace_elements, POISON, dtype=numpy.float32)
 
     program = compile_program(plan.source, (launch.kernel for launch in plan.launches), name=plan.name)
-    result = program.run(plan.launches, buffers, workers=workers, timeout=timeout)
+    result = program.run(plan.launches, buffers, workers=workers, timeout=timeout,
+                         reverse_blocks=reverse_blocks)
     for name in ("x", "w", "bias"):
         if name in buffers and not numpy.array_equal(result[name], buffers[name], equal_nan=True):
             raise EmulatedKernelFault(f"{plan.name} wrote to its input {name}, which must stay unchanged")

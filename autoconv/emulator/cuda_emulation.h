@@ -179,6 +179,9 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
 // ---- device functions ---------------------------------------------------------------------
 template <class T>
 inline T __ldg(const T* pointer) { return *pointer; }
+//! A load that bypasses the SM's L1 (data other blocks wrote during the launch); memory is one here.
+template <class T>
+inline T __ldcg(const T* pointer) { return *pointer; }
 
 // CUDA's min/max: integer overloads compare in the common type (int with unsigned compares
 // unsigned, as CUDA's do); floating-point ones are fminf/fmaxf (a NaN operand is ignored).
@@ -213,6 +216,22 @@ inline float __uint_as_float(unsigned int bits) {
     std::memcpy(&value, &bits, sizeof(value));
     return value;
 }
+
+// ---- integer atomics and the device-wide fence ---------------------------------------------
+// Blocks run concurrently on the pool's OS threads, so these are real atomics: atomicAdd is a
+// sequentially consistent read-modify-write, __threadfence() a sequentially consistent fence
+// (at least as strong as the GPU's fence.sc/fence.acq_rel at gpu scope). Only the integer forms
+// are modelled; a floating-point atomicAdd (whose result depends on the blocks' order) is not.
+template <class T, class V>
+inline T atomicAdd(T* address, V value) {
+    static_assert(std::is_same_v<T, int> || std::is_same_v<T, unsigned int> ||
+                      std::is_same_v<T, unsigned long long>,
+                  "autoconv emulator: atomicAdd (floating-point atomic) is not modelled; the CPU emulator "
+                  "models atomicAdd on int, unsigned int and unsigned long long only "
+                  "(see autoconv/emulator/cuda_emulation.h)");
+    return __atomic_fetch_add(address, static_cast<T>(value), __ATOMIC_SEQ_CST);
+}
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 // ---- TF32 tensor-core arithmetic, for the models of <mma.h> and templates/mma_tf32.cuh ------
 namespace autoconv_emu {
@@ -265,10 +284,8 @@ AUTOCONV_EMU_NOT_MODELLED(__reduce_add_sync, "warp reduction")
 AUTOCONV_EMU_NOT_MODELLED(__syncthreads_count, "counting barrier")
 AUTOCONV_EMU_NOT_MODELLED(__syncthreads_and, "voting barrier")
 AUTOCONV_EMU_NOT_MODELLED(__syncthreads_or, "voting barrier")
-AUTOCONV_EMU_NOT_MODELLED(__threadfence, "memory fence")
 AUTOCONV_EMU_NOT_MODELLED(__threadfence_block, "memory fence")
 AUTOCONV_EMU_NOT_MODELLED(__threadfence_system, "memory fence")
-AUTOCONV_EMU_NOT_MODELLED(atomicAdd, "atomic")
 AUTOCONV_EMU_NOT_MODELLED(atomicSub, "atomic")
 AUTOCONV_EMU_NOT_MODELLED(atomicExch, "atomic")
 AUTOCONV_EMU_NOT_MODELLED(atomicMin, "atomic")

@@ -9,6 +9,7 @@
 // buffers (files of raw bytes) and launches, runs the launches in order like one CUDA
 // stream, and writes every buffer back to its file. Manifest lines (names without spaces):
 //     workers <n>                                        OS threads that run blocks
+//     order <forward|reverse>                            the order blocks are taken in (default forward)
 //     buffer <name> <bytes> <path>
 //     launch <kernel> <gx> <gy> <gz> <bx> <by> <bz> <shared_bytes> <buffer name>...
 // Exit status: 0 done; 2 a bad manifest or launch (message on stderr); 3 a kernel fault the
@@ -322,15 +323,19 @@ void check_launch(const Launch& launch, const std::string& what) {
 }
 
 //! Runs every block of `launch` on up to `workers` OS threads, each taking the next block.
-void run_launch(const Launch& launch, unsigned workers) {
+//! `reverse` takes the last block first: a kernel whose blocks communicate (through atomics)
+//! must be right in any order, and the two orders put different blocks last.
+void run_launch(const Launch& launch, unsigned workers, bool reverse) {
     const unsigned long long blocks = 1ull * launch.grid.x * launch.grid.y * launch.grid.z;
     std::atomic<unsigned long long> next{0};
     auto work = [&]() {
         BlockRunner runner;
-        for (unsigned long long b = next++; b < blocks; b = next++)
+        for (unsigned long long taken = next++; taken < blocks; taken = next++) {
+            const unsigned long long b = reverse ? blocks - 1 - taken : taken;
             runner.run_block(launch, uint3{static_cast<unsigned>(b % launch.grid.x),
                                            static_cast<unsigned>(b / launch.grid.x % launch.grid.y),
                                            static_cast<unsigned>(b / (1ull * launch.grid.x * launch.grid.y))});
+        }
     };
     const unsigned threads = static_cast<unsigned>(std::min<unsigned long long>(workers, blocks));
     if (threads <= 1) {
@@ -474,6 +479,7 @@ int host_main(int argc, char** argv, const KernelEntry* kernels, std::size_t ker
     if (!manifest)
         launch_error(std::string("cannot open manifest ") + argv[1]);
     unsigned workers = 1;
+    bool reverse = false;
     std::vector<Buffer> buffers;
     std::vector<Launch> launches;
     std::string line;
@@ -486,6 +492,11 @@ int host_main(int argc, char** argv, const KernelEntry* kernels, std::size_t ker
         if (kind == "workers") {
             if (!(fields >> workers) || workers < 1)
                 launch_error(where + ": expected `workers <n>` with n >= 1");
+        } else if (kind == "order") {
+            std::string order;
+            if (!(fields >> order) || (order != "forward" && order != "reverse"))
+                launch_error(where + ": expected `order forward` or `order reverse`");
+            reverse = order == "reverse";
         } else if (kind == "buffer") {
             Buffer buffer;
             if (!(fields >> buffer.name >> buffer.bytes >> buffer.path))
@@ -503,7 +514,7 @@ int host_main(int argc, char** argv, const KernelEntry* kernels, std::size_t ker
         }
     }
     for (const Launch& launch : launches)
-        run_launch(launch, workers);
+        run_launch(launch, workers, reverse);
     for (const Buffer& buffer : buffers) {
         write_buffer(buffer);
         std::free(buffer.data);

@@ -65,12 +65,14 @@ class EmulatedProgram:
     kernels: tuple[str, ...]
 
     def run(self, launches: Sequence[LaunchLike], buffers: Mapping[str, numpy.ndarray], *,
-            workers: int | None = None, timeout: float | None = None) -> dict[str, numpy.ndarray]:
+            workers: int | None = None, timeout: float | None = None,
+            reverse_blocks: bool = False) -> dict[str, numpy.ndarray]:
         """Run ``launches`` in order, like one CUDA stream, on copies of ``buffers``.
 
         Each launch passes, in order, the buffers its ``args`` name (as device pointers
         to their data). Every block of a launch runs (on ``workers`` OS threads) before
-        the next launch starts.
+        the next launch starts. Blocks are taken in index order, or from the last with
+        ``reverse_blocks`` (a kernel whose blocks communicate must be right in either).
 
         Returns:
             every buffer after the last launch, by name (new arrays, same shape and dtype).
@@ -89,7 +91,7 @@ class EmulatedProgram:
         timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
         with tempfile.TemporaryDirectory(prefix="autoconv-emu-") as folder:
             work = Path(folder)
-            lines = [f"workers {workers}"]
+            lines = [f"workers {workers}", f"order {'reverse' if reverse_blocks else 'forward'}"]
             for name, array in arrays.items():
                 array.tofile(work / f"{name}.bin")
                 lines.append(f"buffer {name} {array.nbytes} {work / f'{name}.bin'}")

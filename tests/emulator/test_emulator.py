@@ -381,6 +381,31 @@ def test_refused_launches_say_why(program, bad_launch, message):
     assert message in caught.value.output
 
 
+# ---- integer atomics and __threadfence (blocks run concurrently) ----------------------------------
+
+ATOMIC_SOURCE = r"""
+// Every thread counts itself; the last block to arrive (after a fence) writes the total it saw.
+extern "C" __global__ void count_arrivals(unsigned* __restrict__ counter, unsigned* __restrict__ seen)
+{
+    atomicAdd(&counter[0], 1u);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0 && atomicAdd(&counter[1], 1u) + 1 == gridDim.x)
+        seen[0] = atomicAdd(&counter[0], 0u);
+}
+"""
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_integer_atomics_count_every_thread_of_concurrent_blocks(reverse):
+    program = compile_program(ATOMIC_SOURCE, ["count_arrivals"], name="atomics")
+    result = program.run([launch("count_arrivals", [64], [32], ["counter", "seen"])],
+                         {"counter": np.zeros(2, dtype=np.uint32), "seen": np.zeros(1, dtype=np.uint32)},
+                         workers=4, reverse_blocks=reverse)
+    assert result["counter"].tolist() == [64 * 32, 64]
+    assert result["seen"].tolist() == [64 * 32]
+
+
 # ---- what the emulator does not model fails by name ---------------------------------------------
 
 @pytest.mark.parametrize("statement, feature", [

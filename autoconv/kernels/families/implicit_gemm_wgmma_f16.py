@@ -3,7 +3,10 @@ on Hopper's warpgroup tensor cores, with float32 sums and the output rounded onc
 
 The GEMM reads x and w as they lie in memory (both K-major in NHWC/KRSC), so no kernel
 prepares the weights; with SPLIT_K > 1 its slices write float32 sums to the workspace and a
-second kernel adds them, the bias, and rounds. sm_90a (Hopper) only.
+second kernel adds them, the bias, and rounds. With SCHEDULE stream_k a persistent grid of
+STREAM_K_CTAS blocks shares the (tile, K tile) iterations evenly; a small kernel first zeroes the
+tiles' arrival counters in the workspace (which comes uninitialised: the tuner fills it with NaN).
+sm_90a (Hopper) only.
 """
 
 from __future__ import annotations
@@ -23,8 +26,14 @@ class ImplicitGemmWgmmaF16(Family):
     precisions: tuple[str, ...] = ("bf16", "fp16")
 
     def launches(self, name: str, values: Mapping[str, Any]) -> tuple[Launch, ...]:
-        """The GEMM, then with split-K the reduction of its slices."""
+        """The GEMM, then with split-K the reduction of its slices; with stream-K the zeroing of
+        the arrival counters, then the GEMM."""
         has_bias, split_k = values["HAS_BIAS"], values["SPLIT_K"]
+        if values["STREAM_K"]:
+            threads = values["REDUCE_THREADS"]
+            args: tuple[str, ...] = ("x", "w", "bias", "y", "workspace") if has_bias else ("x", "w", "y", "workspace")
+            return (Launch(f"{name}_clear", grid_for(values["TILES"], threads), dim3(threads), ("workspace",)),
+                    Launch(name, dim3(values["STREAM_K_CTAS"]), dim3(values["THREADS"]), args, values["SMEM_BYTES"]))
         if split_k == 1:
             args = ("x", "w", "bias", "y") if has_bias else ("x", "w", "y")
         else:
