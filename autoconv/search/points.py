@@ -142,8 +142,8 @@ class ValidPoints:
                     continue
                 rows = numpy.flatnonzero(table.indices[:, column] == index)
                 if len(rows):
-                    nearest = self.points[family][int(rows[numpy.argmin(distances[rows])])]
-                    found.setdefault(config_key(family, nearest), nearest)
+                    row = int(rows[numpy.argmin(distances[rows])])
+                    found.setdefault(self._key_lists[family][row], self.points[family][row])
         return list(found.values())[1:]
 
     def nearest_unseen(self, family: str, config: Mapping[str, object], seen: set[str]) -> tuple[str, dict] | None:

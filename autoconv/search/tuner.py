@@ -58,8 +58,8 @@ For each problem (:class:`Tuner.tune`):
    (in-flight candidates are finished, not discarded). Before the patience ends a study, its
    best's variations are evaluated: each other choice of each parameter, at the nearest valid
    configuration (:meth:`Tuner._polish`); one of them beating the best by that much restarts it.
-   Candidates in flight count towards the patience too: no more are asked while those pending would complete it, so a
-   problem ends ``patience`` trials after its best, not ``patience`` plus a pipeline's
+   Candidates in flight count towards the patience too: no more are asked while those pending
+   would complete it, so a problem ends ``patience`` trials after its best, not ``patience`` plus a pipeline's
    worth (one of them improving the best lets the asking resume).
 6. **The winner** is the fastest ok trial of the study; it is re-verified and re-timed
    on fresh inputs, and only then cached (if it fails, the next fastest is tried).
@@ -353,13 +353,16 @@ class Tuner:
                 self.liveness.fail_abandoned(study)
                 while len(in_flight) < self.pipeline_depth:
                     history = SearchHistory.of(study, SIGNIFICANT_IMPROVEMENT)
+                    flying = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
                     polishing -= set(history.results)
-                    if not polishing and self._patience_spent(history, len(in_flight)):
-                        polishing = self._polish(study, points, history, in_flight, polished)
-                    stop = self._stop_reason(history, len(in_flight), started, polishing=bool(polishing))
+                    patience_over = self._patience_spent(history, len(in_flight))
+                    if patience_over and not polishing:
+                        polishing = self._polish(study, points, history, flying, polished)
+                    stop = self._stop_reason(history, len(in_flight), started,
+                                             patience_over=patience_over and not polishing)
                     if stop:
                         break
-                    if polishing and polishing <= {config_key(plan.family, plan.config) for _, plan, _ in in_flight}:
+                    if polishing and polishing <= flying:
                         break  # (the variations are all in flight: wait for them, ask nothing else)
                     candidate = self._next_candidate(study, problem, points, history, in_flight, outcome,
                                                      workspace_limit)
@@ -399,9 +402,9 @@ class Tuner:
         return outcome
 
     def _stop_reason(self, history: SearchHistory, in_flight: int, started: float,
-                     polishing: bool = False) -> str | None:
-        """Which limit of the budget ends the study now, or None. The patience waits while
-        the best's variations are ``polishing``."""
+                     patience_over: bool) -> str | None:
+        """Which limit of the budget ends the study now, or None. ``patience_over``: the
+        patience is spent (:meth:`_patience_spent`) and the best's variations are evaluated."""
         budget = self.budget
         # Trials being evaluated, here or by other processes, are spent budget (``running``
         # holds this process's in-flight trials too, once their params are stored).
@@ -410,7 +413,7 @@ class Tuner:
             return f"{budget.trials} trials"
         if budget.seconds is not None and time.monotonic() - started >= budget.seconds:
             return f"{budget.seconds:g} s"
-        if not polishing and self._patience_spent(history, in_flight):
+        if patience_over:
             return (f"no improvement of more than {SIGNIFICANT_IMPROVEMENT:.0%} in {budget.patience} trials "
                     "and none among the best's variations")
         return None
@@ -422,11 +425,12 @@ class Tuner:
         return (self.budget.patience is not None and history.best_ms is not None
                 and history.since_best + pending >= self.budget.patience)
 
-    def _polish(self, study, points: ValidPoints, history: SearchHistory, in_flight,
+    def _polish(self, study, points: ValidPoints, history: SearchHistory, flying: set[str],
                 polished: dict[str, int]) -> set[str]:
         """Before the patience ends a study: queue the variations of its fastest trial
         (:meth:`ValidPoints.variations`: each other choice of each parameter, at the nearest
-        valid configuration), unless evaluated, queued or in flight already; the keys queued.
+        valid configuration), unless evaluated, queued or in flight already (``flying``: this
+        process's in-flight keys); the keys queued.
         A best is polished once, and at most :data:`POLISH_ROUNDS` bests per significant
         improvement (each polish may find a slightly faster best to polish in turn). Why: TPE
         samples parameters jointly and may never pair the best tile with the one split-K
@@ -439,8 +443,7 @@ class Tuner:
             return set()
         best = fastest[0]
         polished[best.key] = mark
-        known = set(history.results) | history.waiting | history.running | \
-            {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
+        known = set(history.results) | history.waiting | history.running | flying
         queued = set()
         for config in points.variations(best.family, best.config):
             key = config_key(best.family, config)

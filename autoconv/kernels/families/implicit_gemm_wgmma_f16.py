@@ -29,13 +29,14 @@ class ImplicitGemmWgmmaF16(Family):
         """The GEMM, then with split-K the reduction of its slices; with stream-K the zeroing of
         the arrival counters, then the GEMM."""
         has_bias, split_k = values["HAS_BIAS"], values["SPLIT_K"]
+        whole: tuple[str, ...] = ("x", "w", "bias", "y") if has_bias else ("x", "w", "y")  # the GEMM writes y
         if values["STREAM_K"]:
             threads = values["REDUCE_THREADS"]
-            args: tuple[str, ...] = ("x", "w", "bias", "y", "workspace") if has_bias else ("x", "w", "y", "workspace")
             return (Launch(f"{name}_clear", grid_for(values["TILES"], threads), dim3(threads), ("workspace",)),
-                    Launch(name, dim3(values["STREAM_K_CTAS"]), dim3(values["THREADS"]), args, values["SMEM_BYTES"]))
+                    Launch(name, dim3(values["STREAM_K_CTAS"]), dim3(values["THREADS"]), whole + ("workspace",),
+                           values["SMEM_BYTES"]))
         if split_k == 1:
-            args = ("x", "w", "bias", "y") if has_bias else ("x", "w", "y")
+            args = whole
         else:
             args = ("x", "w", "workspace")
         launches = [Launch(name, dim3(values["GRID_M"], values["GRID_N"], split_k), dim3(values["THREADS"]), args,
