@@ -4,6 +4,9 @@
         --layers layer2.1.conv2,layer3.1.conv2 --configs '[{}, {"BN": 64, "WGN": 64}]' \\
         --out sweep.json
 
+With --base results.json (a bench run's), each layer's tuned configuration there is the base
+that --configs changes, instead of the family's default.
+
 For kernel work, where a tuning run would hide which change did what: each entry of
 --configs overrides the family's default configuration for the layer (the default, or the
 valid point nearest to it); a configuration invalid for a layer is reported and skipped.
@@ -40,6 +43,8 @@ def parse_args(argv):
                         help="JSON list of overrides of the family's default configuration")
     parser.add_argument("--layers", default="",
                         help="comma-separated layer names or name suffixes (default: every problem)")
+    parser.add_argument("--base", help="a results.json (autoconv bench): each layer's configuration there, "
+                        "where it is of --family, replaces the family's default as the base of --configs")
     parser.add_argument("--out", help="write the results here (JSON)")
     return parser.parse_args(argv)
 
@@ -65,12 +70,15 @@ def main(argv=None) -> int:
     family = get_family(args.family)
     overrides = json.loads(args.configs)
     layers = chosen_layers(config.problems, args.layers)
+    bases = base_configs(args.base, args.family) if args.base else {}
     rows, ratios = [], {}
     started = time.perf_counter()
     with CupyBackend(config.device, seed=config.seed) as backend:
         for item in layers:
             problem = item.problem
             default = family.space.default_config(problem, backend.device, config.workspace_limit_bytes)
+            # a base from results of older code lacks the parameters added since: the default's
+            default = {**default, **bases.get(item.name, {})}
             tickets = []
             for override in overrides:
                 candidate = {**default, **override}
@@ -108,6 +116,13 @@ def main(argv=None) -> int:
             json.dump({"family": args.family, "config_file": args.config, "overrides": overrides,
                        "device": backend.device.name, "rows": rows}, out, indent=1)
     return 0
+
+
+def base_configs(path: str, family: str) -> dict[str, dict]:
+    """Each problem's tuned configuration in a bench results file, where ``family`` won."""
+    with open(path) as file:
+        problems = json.load(file)["problems"]
+    return {entry["name"]: entry["params"] for entry in problems if entry.get("family") == family}
 
 
 def override_of(candidate, default):

@@ -61,23 +61,25 @@ def shape_of(values) -> set[str]:
     return found
 
 
-#: (problem, SM count, config changes, the situations its schedule must have)
+#: (problem, SM count, config changes, the situations its schedule must have). The grid is
+#: STREAM_K_CTAS = SMs x RESIDENT_BLOCKS; the small tile's blocks fit 4 to an SM (registers), the
+#: 1x1 case's 3.
 CASES = {
-    # 2 x 2 tiles (90 pixels, 40 filters: neither divides), 9 K tiles, 3 blocks of 12 iterations
-    "3x3-bias-bf16": ("N=1,C=64,H=10,W=9,K=40,R=3,S=3,pad=1,bias=1,precision=bf16", 3, {},
+    # 2 x 2 tiles (90 pixels, 40 filters: neither divides), 9 K tiles, 8 blocks of 4-5 iterations
+    "3x3-bias-bf16": ("N=1,C=64,H=10,W=9,K=40,R=3,S=3,pad=1,bias=1,precision=bf16", 2, {},
                       {"starts mid-tile"}),
-    # the same 36 iterations over 10 blocks: each tile over 3-4 blocks; fp16, float32 output
-    "3x3-fp16-f32out": ("N=1,C=64,H=10,W=9,K=40,R=3,S=3,pad=1,precision=fp16,out_dtype=float32", 10, {},
+    # the same 36 iterations over 12 blocks: each tile over 3-4 blocks; fp16, float32 output
+    "3x3-fp16-f32out": ("N=1,C=64,H=10,W=9,K=40,R=3,S=3,pad=1,precision=fp16,out_dtype=float32", 3, {},
                         {"starts mid-tile", "tile over 3+ blocks"}),
-    # strided, padded 3x3: 2 x 4 tiles of 3 K tiles over 5 blocks: block 3 takes the end of
+    # strided, padded 3x3: 3 x 3 tiles of 3 K tiles over 4 blocks: block 2 takes the end of
     # tile 4, tile 5, the start of tile 6
-    "3x3-stride2-pad": ("N=2,C=16,H=13,W=11,K=100,R=3,S=3,stride=2,pad=1,bias=1,precision=bf16,out_dtype=float32",
-                        5, {}, {"starts mid-tile", "parts of 3 tiles"}),
+    "3x3-stride2-pad": ("N=4,C=16,H=13,W=11,K=70,R=3,S=3,stride=2,pad=1,bias=1,precision=bf16,out_dtype=float32",
+                        1, {}, {"starts mid-tile", "parts of 3 tiles"}),
     # A_PIXEL_ROWS (1x1, stride 1, no padding): 2 x 2 tiles of 4 K tiles over 3 blocks; MMA_PENDING 1
-    "1x1-pixel-rows-fp16": ("N=2,C=256,H=7,W=7,K=96,R=1,S=1,bias=1,precision=fp16", 3,
+    "1x1-pixel-rows-fp16": ("N=2,C=256,H=7,W=7,K=96,R=1,S=1,bias=1,precision=fp16", 1,
                             {"BN": 64, "WGN": 64, "STAGES": 3, "MMA_PENDING": 1}, {"starts mid-tile"}),
-    # odd C and R*S*C: A and B copied one value at a time; 2 x 3 tiles of 6 K tiles over 13 blocks
-    "odd-C-scalar": ("N=1,C=13,H=9,W=8,K=70,R=5,S=5,pad=2,precision=bf16", 13, {},
+    # odd C and R*S*C: A and B copied one value at a time; 2 x 3 tiles of 6 K tiles over 16 blocks
+    "odd-C-scalar": ("N=1,C=13,H=9,W=8,K=70,R=5,S=5,pad=2,precision=bf16", 4, {},
                      {"starts mid-tile", "tile over 3+ blocks"}),
 }
 
@@ -147,12 +149,54 @@ def test_stream_k_takes_no_split_k_and_sizes_its_workspace():
     config = {"BM": 64, "BN": 128, "WGN": 128, "BK": 64, "STAGES": 4, "MMA_PENDING": 1, "MIN_BLOCKS": 1,
               "SPLIT_K": 1, "SCHEDULE": "stream_k"}
     plan = FAMILY.plan(problem, config)
-    # ResNet-50 layer4.x.conv2 at batch 32: 25 x 4 tiles of 72 K tiles on the H100's 132 SMs
+    # ResNet-50 layer4.x.conv2 at batch 32: 25 x 4 tiles of 72 K tiles on the H100's 132 SMs, two
+    # blocks to an SM (each takes 4 x (64 + 128) x 64 x 2 bytes of pipeline, ~97 KiB)
     assert plan.values["TILES"] == 100 and plan.values["K_TILES"] == 72
-    assert plan.launches[-1].grid == (132, 1, 1)
-    assert plan.workspace_bytes == 2 * 132 * 64 * 128 * 4 + 100 * 4
+    assert plan.values["RESIDENT_BLOCKS"] == 2 and plan.launches[-1].grid == (264, 1, 1)
+    assert plan.workspace_bytes == 2 * 264 * 64 * 128 * 4 + 100 * 4
     with pytest.raises(SearchSpaceError, match="stream-K splits the reduction itself"):
         FAMILY.plan(problem, {**config, "SPLIT_K": 2})
     tiles_plan = FAMILY.plan(problem, {**config, "SCHEDULE": "tiles"})
     assert tiles_plan.workspace_bytes == 0 and len(tiles_plan.launches) == 1
     assert "stream_k" not in tiles_plan.source and "atomicAdd" not in tiles_plan.source
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", [*CASES, "layer4-conv2-whole-gpu"])
+def test_stream_k_on_the_gpu_gives_the_same_bits_every_launch(case, seed):
+    """On the GPU the blocks of a stream-K launch really run at once, and which one arrives last
+    at a tile differs between launches. Each case's plan (the emulator's small grids, and
+    ResNet-50's layer4.x.conv2 at batch 32 on the device's own SM count: 100 tiles x 72 K tiles
+    over the whole GPU) is launched five times on a poisoned output and workspace: every result
+    within the format's tolerance of the float64 reference, and all five bit for bit equal."""
+    import cupy
+
+    from autoconv.gpu.compiler import compile_source
+    from autoconv.gpu.device import read_device
+    from autoconv.gpu.kernels import LoadedPlan
+    from autoconv.gpu.worker import ProblemBuffers
+
+    limits, _ = read_device(0)
+    if case in CASES:
+        plan = plan_for(case)
+        plan = FAMILY.plan(plan.problem, plan.config, dataclasses.replace(limits, sm_count=CASES[case][1]))
+    else:
+        problem = parse_spec("N=32,C=512,H=7,W=7,K=512,R=3,S=3,pad=1,precision=bf16,layout=NHWC")
+        plan = FAMILY.plan(problem, {**SMALL_TILE, "BN": 128, "WGN": 128, "STAGES": 4, "MMA_PENDING": 1}, limits)
+        assert plan.values["ITERATIONS"] % plan.values["STREAM_K_CTAS"] != 0
+    compiled = compile_source(plan.source, limits.arch, plan.name)
+    assert compiled.ok, compiled.log
+    loaded = LoadedPlan(plan, compiled.cubin)
+    assert loaded.resource_problem(limits) is None
+    buffers = ProblemBuffers(plan.problem, seed, limits.l2_bytes, 1)
+    workspace = cupy.empty(plan.workspace_elements, dtype=cupy.float32)
+    results = []
+    for _ in range(5):
+        loaded.launch(buffers.verification(workspace))
+        cupy.cuda.runtime.deviceSynchronize()
+        values = buffers.output_values()
+        error = float(cupy.linalg.norm(values - buffers.reference) / cupy.linalg.norm(buffers.reference))
+        assert error <= buffers.tolerance, f"{plan.name} on {plan.problem.spec()}: error {error:.3g}"
+        results.append(cupy.asnumpy(buffers.y))
+    for other in results[1:]:
+        np.testing.assert_array_equal(other, results[0])
