@@ -81,7 +81,7 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
                             "STAGES": None, "A_SHARED": (0, 1)},
     # WGN: each width is its own asm statement (wgmma m64nNk16)
     "implicit_gemm_wgmma_f16": {"WGN": None, "BK": None, "MMA_PENDING": None, "MIN_BLOCKS": None, "STAGES": None,
-                                "SPLIT_K": None, "SCHEDULE": None},
+                                "SPLIT_K": None, "SCHEDULE": None, "PAD_CHANNELS": None},
 }
 
 

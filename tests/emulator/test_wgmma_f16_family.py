@@ -73,3 +73,35 @@ def test_family_matches_reference_on_the_gpu(seed):
                     failures.append(f"{config} on {problem.spec()}: {result.status.value}: {result.reason}")
     assert not failures, "\n".join(failures)
     assert checked >= 2 * len(PROBLEMS)
+
+
+def test_padded_channels_run_a_first_kernel_and_read_x_and_w_from_the_workspace(seed):
+    """PAD_CHANNELS: conv1-like C = 3 padded to 8 channels by a first kernel (x and w into the
+    workspace, split-K's slices after them), so that the GEMM takes the 16-byte copies; right in
+    the emulator with and without split-K, and refused where C is a multiple of 8 already."""
+    from autoconv.errors import SearchSpaceError
+    from autoconv.problems.problem import parse_spec
+
+    problem = parse_spec("N=2,C=3,H=19,W=17,K=24,R=7,S=7,stride=2,pad=3,bias=1,precision=fp16,layout=NHWC")
+    config = {"BM": 64, "BN": 32, "WGN": 32, "BK": 64, "STAGES": 3, "MMA_PENDING": 1, "MIN_BLOCKS": 1,
+              "SPLIT_K": 1, "SCHEDULE": "tiles", "PAD_CHANNELS": 1}
+    plain = FAMILY.plan(problem, {**config, "PAD_CHANNELS": 0})
+    assert plain.values["A_VECTOR"] == 0 and plain.values["B_VECTOR"] == 0 and plain.workspace_bytes == 0
+    padded_bytes = (2 * 19 * 17 + 24 * 7 * 7) * 8 * 2
+    plans = []
+    for split_k in (1, 3):
+        plan = FAMILY.plan(problem, {**config, "SPLIT_K": split_k})
+        values = plan.values
+        assert values["X_CHANNELS"] == 8 and values["REDUCTION"] == 7 * 7 * 8
+        assert values["A_VECTOR"] == 1 and values["B_VECTOR"] == 1
+        slices = 0 if split_k == 1 else split_k * values["GEMM_M"] * values["GEMM_N"] * 4
+        assert plan.workspace_bytes == padded_bytes + slices
+        kernels = [launch.kernel for launch in plan.launches]
+        assert kernels[0].endswith("_pad_channels") and plan.launches[0].args == ("x", "w", "workspace")
+        assert plan.launches[1].args[0] == "workspace"
+        assert len(kernels) == (2 if split_k == 1 else 3)
+        plans.append(plan)
+    checks = verify_configs(problem, FAMILY, [plain.config] + [plan.config for plan in plans], seed)
+    assert all(check.ok for check in checks), [_describe(problem, check) for check in checks if not check.ok]
+    with pytest.raises(SearchSpaceError, match="16-byte copies"):
+        FAMILY.plan(problem.with_(C=16), config)

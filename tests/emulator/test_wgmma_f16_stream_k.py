@@ -26,7 +26,7 @@ from autoconv.verify.tolerance import tolerance
 
 FAMILY = get_family("implicit_gemm_wgmma_f16")
 SMALL_TILE = {"BM": 64, "BN": 32, "WGN": 32, "BK": 64, "STAGES": 2, "MMA_PENDING": 0, "MIN_BLOCKS": 1,
-              "SPLIT_K": 1, "SCHEDULE": "stream_k"}
+              "SPLIT_K": 1, "SCHEDULE": "stream_k", "PAD_CHANNELS": 0}
 
 
 def segments(values) -> list[list[tuple[int, int, int]]]:
@@ -147,7 +147,7 @@ def test_counters_are_zero_after_every_launch(reverse):
 def test_stream_k_takes_no_split_k_and_sizes_its_workspace():
     problem = parse_spec("N=32,C=512,H=7,W=7,K=512,R=3,S=3,pad=1,precision=bf16,layout=NHWC")
     config = {"BM": 64, "BN": 128, "WGN": 128, "BK": 64, "STAGES": 4, "MMA_PENDING": 1, "MIN_BLOCKS": 1,
-              "SPLIT_K": 1, "SCHEDULE": "stream_k"}
+              "SPLIT_K": 1, "SCHEDULE": "stream_k", "PAD_CHANNELS": 0}
     plan = FAMILY.plan(problem, config)
     # ResNet-50 layer4.x.conv2 at batch 32: 25 x 4 tiles of 72 K tiles on the H100's 132 SMs, two
     # blocks to an SM (each takes 4 x (64 + 128) x 64 x 2 bytes of pipeline, ~97 KiB)

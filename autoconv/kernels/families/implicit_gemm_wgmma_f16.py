@@ -6,6 +6,8 @@ prepares the weights; with SPLIT_K > 1 its slices write float32 sums to the work
 second kernel adds them, the bias, and rounds. With SCHEDULE stream_k a persistent grid of
 STREAM_K_CTAS blocks shares the (tile, K tile) iterations evenly; a small kernel first zeroes the
 tiles' arrival counters in the workspace (which comes uninitialised: the tuner fills it with NaN).
+With PAD_CHANNELS a first kernel copies x and w with their channels padded by zeros to a multiple
+of 8 into the workspace, and the GEMM (and split-K's slices, after them) reads from there.
 sm_90a (Hopper) only.
 """
 
@@ -27,20 +29,23 @@ class ImplicitGemmWgmmaF16(Family):
 
     def launches(self, name: str, values: Mapping[str, Any]) -> tuple[Launch, ...]:
         """The GEMM, then with split-K the reduction of its slices; with stream-K the zeroing of
-        the arrival counters, then the GEMM."""
-        has_bias, split_k = values["HAS_BIAS"], values["SPLIT_K"]
-        whole: tuple[str, ...] = ("x", "w", "bias", "y") if has_bias else ("x", "w", "y")  # the GEMM writes y
+        the arrival counters, then the GEMM; with PAD_CHANNELS the padding of x and w first."""
+        has_bias, split_k, padded = values["HAS_BIAS"], values["SPLIT_K"], values["PAD_CHANNELS"]
+        inputs: tuple[str, ...] = ("workspace",) if padded else ("x", "w")  # (padded: x and w there)
+        whole = inputs + (("bias", "y") if has_bias else ("y",))  # the GEMM writes y
         if values["STREAM_K"]:
             threads = values["REDUCE_THREADS"]
             return (Launch(f"{name}_clear", grid_for(values["TILES"], threads), dim3(threads), ("workspace",)),
                     Launch(name, dim3(values["STREAM_K_CTAS"]), dim3(values["THREADS"]), whole + ("workspace",),
                            values["SMEM_BYTES"]))
-        if split_k == 1:
-            args = whole
-        else:
-            args = ("x", "w", "workspace")
-        launches = [Launch(name, dim3(values["GRID_M"], values["GRID_N"], split_k), dim3(values["THREADS"]), args,
-                           values["SMEM_BYTES"])]
+        launches = []
+        if padded:
+            threads, chunks = values["REDUCE_THREADS"], values["PADDED_BYTES"] // 16
+            launches.append(Launch(f"{name}_pad_channels", grid_for(chunks, threads), dim3(threads),
+                                   ("x", "w", "workspace")))
+        args = whole if split_k == 1 else (("workspace",) if padded else ("x", "w", "workspace"))
+        launches.append(Launch(name, dim3(values["GRID_M"], values["GRID_N"], split_k), dim3(values["THREADS"]), args,
+                               values["SMEM_BYTES"]))
         if split_k > 1:
             threads, outputs = values["REDUCE_THREADS"], values["GEMM_M"] * values["GEMM_N"]
             launches.append(Launch(f"{name}_reduce", grid_for(outputs // values["OUT_VEC"], threads), dim3(threads),
