@@ -8,6 +8,11 @@
 //     returned has arrived (returned threads no longer hold a barrier up). Warp-level syncs
 //     (__syncwarp(), the wmma::*_sync operations of mma.h) wait likewise for the live lanes
 //     of the warp; lanes of one warp waiting at different kinds of barrier are a fault;
+//   - an mbarrier (templates/mbarrier.cuh) keeps its state in its own 8 bytes of shared
+//     memory (pending and expected arrivals, phase parity, and a tag, so the 0xFF poison reads
+//     as "not initialised"); a thread that waits for a phase not yet complete yields until it
+//     is. A block whose threads all wait for something that can no longer happen faults
+//     ("hang"), naming the mbarrier and the phase;
 //   - between barriers the threads run one after the other, in index order in even phases
 //     and in reverse order in odd ones: a thread that reads what another thread writes in
 //     the same phase (a missing barrier) reads the old, often poisoned, value in one of the
@@ -112,6 +117,16 @@ std::size_t shared_bytes();
 void async_copy(void* destination, const void* source, std::size_t size_and_align, std::size_t zfill);
 void async_commit();
 void async_wait_prior(std::size_t pending);
+
+// mbarriers (shared-memory barrier objects with phases), for templates/mbarrier.cuh. Each
+// faults on a barrier that is not an initialised mbarrier in the block's dynamic shared memory.
+void mbarrier_init(unsigned long long* barrier, unsigned count);
+void mbarrier_arrive(unsigned long long* barrier);
+//! Arrives once this thread's earlier cp.async copies have landed (.noinc: one of the
+//! barrier's counted arrivals); the copies land when a wait observes the completed phase.
+void mbarrier_arrive_when_copies_land(unsigned long long* barrier);
+//! Returns once the phase of parity `parity` has completed; until then the thread yields.
+void mbarrier_wait(unsigned long long* barrier, unsigned parity);
 
 // ---- calling kernels by name (the generated main file lists them) ----------------------------
 struct KernelEntry {

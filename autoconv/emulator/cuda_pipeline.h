@@ -6,7 +6,8 @@
 //
 // Model: a copy reads its source when issued (so AddressSanitizer reports an out-of-bounds
 // source at the issuing line) and writes its destination as late as CUDA allows: when
-// __pipeline_wait_prior() retires its batch, or when the thread returns. A thread that
+// __pipeline_wait_prior() retires its batch, when a wait on an mbarrier sees the phase its
+// arrival (mbarrier::arrive_when_copies_land) completed, or when the thread returns. A thread that
 // reads the destination before waiting therefore reads the poisoned value, so a missing
 // wait shows up as NaN, not as a lucky right answer.
 #pragma once

@@ -49,12 +49,13 @@ namespace {
 struct AsyncCopy {
     void* destination;
     unsigned char bytes[16];
-    std::size_t total;  // bytes written to the destination (the tail is zero-filled)
+    std::size_t total;        // bytes written to the destination (the tail is zero-filled)
+    unsigned long long sequence;  // the issuing thread's count of copies before it
 };
 
 //! One CUDA thread: a fiber with its own stack.
 struct Fiber {
-    enum class State { runnable, at_block_barrier, at_warp_barrier, finished };
+    enum class State { runnable, at_block_barrier, at_warp_barrier, at_mbarrier, finished };
     ucontext_t context;
     uint3 thread_idx;
     State state;
@@ -63,6 +64,30 @@ struct Fiber {
     void* asan_fake_stack;
     std::vector<AsyncCopy> uncommitted_copies;
     std::deque<std::vector<AsyncCopy>> committed_copies;
+    unsigned long long copies_issued;
+    // What a thread at_mbarrier waits for: the phase of this parity of the mbarrier at this
+    // offset of shared memory.
+    std::size_t mbarrier_offset;
+    unsigned mbarrier_parity;
+};
+
+//! Who initialised the mbarrier at `offset`, and when: until the next __syncthreads() no
+//! other thread may use it (its init is not visible to them yet).
+struct MbarrierInit {
+    std::size_t offset;
+    unsigned thread;
+    unsigned long long block_barriers_before;
+};
+
+//! A cp.async.mbarrier.arrive.noinc: the copies thread `thread` issued before `copies_before`
+//! arrive on the mbarrier at `offset` when they land. The arrival is counted at once; the
+//! copies land when a wait observes the phase complete (or their thread waits for them or
+//! returns), as late as the GPU may land them.
+struct CopyArrival {
+    std::size_t offset;
+    unsigned thread;
+    unsigned long long copies_before;
+    bool phase_completed;
 };
 
 //! The block an OS thread is running: what it runs, and the scheduler's own context.
@@ -75,6 +100,10 @@ struct BlockRun {
     void* const* args;
     const char* kernel_name;
     std::size_t shared_bytes;
+    Fiber* fibers;
+    unsigned long long block_barriers_released;  // __syncthreads() passed so far
+    std::vector<MbarrierInit> mbarrier_inits;
+    std::vector<CopyArrival> copy_arrivals;
 };
 
 thread_local BlockRun* block_run = nullptr;
@@ -149,6 +178,119 @@ void resume(BlockRun& run, Fiber& fiber) {
 #endif
 }
 
+// ---- mbarriers ------------------------------------------------------------------------------
+// An mbarrier's state lives in its own 8 bytes of shared memory, as on the GPU: bits 0-19 the
+// arrivals still pending in the current phase, 20-39 the arrivals each phase expects (init's
+// count), bit 40 the current phase's parity, 48-63 a tag. Shared memory starts as 0xFF bytes,
+// whose tag is another: a barrier used before init (or written over) is a fault.
+constexpr unsigned long long mbarrier_tag = 0xBA52ull << 48;
+constexpr unsigned long long mbarrier_tag_mask = 0xFFFFull << 48;
+constexpr unsigned mbarrier_max_count = (1u << 20) - 1;  // the PTX ISA's limit on init's count
+
+struct MbarrierState {
+    unsigned pending, expected, parity;
+};
+
+unsigned long long packed(MbarrierState state) {
+    return mbarrier_tag | static_cast<unsigned long long>(state.parity) << 40 |
+           static_cast<unsigned long long>(state.expected) << 20 | state.pending;
+}
+
+//! The shared-memory offset of an mbarrier; a fault if it is not 8 aligned bytes of the
+//! block's dynamic shared memory (where autoconv's kernels keep everything shared).
+std::size_t mbarrier_offset(const unsigned long long* barrier, const char* operation) {
+    const auto address = reinterpret_cast<std::uintptr_t>(barrier);
+    const auto shared_begin = reinterpret_cast<std::uintptr_t>(&smem[0]);
+    const std::size_t shared_bytes = block_run->shared_bytes;
+    if (address < shared_begin || address + 8 > shared_begin + shared_bytes)
+        fault("%s: the mbarrier %p is not in the block's %zu bytes of dynamic shared memory at %p (declare "
+              "barriers in `smem`)", operation, static_cast<const void*>(barrier), shared_bytes,
+              static_cast<void*>(&smem[0]));
+    if (address % 8 != 0)
+        fault("%s: the mbarrier at shared offset %zu is not 8-byte aligned", operation,
+              static_cast<std::size_t>(address - shared_begin));
+    return address - shared_begin;
+}
+
+MbarrierState read_mbarrier(std::size_t offset, const char* operation) {
+    unsigned long long bits;
+    std::memcpy(&bits, smem + offset, sizeof(bits));
+    const MbarrierState state{static_cast<unsigned>(bits & mbarrier_max_count),
+                              static_cast<unsigned>(bits >> 20 & mbarrier_max_count),
+                              static_cast<unsigned>(bits >> 40 & 1u)};
+    if ((bits & mbarrier_tag_mask) != mbarrier_tag || packed(state) != bits || state.expected == 0 ||
+        state.pending == 0 || state.pending > state.expected)
+        fault("%s: mbarrier used before init: the 8 bytes at shared offset %zu hold 0x%016llx, not an "
+              "mbarrier (one thread must mbarrier::init it, and a __syncthreads() follow, before any thread "
+              "uses it; and nothing may write over it)", operation, offset, bits);
+    return state;
+}
+
+void write_mbarrier(std::size_t offset, MbarrierState state) {
+    const unsigned long long bits = packed(state);
+    std::memcpy(smem + offset, &bits, sizeof(bits));
+}
+
+unsigned current_thread(const BlockRun& run) { return static_cast<unsigned>(run.current - run.fibers); }
+
+//! A fault if the calling thread uses the mbarrier at `offset` before a __syncthreads() has
+//! made another thread's init of it visible (mbarrier.init is a CTA-scope write like any other).
+void check_init_published(const BlockRun& run, std::size_t offset, const char* operation) {
+    for (const MbarrierInit& init : run.mbarrier_inits)
+        if (init.offset == offset && init.thread != current_thread(run) &&
+            init.block_barriers_before == run.block_barriers_released)
+            fault("%s: the mbarrier at shared offset %zu is used by thread %u before a __syncthreads() has made "
+                  "its init by thread %u visible (call __syncthreads() between init and the first use)",
+                  operation, offset, current_thread(run), init.thread);
+}
+
+//! Lands (writes the destinations of) the copies `fiber` issued before `copies_before`.
+void land_copies_before(Fiber& fiber, unsigned long long copies_before) {
+    auto land = [copies_before](std::vector<AsyncCopy>& copies) {
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < copies.size(); ++i) {
+            if (copies[i].sequence < copies_before)
+                std::memcpy(copies[i].destination, copies[i].bytes, copies[i].total);
+            else if (kept++ != i)
+                copies[kept - 1] = copies[i];
+        }
+        copies.resize(kept);
+    };
+    // Emptied batches stay: __pipeline_wait_prior counts batches, landed or not.
+    for (std::vector<AsyncCopy>& batch : fiber.committed_copies)
+        land(batch);
+    land(fiber.uncommitted_copies);
+}
+
+//! Lands the copies whose arrivals on the mbarrier at `offset` belong to completed phases:
+//! a thread that observes a phase complete must see what arrived in it.
+void land_arrived_copies(BlockRun& run, std::size_t offset) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < run.copy_arrivals.size(); ++i) {
+        const CopyArrival& arrival = run.copy_arrivals[i];
+        if (arrival.offset == offset && arrival.phase_completed)
+            land_copies_before(run.fibers[arrival.thread], arrival.copies_before);
+        else if (kept++ != i)
+            run.copy_arrivals[kept - 1] = arrival;
+    }
+    run.copy_arrivals.resize(kept);
+}
+
+//! One arrival on the mbarrier at `offset`. The last one of a phase completes it: the parity
+//! flips and the pending count starts again at the expected one. (An arrival beyond a phase's
+//! count therefore counts toward the next phase, as on the GPU: the model cannot tell it from
+//! an early arrival for the next phase, which is legitimate.)
+void arrive_at(BlockRun& run, std::size_t offset, const char* operation) {
+    MbarrierState state = read_mbarrier(offset, operation);
+    if (--state.pending == 0) {
+        state.pending = state.expected;
+        state.parity ^= 1u;
+        for (CopyArrival& arrival : run.copy_arrivals)
+            arrival.phase_completed |= arrival.offset == offset;
+    }
+    write_mbarrier(offset, state);
+}
+
 // ---- blocks -------------------------------------------------------------------------------
 struct Launch {
     const KernelEntry* kernel;
@@ -186,6 +328,7 @@ public:
         run.args = launch.args.data();
         run.kernel_name = launch.kernel->name;
         run.shared_bytes = launch.shared_bytes;
+        run.fibers = fibers_.get();
         block_run = &run;
         for (unsigned i = 0; i < threads; ++i)
             start_fiber(fibers_[i], uint3{i % launch.block.x, (i / launch.block.x) % launch.block.y,
@@ -235,10 +378,35 @@ private:
                         fibers_[i].state = Fiber::State::runnable;
                 return true;
             }
+            // Lanes whose mbarrier phase has completed go on, one warp at a time like the rest.
+            bool released = false;
+            for (unsigned i = warp0; i < end; ++i) {
+                if (fibers_[i].state == Fiber::State::at_mbarrier && mbarrier_phase_completed(fibers_[i])) {
+                    fibers_[i].state = Fiber::State::runnable;
+                    released = true;
+                }
+            }
+            if (released)
+                return true;
         }
+        unsigned at_mbarrier = 0;
+        const Fiber* first_at_mbarrier = nullptr;
         for (unsigned i = 0; i < threads; ++i) {
             at_block_barrier |= fibers_[i].state == Fiber::State::at_block_barrier;
             at_warp_barrier |= fibers_[i].state == Fiber::State::at_warp_barrier;
+            if (fibers_[i].state == Fiber::State::at_mbarrier && at_mbarrier++ == 0)
+                first_at_mbarrier = &fibers_[i];
+        }
+        if (first_at_mbarrier != nullptr) {
+            // No thread can run, and a thread waits for a phase nobody is left to complete (the
+            // others wait too, at barriers that thread holds up, or have returned).
+            const Fiber& stuck = *first_at_mbarrier;
+            thread_idx = stuck.thread_idx;
+            const MbarrierState state = read_mbarrier(stuck.mbarrier_offset, "mbarrier::wait");
+            fault("hang: thread %u waits for the phase of parity %u of the mbarrier at shared offset %zu, which "
+                  "never completes (arrivals missing?): %u of its %u arrivals are pending and no thread can run "
+                  "to make them (%u threads wait on mbarriers)", static_cast<unsigned>(&stuck - fibers_.get()),
+                  stuck.mbarrier_parity, stuck.mbarrier_offset, state.pending, state.expected, at_mbarrier);
         }
         if (at_warp_barrier) {
             // Some lanes of a warp wait at a warp-level sync, the others at __syncthreads():
@@ -254,7 +422,15 @@ private:
         for (unsigned i = 0; i < threads; ++i)
             if (fibers_[i].state == Fiber::State::at_block_barrier)
                 fibers_[i].state = Fiber::State::runnable;
+        block_run->block_barriers_released += at_block_barrier;
         return at_block_barrier;
+    }
+
+    //! Whether the phase a thread at_mbarrier waits for has completed (the barrier's current
+    //! phase has the other parity).
+    static bool mbarrier_phase_completed(const Fiber& fiber) {
+        thread_idx = fiber.thread_idx;  // a fault names the waiting thread
+        return read_mbarrier(fiber.mbarrier_offset, "mbarrier::wait").parity != fiber.mbarrier_parity;
     }
 
     static std::size_t guard_bytes() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
@@ -290,6 +466,7 @@ private:
         fiber.asan_fake_stack = nullptr;
         fiber.uncommitted_copies.clear();
         fiber.committed_copies.clear();
+        fiber.copies_issued = 0;
         getcontext(&fiber.context);
         fiber.context.uc_stack.ss_sp = fiber.stack;
         fiber.context.uc_stack.ss_size = fiber.stack_bytes;
@@ -424,6 +601,65 @@ void barrier() {
 
 std::size_t shared_bytes() { return block_run->shared_bytes; }
 
+void mbarrier_init(unsigned long long* barrier, unsigned count) {
+    BlockRun& run = *block_run;
+    const std::size_t offset = mbarrier_offset(barrier, "mbarrier::init");
+    if (count < 1 || count > mbarrier_max_count)
+        fault("mbarrier::init: count %u for the mbarrier at shared offset %zu; it must be 1 to %u", count, offset,
+              mbarrier_max_count);
+    // Copies that arrived on an earlier barrier here land now: nobody can wait for them any more.
+    for (CopyArrival& arrival : run.copy_arrivals)
+        arrival.phase_completed |= arrival.offset == offset;
+    land_arrived_copies(run, offset);
+    write_mbarrier(offset, MbarrierState{count, count, 0});
+    auto same = [offset](const MbarrierInit& init) { return init.offset == offset; };
+    run.mbarrier_inits.erase(std::remove_if(run.mbarrier_inits.begin(), run.mbarrier_inits.end(), same),
+                             run.mbarrier_inits.end());
+    run.mbarrier_inits.push_back(MbarrierInit{offset, current_thread(run), run.block_barriers_released});
+}
+
+void mbarrier_arrive(unsigned long long* barrier) {
+    BlockRun& run = *block_run;
+    const std::size_t offset = mbarrier_offset(barrier, "mbarrier::arrive");
+    check_init_published(run, offset, "mbarrier::arrive");
+    arrive_at(run, offset, "mbarrier::arrive");
+}
+
+// On the GPU the arrival happens when the copies land, later; the model counts it at once and
+// lands the copies when a thread observes the phase complete. Nobody can tell the two apart
+// through the barrier: a waiter returns only after the phase completes, and then sees the
+// copies. A thread that reads them without waiting reads the poison.
+void mbarrier_arrive_when_copies_land(unsigned long long* barrier) {
+    BlockRun& run = *block_run;
+    const std::size_t offset = mbarrier_offset(barrier, "mbarrier::arrive_when_copies_land");
+    check_init_published(run, offset, "mbarrier::arrive_when_copies_land");
+    Fiber& fiber = *run.current;
+    run.copy_arrivals.push_back(CopyArrival{offset, current_thread(run), fiber.copies_issued, false});
+    arrive_at(run, offset, "mbarrier::arrive_when_copies_land");
+}
+
+void mbarrier_wait(unsigned long long* barrier, unsigned parity) {
+    BlockRun& run = *block_run;
+    const std::size_t offset = mbarrier_offset(barrier, "mbarrier::wait");
+    if (parity > 1)
+        fault("mbarrier::wait: parity %u for the mbarrier at shared offset %zu; it must be 0 or 1 (a phase "
+              "number's lowest bit)", parity, offset);
+    check_init_published(run, offset, "mbarrier::wait");
+    Fiber& fiber = *run.current;
+    // The phase of this parity is the current one until it completes; the scheduler lets this
+    // thread go on once it has. (Should the barrier complete the next phase too before this
+    // thread runs, it waits again, as try_wait.parity would.) It yields even if the phase has
+    // completed already: the first thread to see the phase complete lands its copies for all,
+    // so the other lanes of its warp read before their own waits what they would without one.
+    do {
+        fiber.state = Fiber::State::at_mbarrier;
+        fiber.mbarrier_offset = offset;
+        fiber.mbarrier_parity = parity;
+        switch_to_scheduler(run, fiber, false);
+    } while (read_mbarrier(offset, "mbarrier::wait").parity == parity);
+    land_arrived_copies(run, offset);
+}
+
 void warp_barrier() {
     BlockRun& run = *block_run;
     Fiber& fiber = *run.current;
@@ -433,7 +669,8 @@ void warp_barrier() {
 
 // cp.async: the source is read when the copy is issued (so AddressSanitizer reports a bad
 // source at the issuing line); the destination is written as late as CUDA allows, when
-// the copy's batch is waited for or the thread returns. A thread that reads the
+// the copy's batch is waited for, when a wait sees the mbarrier phase that the copy arrived
+// in complete (mbarrier_arrive_when_copies_land), or when the thread returns. A thread that reads the
 // destination before waiting reads the poison, so a missing wait shows as NaN.
 void async_copy(void* destination, const void* source, std::size_t size_and_align, std::size_t zfill) {
     if (size_and_align != 4 && size_and_align != 8 && size_and_align != 16)
@@ -449,10 +686,11 @@ void async_copy(void* destination, const void* source, std::size_t size_and_alig
     if (to % size_and_align != 0 || reinterpret_cast<std::uintptr_t>(source) % size_and_align != 0)
         fault("__pipeline_memcpy_async: source %p and destination %p must be aligned to %zu bytes",
               source, destination, size_and_align);
-    AsyncCopy copy{destination, {}, size_and_align};
+    Fiber& fiber = *block_run->current;
+    AsyncCopy copy{destination, {}, size_and_align, fiber.copies_issued++};
     if (size_and_align > zfill)
         std::memcpy(copy.bytes, source, size_and_align - zfill);
-    block_run->current->uncommitted_copies.push_back(copy);
+    fiber.uncommitted_copies.push_back(copy);
 }
 
 void async_commit() {
