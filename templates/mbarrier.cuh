@@ -13,6 +13,11 @@
 //                          threads only through that barrier).
 //   arrive(barrier)        one arrival, with release semantics at CTA scope: what this thread wrote
 //                          before it is visible to a thread whose wait sees the phase complete.
+//   arrive_expect_bytes(barrier, bytes)
+//                          one arrival (as arrive) that also expects `bytes` transaction bytes in
+//                          the current phase: the bytes the TMA copies issued for it bring
+//                          (tma.cuh), counted on completion. The phase then completes when its
+//                          arrivals are all in and the copies brought exactly the bytes expected.
 //   arrive_when_copies_land(barrier)
 //                          one arrival, made when every cp.async copy this thread issued before it
 //                          (committed or not) has landed in shared memory. It is one of the `count`
@@ -30,9 +35,10 @@
 //
 // Under the CPU emulator (the #else half) the model is autoconv_emu's (emulator_runtime.cpp): the
 // state lives in the barrier's 8 bytes (a barrier used before init is a fault), a wait for a phase
-// not yet complete yields to the block's other threads, copies that arrive on a barrier land when a
-// wait sees their phase complete (so a read without the wait sees the poison), and a block whose
-// threads all wait for phases that can no longer complete faults with "hang".
+// not yet complete yields to the block's other threads, copies that arrive on a barrier (cp.async
+// through arrive_when_copies_land, TMA copies through their transaction bytes) land when a wait sees
+// their phase complete (so a read without the wait sees the poison), and a block whose threads all
+// wait for phases that can no longer complete faults with "hang".
 #ifndef AUTOCONV_MBARRIER_CUH  // a guard, not #pragma once: inlined into a source, that one warns
 #define AUTOCONV_MBARRIER_CUH
 
@@ -61,6 +67,16 @@ __device__ __forceinline__ void arrive(unsigned long long* barrier)
 {
     // `_`: the returned state (for mbarrier.test_wait) is not needed, waits go by parity.
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(detail::shared_address(barrier)) : "memory");
+}
+
+//! One arrival that also expects `bytes` more transaction bytes in the current phase (what the
+//! TMA copies issued for it will complete, tma.cuh): the phase completes when its arrivals are
+//! all in and those bytes have landed.
+__device__ __forceinline__ void arrive_expect_bytes(unsigned long long* barrier, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(detail::shared_address(barrier)),
+                 "r"(bytes)
+                 : "memory");
 }
 
 __device__ __forceinline__ void arrive_when_copies_land(unsigned long long* barrier)
@@ -94,6 +110,10 @@ __device__ __forceinline__ void init(unsigned long long* barrier, unsigned count
     autoconv_emu::mbarrier_init(barrier, count);
 }
 __device__ __forceinline__ void arrive(unsigned long long* barrier) { autoconv_emu::mbarrier_arrive(barrier); }
+__device__ __forceinline__ void arrive_expect_bytes(unsigned long long* barrier, unsigned bytes)
+{
+    autoconv_emu::mbarrier_arrive_expect_bytes(barrier, bytes);
+}
 __device__ __forceinline__ void arrive_when_copies_land(unsigned long long* barrier)
 {
     autoconv_emu::mbarrier_arrive_when_copies_land(barrier);
@@ -106,5 +126,19 @@ __device__ __forceinline__ void wait(unsigned long long* barrier, unsigned parit
 #endif
 
 }  // namespace mbarrier
+
+// A named barrier: bar.sync id, threads. The first `threads` threads of the block to reach barrier
+// `id` (1-15; 0 is __syncthreads()) wait for each other, whole warps; the others do not take part.
+// For a group of warps that synchronises apart from the rest (a consumer warpgroup, say).
+namespace named_barrier {
+#ifndef AUTOCONV_EMULATOR
+__device__ __forceinline__ void sync(unsigned id, unsigned threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+#else  // the CPU emulator's model (emulator_runtime.cpp)
+__device__ __forceinline__ void sync(unsigned id, unsigned threads) { autoconv_emu::named_barrier_sync(id, threads); }
+#endif
+}  // namespace named_barrier
 
 #endif  // AUTOCONV_MBARRIER_CUH

@@ -15,7 +15,11 @@ warp shuffles and votes, other atomics, other fences or inline PTX (each is a co
 it), the GPU's timing, or the contents of static ``__shared__`` arrays at block start
 (only the dynamic ``smem`` is poisoned per block). A project header may give inline PTX a
 model of its own, chosen by the ``AUTOCONV_EMULATOR`` macro that ``cuda_emulation.h``
-defines: ``templates/mma_tf32.cuh`` models ``mma.sync.m16n8k8`` (TF32) lane by lane.
+defines: ``templates/mma_tf32.cuh`` models ``mma.sync.m16n8k8`` (TF32) lane by lane, and
+``templates/tma.cuh`` Hopper's TMA copies (im2col and tiled boxes into the 128-byte swizzle,
+completing on ``templates/mbarrier.cuh``'s barriers by transaction bytes), reading tensor maps
+in the emulator's own encoding (:mod:`autoconv.emulator.tensor_maps`), which a plan's
+``tensor_maps`` get when it is emulated.
 
 Typical use::
 
@@ -52,7 +56,8 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
     Runs the plan's launches in order, as a GPU backend does, on the inputs as the kernels
     take them (:func:`autoconv.dtypes.kernel_buffer`: the problem's layout and element type);
     ``y`` and the workspace start filled with NaN (:data:`autoconv.verify.compare.POISON`),
-    so elements no kernel writes come back NaN.
+    so elements no kernel writes come back NaN. The plan's ``tensor_maps`` (if it has any) are
+    passed in the emulator's encoding, each describing its buffer.
 
     Args:
         plan: the kernels and launches to run.
@@ -88,7 +93,7 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
 
     program = compile_program(plan.source, (launch.kernel for launch in plan.launches), name=plan.name)
     result = program.run(plan.launches, buffers, workers=workers, timeout=timeout,
-                         reverse_blocks=reverse_blocks)
+                         reverse_blocks=reverse_blocks, tensor_maps=getattr(plan, "tensor_maps", None) or {})
     for name in ("x", "w", "bias"):
         if name in buffers and not numpy.array_equal(result[name], buffers[name], equal_nan=True):
             raise EmulatedKernelFault(f"{plan.name} wrote to its input {name}, which must stay unchanged")

@@ -82,6 +82,9 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
     # WGN: each width is its own asm statement (wgmma m64nNk16)
     "implicit_gemm_wgmma_f16": {"WGN": None, "BK": None, "MMA_PENDING": None, "MIN_BLOCKS": None, "STAGES": None,
                                 "SPLIT_K": None, "SCHEDULE": None, "PAD_CHANNELS": None},
+    # BN: each width is its own asm statement; CONSUMERS: one or two warpgroups on a tile's rows;
+    # PAD_CHANNELS: derived from the problem (C % 8), listed so that a sample names it
+    "implicit_gemm_wgmma_tma": {"BN": None, "CONSUMERS": None, "SPLIT_K": None, "PAD_CHANNELS": (0, 1)},
 }
 
 

@@ -10,9 +10,14 @@
 //     of the warp; lanes of one warp waiting at different kinds of barrier are a fault;
 //   - an mbarrier (templates/mbarrier.cuh) keeps its state in its own 8 bytes of shared
 //     memory (pending and expected arrivals, phase parity, and a tag, so the 0xFF poison reads
-//     as "not initialised"); a thread that waits for a phase not yet complete yields until it
-//     is. A block whose threads all wait for something that can no longer happen faults
-//     ("hang"), naming the mbarrier and the phase;
+//     as "not initialised"; its transaction count, which arrive_expect_bytes raises and TMA
+//     copies lower, beside it in the block's state); a thread that waits for a phase not yet
+//     complete yields until it is. A block whose threads all wait for something that can no
+//     longer happen faults ("hang"), naming the mbarrier and the phase;
+//   - a TMA copy (templates/tma.cuh) reads its box through the emulator's own encoding of a
+//     tensor map (autoconv/emulator/tensor_maps.py) when it is issued, counts its bytes on its
+//     mbarrier at once, and lands in shared memory, swizzled, when a wait sees the phase it
+//     completed in complete;
 //   - between barriers the threads run one after the other, in index order in even phases
 //     and in reverse order in odd ones: a thread that reads what another thread writes in
 //     the same phase (a missing barrier) reads the old, often poisoned, value in one of the
@@ -84,6 +89,9 @@ constexpr uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsig
 #define __align__(n) __attribute__((aligned(n)))
 #define __constant__
 #define __shared__ thread_local
+// A kernel's by-value parameter the GPU keeps in constant memory (a TMA tensor map): here the
+// parameter is an ordinary by-value copy, and its address is as good as the GPU's.
+#define __grid_constant__
 // __restrict__ is a g++ keyword already; `#pragma unroll` is an unknown pragma, ignored.
 
 // ---- the runtime's interface (emulator_runtime.cpp) and the built-in index variables ------
@@ -101,6 +109,10 @@ inline thread_local dim3 grid_dim{1, 1, 1};
 //! __syncthreads(): yields to the block scheduler until every live thread of the block has
 //! arrived.
 void barrier();
+//! bar.sync id, threads (a named barrier: named_barrier::sync of templates/mbarrier.cuh): yields
+//! until `threads` threads of the block wait at barrier `id`; threads that can never be joined
+//! are a "hang" fault.
+void named_barrier_sync(unsigned id, unsigned threads);
 
 //! A warp-level sync (wmma::*_sync, __syncwarp): yields until every live lane of the
 //! calling thread's warp (32 consecutive threads in linear order) has arrived at one.
@@ -125,42 +137,77 @@ void mbarrier_arrive(unsigned long long* barrier);
 //! Arrives once this thread's earlier cp.async copies have landed (.noinc: one of the
 //! barrier's counted arrivals); the copies land when a wait observes the completed phase.
 void mbarrier_arrive_when_copies_land(unsigned long long* barrier);
+//! One arrival that also expects `bytes` more transaction bytes in the current phase
+//! (mbarrier.arrive.expect_tx): the phase completes when its arrivals are all in and the TMA
+//! copies counted on it brought exactly the bytes expected.
+void mbarrier_arrive_expect_bytes(unsigned long long* barrier, unsigned bytes);
 //! Returns once the phase of parity `parity` has completed; until then the thread yields.
 void mbarrier_wait(unsigned long long* barrier, unsigned parity);
+
+// TMA copies, for templates/tma.cuh: `map` points at a tensor map in the emulator's encoding
+// (autoconv/emulator/tensor_maps.py; anything else is a fault). The box is read when the copy is
+// issued, its bytes count as completed transactions on `barrier` at once, and it lands in shared
+// memory (in the 128-byte swizzle) when a wait sees that phase complete.
+void tma_copy_im2col(void* destination, const void* map, unsigned long long* barrier, int c, int w, int h, int n,
+                     unsigned offset_w, unsigned offset_h);
+void tma_copy_tiled(void* destination, const void* map, unsigned long long* barrier, int x0, int x1, int x2);
 
 // ---- calling kernels by name (the generated main file lists them) ----------------------------
 struct KernelEntry {
     const char* name;
     void (*invoke)(void* const* args);
     int arity;
+    //! Per parameter: 0 for a pointer (the buffer's address is passed), else the bytes of a
+    //! by-value struct (the buffer must be exactly that long; its bytes are passed).
+    const std::size_t* value_bytes;
 };
+
+//! A parameter passed by value: a trivially copyable struct (a tensor map); 0 for a pointer.
+template <class T>
+constexpr std::size_t parameter_value_bytes() {
+    static_assert(std::is_pointer_v<T> || (std::is_class_v<T> && std::is_trivially_copyable_v<T>),
+                  "autoconv emulator: a kernel's parameters must be pointers or trivially copyable structs "
+                  "(tensor maps) (autoconv's template convention: problem sizes are compile-time constants)");
+    if constexpr (std::is_pointer_v<T>)
+        return 0;
+    else
+        return sizeof(T);
+}
 
 template <class Function>
 struct KernelSignature;
 
 template <class... Args>
 struct KernelSignature<void (*)(Args...)> {
-    static_assert((std::is_pointer_v<Args> && ...),
-                  "autoconv emulator: a kernel's parameters must all be pointers (autoconv's template "
-                  "convention: problem sizes are compile-time constants)");
     static constexpr int arity = sizeof...(Args);
+    static constexpr std::size_t value_bytes[sizeof...(Args) + 1] = {parameter_value_bytes<Args>()..., 0};
+
+    template <class T>
+    static T argument(void* pointer) {
+        if constexpr (std::is_pointer_v<T>)
+            return static_cast<T>(pointer);
+        else
+            return *static_cast<const std::remove_cv_t<T>*>(pointer);
+    }
 
     template <auto Kernel, std::size_t... I>
     static void call(void* const* args, std::index_sequence<I...>) {
-        Kernel(static_cast<Args>(args[I])...);
+        Kernel(argument<Args>(args[I])...);
     }
 };
 
-//! Calls `Kernel` with the pointers in `args`, each converted to its parameter's type.
+//! Calls `Kernel` with the pointers in `args`, each converted to its parameter's type (a
+//! pointer parameter gets the pointer, a by-value one the object it points at).
 template <auto Kernel>
 void invoke([[maybe_unused]] void* const* args) {
     using Signature = KernelSignature<decltype(Kernel)>;
     Signature::template call<Kernel>(args, std::make_index_sequence<Signature::arity>{});
 }
 
-#define AUTOCONV_EMU_KERNEL(name)                                                             \
-    ::autoconv_emu::KernelEntry {                                                             \
-        #name, &::autoconv_emu::invoke<&name>, ::autoconv_emu::KernelSignature<decltype(&name)>::arity \
+#define AUTOCONV_EMU_KERNEL(name)                                                                 \
+    ::autoconv_emu::KernelEntry {                                                                 \
+        #name, &::autoconv_emu::invoke<&name>, ::autoconv_emu::KernelSignature<decltype(&name)>::arity, \
+            ::autoconv_emu::KernelSignature<decltype(&name)>::value_bytes                         \
     }
 
 //! The host program: runs the launches of a manifest (see emulator_runtime.cpp).

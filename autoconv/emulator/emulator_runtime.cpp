@@ -11,7 +11,12 @@
 //     workers <n>                                        OS threads that run blocks
 //     order <forward|reverse>                            the order blocks are taken in (default forward)
 //     buffer <name> <bytes> <path>
+//     address <map> <buffer> <offset>                    writes the address `offset` bytes into buffer
+//                                                        into the tensor map in buffer <map>
+//                                                        (tensor_maps.py's encoding)
 //     launch <kernel> <gx> <gy> <gz> <bx> <by> <bz> <shared_bytes> <buffer name>...
+// A launch passes each pointer parameter its buffer's address, and each by-value parameter (a
+// tensor map) its buffer's bytes, which must be exactly the parameter's size.
 // Exit status: 0 done; 2 a bad manifest or launch (message on stderr); 3 a kernel fault the
 // emulator detects itself; otherwise AddressSanitizer's or UBSan's, after their report.
 #include "cuda_emulation.h"
@@ -55,7 +60,7 @@ struct AsyncCopy {
 
 //! One CUDA thread: a fiber with its own stack.
 struct Fiber {
-    enum class State { runnable, at_block_barrier, at_warp_barrier, at_mbarrier, finished };
+    enum class State { runnable, at_block_barrier, at_warp_barrier, at_mbarrier, at_named_barrier, finished };
     ucontext_t context;
     uint3 thread_idx;
     State state;
@@ -69,6 +74,10 @@ struct Fiber {
     // offset of shared memory.
     std::size_t mbarrier_offset;
     unsigned mbarrier_parity;
+    // What a thread at_named_barrier waits for: `named_barrier_threads` threads at barrier
+    // `named_barrier_id` (bar.sync id, threads).
+    unsigned named_barrier_id;
+    unsigned named_barrier_threads;
 };
 
 //! Who initialised the mbarrier at `offset`, and when: until the next __syncthreads() no
@@ -90,6 +99,24 @@ struct CopyArrival {
     bool phase_completed;
 };
 
+//! The transaction count of the mbarrier at `offset` in its current phase: bytes expected
+//! (arrive_expect_bytes) less bytes completed (TMA copies). Kept beside the barrier's 8 bytes,
+//! which have no room for it; an init resets it. Absent: 0.
+struct MbarrierTransactions {
+    std::size_t offset;
+    long long count;
+};
+
+//! A TMA copy issued but not landed: its box, read and swizzled when issued, lands at shared
+//! offset `destination` when a wait sees the phase of the mbarrier at `offset` that its bytes
+//! were counted in complete.
+struct TmaCopy {
+    std::size_t offset;
+    std::size_t destination;
+    std::vector<unsigned char> bytes;
+    bool phase_completed;
+};
+
 //! The block an OS thread is running: what it runs, and the scheduler's own context.
 struct BlockRun {
     ucontext_t scheduler;
@@ -104,6 +131,8 @@ struct BlockRun {
     unsigned long long block_barriers_released;  // __syncthreads() passed so far
     std::vector<MbarrierInit> mbarrier_inits;
     std::vector<CopyArrival> copy_arrivals;
+    std::vector<MbarrierTransactions> mbarrier_transactions;
+    std::vector<TmaCopy> tma_copies;
 };
 
 thread_local BlockRun* block_run = nullptr;
@@ -212,14 +241,26 @@ std::size_t mbarrier_offset(const unsigned long long* barrier, const char* opera
     return address - shared_begin;
 }
 
+//! The transaction count of the mbarrier at `offset` (bytes expected less bytes completed in
+//! its current phase).
+long long& transactions(std::size_t offset) {
+    std::vector<MbarrierTransactions>& all = block_run->mbarrier_transactions;
+    for (MbarrierTransactions& entry : all)
+        if (entry.offset == offset)
+            return entry.count;
+    all.push_back(MbarrierTransactions{offset, 0});
+    return all.back().count;
+}
+
 MbarrierState read_mbarrier(std::size_t offset, const char* operation) {
     unsigned long long bits;
     std::memcpy(&bits, smem + offset, sizeof(bits));
     const MbarrierState state{static_cast<unsigned>(bits & mbarrier_max_count),
                               static_cast<unsigned>(bits >> 20 & mbarrier_max_count),
                               static_cast<unsigned>(bits >> 40 & 1u)};
+    // No arrivals pending: the phase waits for transaction bytes (else it would have completed).
     if ((bits & mbarrier_tag_mask) != mbarrier_tag || packed(state) != bits || state.expected == 0 ||
-        state.pending == 0 || state.pending > state.expected)
+        (state.pending == 0 && transactions(offset) == 0) || state.pending > state.expected)
         fault("%s: mbarrier used before init: the 8 bytes at shared offset %zu hold 0x%016llx, not an "
               "mbarrier (one thread must mbarrier::init it, and a __syncthreads() follow, before any thread "
               "uses it; and nothing may write over it)", operation, offset, bits);
@@ -262,8 +303,9 @@ void land_copies_before(Fiber& fiber, unsigned long long copies_before) {
     land(fiber.uncommitted_copies);
 }
 
-//! Lands the copies whose arrivals on the mbarrier at `offset` belong to completed phases:
-//! a thread that observes a phase complete must see what arrived in it.
+//! Lands the copies whose arrivals on the mbarrier at `offset` belong to completed phases, and
+//! the TMA copies whose bytes were counted in them: a thread that observes a phase complete
+//! must see what arrived in it.
 void land_arrived_copies(BlockRun& run, std::size_t offset) {
     std::size_t kept = 0;
     for (std::size_t i = 0; i < run.copy_arrivals.size(); ++i) {
@@ -274,21 +316,194 @@ void land_arrived_copies(BlockRun& run, std::size_t offset) {
             run.copy_arrivals[kept - 1] = arrival;
     }
     run.copy_arrivals.resize(kept);
+    kept = 0;
+    for (std::size_t i = 0; i < run.tma_copies.size(); ++i) {
+        TmaCopy& copy = run.tma_copies[i];
+        if (copy.offset == offset && copy.phase_completed)
+            std::memcpy(smem + copy.destination, copy.bytes.data(), copy.bytes.size());
+        else if (kept++ != i)
+            run.tma_copies[kept - 1] = std::move(copy);
+    }
+    run.tma_copies.resize(kept);
 }
 
-//! One arrival on the mbarrier at `offset`. The last one of a phase completes it: the parity
-//! flips and the pending count starts again at the expected one. (An arrival beyond a phase's
-//! count therefore counts toward the next phase, as on the GPU: the model cannot tell it from
-//! an early arrival for the next phase, which is legitimate.)
-void arrive_at(BlockRun& run, std::size_t offset, const char* operation) {
+//! Completes the current phase of the mbarrier at `offset` if its arrivals are all in and its
+//! transaction count is 0: the parity flips and the pending count starts again at the expected
+//! one; what arrived in the phase lands when a wait observes it.
+void complete_phase_if_done(BlockRun& run, std::size_t offset, MbarrierState& state) {
+    if (state.pending != 0 || transactions(offset) != 0)
+        return;
+    state.pending = state.expected;
+    state.parity ^= 1u;
+    for (CopyArrival& arrival : run.copy_arrivals)
+        arrival.phase_completed |= arrival.offset == offset;
+    for (TmaCopy& copy : run.tma_copies)
+        copy.phase_completed |= copy.offset == offset;
+}
+
+//! One arrival on the mbarrier at `offset`, after raising its transaction count by
+//! `expect_bytes` (mbarrier.arrive.expect_tx). The last one of a phase completes it, once the
+//! transaction count is 0 too. (An arrival beyond a phase's count therefore counts toward the
+//! next phase, as on the GPU: the model cannot tell it from an early arrival for the next
+//! phase, which is legitimate; but one while the phase has all its arrivals and waits for
+//! transaction bytes is a fault.)
+void arrive_at(BlockRun& run, std::size_t offset, const char* operation, unsigned expect_bytes = 0) {
     MbarrierState state = read_mbarrier(offset, operation);
-    if (--state.pending == 0) {
-        state.pending = state.expected;
-        state.parity ^= 1u;
-        for (CopyArrival& arrival : run.copy_arrivals)
-            arrival.phase_completed |= arrival.offset == offset;
-    }
+    long long& count = transactions(offset);
+    if (state.pending == 0)
+        fault("%s: an arrival on the mbarrier at shared offset %zu, whose phase of parity %u has all its %u "
+              "arrivals and waits for transaction bytes (%lld %s): more arrivals than init's count in one phase",
+              operation, offset, state.parity, state.expected, count < 0 ? -count : count,
+              count < 0 ? "more completed by TMA copies than expected" : "expected and not yet completed");
+    count += expect_bytes;
+    if (count > static_cast<long long>(mbarrier_max_count))
+        fault("%s: the transaction count of the mbarrier at shared offset %zu reaches %lld bytes; the PTX ISA's "
+              "limit is %u", operation, offset, count, mbarrier_max_count);
+    --state.pending;
+    complete_phase_if_done(run, offset, state);
     write_mbarrier(offset, state);
+}
+
+//! `bytes` completed transactions (a TMA copy's complete_tx) on the mbarrier at `offset`.
+void complete_transactions(BlockRun& run, std::size_t offset, unsigned bytes, const char* operation) {
+    MbarrierState state = read_mbarrier(offset, operation);
+    long long& count = transactions(offset);
+    count -= bytes;
+    if (count < -static_cast<long long>(mbarrier_max_count))
+        fault("%s: the transaction count of the mbarrier at shared offset %zu reaches %lld bytes; the PTX ISA's "
+              "limit is -%u (copies without a matching mbarrier::arrive_expect_bytes?)", operation, offset, count,
+              mbarrier_max_count);
+    complete_phase_if_done(run, offset, state);
+    write_mbarrier(offset, state);
+}
+
+//! A buffer of the manifest: `bytes` bytes at `data`, read from and written back to `path`.
+struct Buffer {
+    std::string name, path;
+    std::size_t bytes;
+    void* data;
+};
+
+// ---- TMA tensor maps and copies ------------------------------------------------------------
+// The emulator's encoding of a tensor map, in a TensorMap's 128 bytes (autoconv/emulator/
+// tensor_maps.py writes it; the GPU's encoding is the driver's and opaque). Sizes, strides and
+// corners innermost dimension first, as the driver API takes them.
+struct EmulatedTensorMap {
+    unsigned char magic[8];           // tensor_map_magic: anything else is not an emulated map
+    unsigned long long address;       // the tensor's first element (the `address` manifest line)
+    unsigned short kind;              // tensor_map_im2col or tensor_map_tiled
+    unsigned short element_bytes;
+    unsigned swizzle_bytes;           // 128
+    unsigned sizes[4];                // im2col: C, W, H, N; tiled: dimensions 0, 1, 2 (and 1)
+    unsigned long long strides[3];    // bytes from one index of dimension 1, 2, 3 to the next
+    int lower[2], upper[2];           // im2col: the bounding box's corners, W and H
+    unsigned element_strides[4];      // im2col: 1, stride W, stride H, 1; tiled: 1, 1, 1, 1
+    unsigned box[3];                  // im2col: channels, pixels, 0; tiled: the box
+    char name[20];                    // the map's name (NUL-terminated), for messages
+};
+static_assert(sizeof(EmulatedTensorMap) == 128, "a tensor map is 128 bytes");
+static_assert(offsetof(EmulatedTensorMap, address) == 8 && offsetof(EmulatedTensorMap, kind) == 16 &&
+                  offsetof(EmulatedTensorMap, sizes) == 24 && offsetof(EmulatedTensorMap, strides) == 40 &&
+                  offsetof(EmulatedTensorMap, lower) == 64 && offsetof(EmulatedTensorMap, element_strides) == 80 &&
+                  offsetof(EmulatedTensorMap, box) == 96 && offsetof(EmulatedTensorMap, name) == 108,
+              "the layout autoconv/emulator/tensor_maps.py writes");
+constexpr unsigned char tensor_map_magic[8] = {'a', 'c', 'e', 'm', 'u', 'T', 'M', 'A'};
+constexpr unsigned short tensor_map_im2col = 1, tensor_map_tiled = 2;
+//! Bytes of a box row: the 128-byte swizzle's row, the only width modelled.
+constexpr std::size_t tma_row_bytes = 128;
+
+//! Reads the map `map` points at; a fault if it is not the emulator's encoding of a map of
+//! this kind, or one the model does not cover.
+EmulatedTensorMap read_tensor_map(const void* map, unsigned short kind, const char* operation) {
+    if (map == nullptr)
+        fault("%s: the tensor map pointer is null", operation);
+    EmulatedTensorMap m;
+    std::memcpy(&m, map, sizeof(m));
+    if (std::memcmp(m.magic, tensor_map_magic, sizeof(m.magic)) != 0)
+        fault("%s: %p is not a tensor map in the emulator's encoding (its first bytes are %02x %02x %02x %02x...): "
+              "under emulation a map must come from autoconv.emulator.tensor_maps.encode (EmulatedProgram.run's "
+              "tensor_maps), passed to the kernel by value", operation, map, m.magic[0], m.magic[1], m.magic[2],
+              m.magic[3]);
+    m.name[sizeof(m.name) - 1] = '\0';
+    const char* const wanted = kind == tensor_map_im2col ? "im2col" : "tiled";
+    if (m.kind != kind)
+        fault("%s: tensor map %s is not an %s map (kind %u)", operation, m.name, wanted, m.kind);
+    if (m.address == 0)
+        fault("%s: tensor map %s has no address (the manifest's `address` line for it is missing)", operation,
+              m.name);
+    if (m.element_bytes != 2 || m.swizzle_bytes != tma_row_bytes)
+        fault("%s: tensor map %s has %u-byte elements and a %u-byte swizzle; the model covers 2-byte elements "
+              "in the 128-byte swizzle", operation, m.name, m.element_bytes, m.swizzle_bytes);
+    for (unsigned d = 0; d < 4; ++d)
+        if (m.element_strides[d] < 1 || m.element_strides[d] > 8 || (kind == tensor_map_tiled && m.element_strides[d] != 1))
+            fault("%s: tensor map %s has traversal strides (%u, %u, %u, %u); the model covers 1 to 8 (im2col) and 1 "
+                  "(tiled)", operation, m.name, m.element_strides[0], m.element_strides[1], m.element_strides[2],
+                  m.element_strides[3]);
+    const std::size_t row = static_cast<std::size_t>(m.box[0]) * m.element_bytes;
+    if (row != tma_row_bytes)
+        fault("%s: tensor map %s has box rows of %zu bytes (%u elements); the model covers rows of exactly %zu "
+              "bytes, the 128-byte swizzle's row (narrower rows are not modelled)", operation, m.name, row,
+              m.box[0], tma_row_bytes);
+    return m;
+}
+
+//! The shared-memory offset of a copy's destination of `bytes` bytes; a fault unless it lies
+//! in the block's dynamic shared memory, 1024-byte aligned (the 128-byte swizzle's pattern
+//! repeats every 1024 bytes, and the hardware swizzles on the address bits).
+std::size_t tma_destination(const void* destination, std::size_t bytes, const char* map_name, const char* operation) {
+    const auto address = reinterpret_cast<std::uintptr_t>(destination);
+    const auto shared_begin = reinterpret_cast<std::uintptr_t>(&smem[0]);
+    const std::size_t shared_bytes = block_run->shared_bytes;
+    if (address < shared_begin || address + bytes > shared_begin + shared_bytes)
+        fault("%s (map %s): the destination %p of the %zu-byte box is not within the block's %zu bytes of dynamic "
+              "shared memory at %p", operation, map_name, destination, bytes, shared_bytes,
+              static_cast<void*>(&smem[0]));
+    const std::size_t offset = address - shared_begin;
+    if (offset % 1024 != 0)
+        fault("%s (map %s): the destination is at shared offset %zu, not 1024-byte aligned (the 128-byte swizzle "
+              "needs 1024-byte aligned boxes)", operation, map_name, offset);
+    return offset;
+}
+
+//! The box, `rows` rows of 128 bytes, as it lands at shared offset `destination` (a multiple of
+//! 1024): element e of row r read by `element(r, e, bytes)`, at byte r * 128 + e * 2 before the
+//! swizzle, whose 16-byte chunk moves to chunk position (chunk ^ r % 8): shared address bits
+//! [4:6] ^= bits [7:9].
+template <class Element>
+std::vector<unsigned char> swizzled_box(std::size_t rows, std::size_t element_bytes, Element element) {
+    std::vector<unsigned char> box(rows * tma_row_bytes);
+    const std::size_t per_row = tma_row_bytes / element_bytes;
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t e = 0; e < per_row; ++e) {
+            const std::size_t linear = r * tma_row_bytes + e * element_bytes;
+            element(r, e, &box[linear ^ ((linear >> 7 & 7u) << 4)]);
+        }
+    return box;
+}
+
+//! Counts the box's bytes on the barrier and keeps the copy until a wait lands it.
+void issue_tma_copy(std::size_t destination, std::vector<unsigned char> box, unsigned long long* barrier,
+                    const char* operation) {
+    BlockRun& run = *block_run;
+    const std::size_t offset = mbarrier_offset(barrier, operation);
+    check_init_published(run, offset, operation);
+    const auto bytes = static_cast<unsigned>(box.size());
+    run.tma_copies.push_back(TmaCopy{offset, destination, std::move(box), false});
+    complete_transactions(run, offset, bytes, operation);
+}
+
+//! Writes the address `offset` bytes into buffer `data` into the tensor map in buffer `map` (the
+//! manifest's `address <map> <buffer> <offset>`).
+void set_map_address(const Buffer& map, const Buffer& data, std::size_t offset, const std::string& where) {
+    if (map.bytes != sizeof(EmulatedTensorMap) ||
+        std::memcmp(map.data, tensor_map_magic, sizeof(tensor_map_magic)) != 0)
+        launch_error(where + ": buffer " + map.name + " is not a tensor map in the emulator's encoding");
+    if (offset >= data.bytes)
+        launch_error(where + ": tensor map " + map.name + " starts " + std::to_string(offset) + " bytes into buffer " +
+                     data.name + ", which has " + std::to_string(data.bytes));
+    const auto address = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(data.data) + offset);
+    std::memcpy(static_cast<unsigned char*>(map.data) + offsetof(EmulatedTensorMap, address), &address,
+                sizeof(address));
 }
 
 // ---- blocks -------------------------------------------------------------------------------
@@ -389,6 +604,31 @@ private:
             if (released)
                 return true;
         }
+        // Named barriers (bar.sync id, threads): released when that many threads wait at the id.
+        unsigned at_named_barrier = 0;
+        for (unsigned i = 0; i < threads; ++i) {
+            if (fibers_[i].state != Fiber::State::at_named_barrier)
+                continue;
+            ++at_named_barrier;
+            const unsigned id = fibers_[i].named_barrier_id, wanted = fibers_[i].named_barrier_threads;
+            unsigned waiting = 0;
+            for (unsigned j = 0; j < threads; ++j) {
+                if (fibers_[j].state == Fiber::State::at_named_barrier && fibers_[j].named_barrier_id == id) {
+                    if (fibers_[j].named_barrier_threads != wanted) {
+                        thread_idx = fibers_[j].thread_idx;
+                        fault("named barrier %u: thread %u waits for %u threads there, thread %u for %u", id, j,
+                              fibers_[j].named_barrier_threads, i, wanted);
+                    }
+                    ++waiting;
+                }
+            }
+            if (waiting == wanted) {
+                for (unsigned j = 0; j < threads; ++j)
+                    if (fibers_[j].state == Fiber::State::at_named_barrier && fibers_[j].named_barrier_id == id)
+                        fibers_[j].state = Fiber::State::runnable;
+                return true;
+            }
+        }
         unsigned at_mbarrier = 0;
         const Fiber* first_at_mbarrier = nullptr;
         for (unsigned i = 0; i < threads; ++i) {
@@ -403,10 +643,36 @@ private:
             const Fiber& stuck = *first_at_mbarrier;
             thread_idx = stuck.thread_idx;
             const MbarrierState state = read_mbarrier(stuck.mbarrier_offset, "mbarrier::wait");
+            const long long count = transactions(stuck.mbarrier_offset);
+            if (count == 0)
+                fault("hang: thread %u waits for the phase of parity %u of the mbarrier at shared offset %zu, which "
+                      "never completes (arrivals missing?): %u of its %u arrivals are pending and no thread can "
+                      "run to make them (%u threads wait on mbarriers)",
+                      static_cast<unsigned>(&stuck - fibers_.get()), stuck.mbarrier_parity, stuck.mbarrier_offset,
+                      state.pending, state.expected, at_mbarrier);
             fault("hang: thread %u waits for the phase of parity %u of the mbarrier at shared offset %zu, which "
-                  "never completes (arrivals missing?): %u of its %u arrivals are pending and no thread can run "
-                  "to make them (%u threads wait on mbarriers)", static_cast<unsigned>(&stuck - fibers_.get()),
-                  stuck.mbarrier_parity, stuck.mbarrier_offset, state.pending, state.expected, at_mbarrier);
+                  "never completes (transaction bytes missing?): %u of its %u arrivals are pending and its TMA "
+                  "copies brought %lld bytes %s than mbarrier::arrive_expect_bytes announced (%s); no thread can "
+                  "run to change that (%u threads wait on mbarriers)",
+                  static_cast<unsigned>(&stuck - fibers_.get()), stuck.mbarrier_parity, stuck.mbarrier_offset,
+                  state.pending, state.expected, count < 0 ? -count : count, count < 0 ? "more" : "fewer",
+                  count < 0 ? "an arrive_expect_bytes missing or too small?" : "a copy missing, or bytes miscounted?",
+                  at_mbarrier);
+        }
+        if (at_named_barrier) {
+            // No thread can run, and threads wait at a named barrier that too few threads reach.
+            for (unsigned i = 0; i < threads; ++i) {
+                if (fibers_[i].state == Fiber::State::at_named_barrier) {
+                    thread_idx = fibers_[i].thread_idx;
+                    unsigned waiting = 0;
+                    for (unsigned j = 0; j < threads; ++j)
+                        waiting += fibers_[j].state == Fiber::State::at_named_barrier &&
+                                   fibers_[j].named_barrier_id == fibers_[i].named_barrier_id;
+                    fault("hang: thread %u waits at named barrier %u for %u threads; %u wait there and no thread "
+                          "can run to join them", i, fibers_[i].named_barrier_id, fibers_[i].named_barrier_threads,
+                          waiting);
+                }
+            }
         }
         if (at_warp_barrier) {
             // Some lanes of a warp wait at a warp-level sync, the others at __syncthreads():
@@ -527,11 +793,6 @@ void run_launch(const Launch& launch, unsigned workers, bool reverse) {
 }
 
 // ---- the host program -----------------------------------------------------------------------
-struct Buffer {
-    std::string name, path;
-    std::size_t bytes;
-    void* data;
-};
 
 void read_buffer(const Buffer& buffer) {
     std::ifstream in(buffer.path, std::ios::binary);
@@ -563,15 +824,26 @@ Launch parse_launch(std::istringstream& fields, const std::string& where, std::s
             known += std::string(k ? ", " : "") + kernels[k].name;
         launch_error(what + ": no such kernel in this program; it has " + known);
     }
+    bool by_value = false;
+    for (int i = 0; i < launch.kernel->arity; ++i)
+        by_value |= launch.kernel->value_bytes[i] != 0;
     for (std::string name; fields >> name;) {
         auto found = std::find_if(buffers.begin(), buffers.end(), [&](const Buffer& b) { return b.name == name; });
         if (found == buffers.end())
             launch_error(what + ": no buffer named " + name);
+        const std::size_t parameter = launch.args.size();
+        if (static_cast<int>(parameter) < launch.kernel->arity && launch.kernel->value_bytes[parameter] != 0 &&
+            launch.kernel->value_bytes[parameter] != found->bytes)
+            launch_error(what + ": parameter " + std::to_string(parameter) + " is a " +
+                         std::to_string(launch.kernel->value_bytes[parameter]) +
+                         "-byte struct passed by value (a tensor map?), and buffer " + name + " has " +
+                         std::to_string(found->bytes) + " bytes");
         launch.args.push_back(found->data);
     }
     if (static_cast<int>(launch.args.size()) != launch.kernel->arity)
         launch_error(what + ": the kernel takes " + std::to_string(launch.kernel->arity) +
-                     " pointer arguments; the launch passes " + std::to_string(launch.args.size()));
+                     (by_value ? " arguments" : " pointer arguments") + "; the launch passes " +
+                     std::to_string(launch.args.size()));
     check_launch(launch, what);
     return launch;
 }
@@ -599,6 +871,21 @@ void barrier() {
     switch_to_scheduler(run, fiber, false);
 }
 
+void named_barrier_sync(unsigned id, unsigned threads) {
+    BlockRun& run = *block_run;
+    Fiber& fiber = *run.current;
+    const unsigned block_threads = block_dim.x * block_dim.y * block_dim.z;
+    if (id < 1 || id > 15)
+        fault("named_barrier::sync: barrier %u; it must be 1 to 15 (0 is __syncthreads())", id);
+    if (threads == 0 || threads % warp_size != 0 || threads > block_threads)
+        fault("named_barrier::sync(%u, %u): the thread count must be a multiple of %u, at most the block's %u", id,
+              threads, warp_size, block_threads);
+    fiber.state = Fiber::State::at_named_barrier;
+    fiber.named_barrier_id = id;
+    fiber.named_barrier_threads = threads;
+    switch_to_scheduler(run, fiber, false);
+}
+
 std::size_t shared_bytes() { return block_run->shared_bytes; }
 
 void mbarrier_init(unsigned long long* barrier, unsigned count) {
@@ -610,7 +897,10 @@ void mbarrier_init(unsigned long long* barrier, unsigned count) {
     // Copies that arrived on an earlier barrier here land now: nobody can wait for them any more.
     for (CopyArrival& arrival : run.copy_arrivals)
         arrival.phase_completed |= arrival.offset == offset;
+    for (TmaCopy& copy : run.tma_copies)
+        copy.phase_completed |= copy.offset == offset;
     land_arrived_copies(run, offset);
+    transactions(offset) = 0;
     write_mbarrier(offset, MbarrierState{count, count, 0});
     auto same = [offset](const MbarrierInit& init) { return init.offset == offset; };
     run.mbarrier_inits.erase(std::remove_if(run.mbarrier_inits.begin(), run.mbarrier_inits.end(), same),
@@ -638,6 +928,16 @@ void mbarrier_arrive_when_copies_land(unsigned long long* barrier) {
     arrive_at(run, offset, "mbarrier::arrive_when_copies_land");
 }
 
+void mbarrier_arrive_expect_bytes(unsigned long long* barrier, unsigned bytes) {
+    BlockRun& run = *block_run;
+    const std::size_t offset = mbarrier_offset(barrier, "mbarrier::arrive_expect_bytes");
+    check_init_published(run, offset, "mbarrier::arrive_expect_bytes");
+    if (bytes > mbarrier_max_count)
+        fault("mbarrier::arrive_expect_bytes: %u bytes for the mbarrier at shared offset %zu; the PTX ISA's limit "
+              "is %u", bytes, offset, mbarrier_max_count);
+    arrive_at(run, offset, "mbarrier::arrive_expect_bytes", bytes);
+}
+
 void mbarrier_wait(unsigned long long* barrier, unsigned parity) {
     BlockRun& run = *block_run;
     const std::size_t offset = mbarrier_offset(barrier, "mbarrier::wait");
@@ -658,6 +958,80 @@ void mbarrier_wait(unsigned long long* barrier, unsigned parity) {
         switch_to_scheduler(run, fiber, false);
     } while (read_mbarrier(offset, "mbarrier::wait").parity == parity);
     land_arrived_copies(run, offset);
+}
+
+// A TMA copy: the box is read from global memory when the copy is issued (AddressSanitizer
+// reports a bad map address at the issuing line) and lands, swizzled, when a wait observes the
+// phase its bytes completed (so a read before the wait sees the poison, and a copy whose bytes
+// no arrive_expect_bytes announced leaves the phase incomplete: a hang).
+void tma_copy_im2col(void* destination, const void* map, unsigned long long* barrier, int c, int w, int h, int n,
+                     unsigned offset_w, unsigned offset_h) {
+    const char* const operation = "tma::copy_im2col";
+    const EmulatedTensorMap m = read_tensor_map(map, tensor_map_im2col, operation);
+    const long long pixels = m.box[1];
+    const long long size_c = m.sizes[0], size_w = m.sizes[1], size_h = m.sizes[2], size_n = m.sizes[3];
+    const long long stride_w = m.element_strides[1], stride_h = m.element_strides[2];
+    const long long first_w = m.lower[0], last_w = size_w - 1 + m.upper[0];
+    const long long first_h = m.lower[1], last_h = size_h - 1 + m.upper[1];
+    const std::size_t to = tma_destination(destination, static_cast<std::size_t>(pixels) * tma_row_bytes, m.name,
+                                           operation);
+    // The walk goes through the bounding box's base positions; a start off them is not modelled.
+    if (w < first_w || w > last_w || (w - first_w) % stride_w != 0 || h < first_h || h > last_h ||
+        (h - first_h) % stride_h != 0)
+        fault("%s (map %s): the base position (w %d, h %d) is not one of the bounding box's: w from %lld to %lld "
+              "stepping %lld, h from %lld to %lld stepping %lld (the model walks from base positions only)",
+              operation, m.name, w, h, first_w, last_w, stride_w, first_h, last_h, stride_h);
+    // Row j's base position: the j-th of the walk from (w, h, n), W fastest, then H, then N.
+    std::vector<long long> base_w(pixels), base_h(pixels), base_n(pixels);
+    long long bw = w, bh = h, bn = n;
+    for (long long j = 0; j < pixels; ++j) {
+        base_w[j] = bw, base_h[j] = bh, base_n[j] = bn;
+        if ((bw += stride_w) > last_w) {
+            bw = first_w;
+            if ((bh += stride_h) > last_h) {
+                bh = first_h;
+                ++bn;
+            }
+        }
+    }
+    const auto* const tensor = reinterpret_cast<const unsigned char*>(static_cast<std::uintptr_t>(m.address));
+    std::vector<unsigned char> box =
+        swizzled_box(static_cast<std::size_t>(pixels), m.element_bytes, [&](std::size_t r, std::size_t e,
+                                                                            unsigned char* out) {
+            const long long x_c = c + static_cast<long long>(e), x_w = base_w[r] + offset_w,
+                            x_h = base_h[r] + offset_h, x_n = base_n[r];
+            if (x_c < 0 || x_c >= size_c || x_w < 0 || x_w >= size_w || x_h < 0 || x_h >= size_h || x_n < 0 ||
+                x_n >= size_n) {
+                std::memset(out, 0, m.element_bytes);
+                return;
+            }
+            std::memcpy(out, tensor + x_c * m.element_bytes + x_w * m.strides[0] + x_h * m.strides[1] +
+                                 x_n * m.strides[2], m.element_bytes);
+        });
+    issue_tma_copy(to, std::move(box), barrier, operation);
+}
+
+void tma_copy_tiled(void* destination, const void* map, unsigned long long* barrier, int x0, int x1, int x2) {
+    const char* const operation = "tma::copy_tiled";
+    const EmulatedTensorMap m = read_tensor_map(map, tensor_map_tiled, operation);
+    const long long b1 = m.box[1], b2 = m.box[2];
+    const std::size_t to = tma_destination(destination, static_cast<std::size_t>(b1 * b2) * tma_row_bytes, m.name,
+                                           operation);
+    const auto* const tensor = reinterpret_cast<const unsigned char*>(static_cast<std::uintptr_t>(m.address));
+    // Row r = k * b1 + j holds tensor[x2 + k][x1 + j][x0 .. x0 + b0 - 1].
+    std::vector<unsigned char> box =
+        swizzled_box(static_cast<std::size_t>(b1 * b2), m.element_bytes, [&](std::size_t r, std::size_t e,
+                                                                             unsigned char* out) {
+            const long long i0 = x0 + static_cast<long long>(e), i1 = x1 + static_cast<long long>(r) % b1,
+                            i2 = x2 + static_cast<long long>(r) / b1;
+            if (i0 < 0 || i0 >= m.sizes[0] || i1 < 0 || i1 >= m.sizes[1] || i2 < 0 || i2 >= m.sizes[2]) {
+                std::memset(out, 0, m.element_bytes);
+                return;
+            }
+            std::memcpy(out, tensor + i0 * m.element_bytes + i1 * m.strides[0] + i2 * m.strides[1],
+                        m.element_bytes);
+        });
+    issue_tma_copy(to, std::move(box), barrier, operation);
 }
 
 void warp_barrier() {
@@ -745,6 +1119,18 @@ int host_main(int argc, char** argv, const KernelEntry* kernels, std::size_t ker
                 launch_error(where + ": cannot allocate " + std::to_string(buffer.bytes) + " bytes");
             read_buffer(buffer);
             buffers.push_back(buffer);
+        } else if (kind == "address") {
+            std::string map_name, buffer_name;
+            std::size_t offset = 0;
+            if (!(fields >> map_name >> buffer_name >> offset))
+                launch_error(where + ": expected `address <map> <buffer> <offset>`");
+            auto named = [&](const std::string& name) {
+                auto found = std::find_if(buffers.begin(), buffers.end(), [&](const Buffer& b) { return b.name == name; });
+                if (found == buffers.end())
+                    launch_error(where + ": no buffer named " + name);
+                return *found;
+            };
+            set_map_address(named(map_name), named(buffer_name), offset, where);
         } else if (kind == "launch") {
             launches.push_back(parse_launch(fields, where, launches.size(), kernels, kernel_count, buffers));
         } else {

@@ -4,7 +4,9 @@ The program runs in its own process: the sanitizers' runtime loads with it (not 
 Python), and a kernel that crashes (an AddressSanitizer report, a segfault, a fault the
 emulator detects) fails that run with the report, not the caller. Buffers travel as raw
 files in a temporary folder; the program allocates each with exactly its size, so any
-access past its end is reported.
+access past its end is reported. TMA tensor maps travel as 128-byte buffers in the emulator's
+encoding (:mod:`autoconv.emulator.tensor_maps`), into which the program writes the address of
+the buffer each describes.
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy
 
+from autoconv.emulator import tensor_maps as emulated_maps
 from autoconv.emulator.errors import EmulatedKernelFault, EmulationTimeout
+
+if TYPE_CHECKING:
+    from autoconv.kernels.tensor_maps import TensorMap
 
 #: Seconds an emulated program may run before it is killed (a kernel that never returns).
 DEFAULT_TIMEOUT_S = 300.0
@@ -66,18 +72,29 @@ class EmulatedProgram:
 
     def run(self, launches: Sequence[LaunchLike], buffers: Mapping[str, numpy.ndarray], *,
             workers: int | None = None, timeout: float | None = None,
-            reverse_blocks: bool = False) -> dict[str, numpy.ndarray]:
+            reverse_blocks: bool = False,
+            tensor_maps: Mapping[str, TensorMap] | None = None) -> dict[str, numpy.ndarray]:
         """Run ``launches`` in order, like one CUDA stream, on copies of ``buffers``.
 
         Each launch passes, in order, the buffers its ``args`` name (as device pointers
-        to their data). Every block of a launch runs (on ``workers`` OS threads) before
-        the next launch starts. Blocks are taken in index order, or from the last with
-        ``reverse_blocks`` (a kernel whose blocks communicate must be right in either).
+        to their data), or the tensor maps they name (by value, the kernel's
+        ``const __grid_constant__ tma::TensorMap`` parameters). Every block of a launch runs
+        (on ``workers`` OS threads) before the next launch starts. Blocks are taken in index
+        order, or from the last with ``reverse_blocks`` (a kernel whose blocks communicate
+        must be right in either).
+
+        Args:
+            tensor_maps: TMA tensor maps by name (a plan's ``tensor_maps``), each encoded
+                for the buffer it names (:func:`autoconv.emulator.tensor_maps.encode`).
 
         Returns:
-            every buffer after the last launch, by name (new arrays, same shape and dtype).
+            every buffer after the last launch, by name (new arrays, same shape and dtype);
+            not the maps.
 
         Raises:
+            ValueError: a buffer or map name is not a C identifier, a map's name is also a
+                buffer's, a map names a buffer not given or covers more bytes than it has,
+                or the driver would refuse a map.
             EmulatedKernelFault: the program failed: a sanitizer report, a fault the
                 emulator detected, or a launch CUDA would refuse (too many threads,
                 too much shared memory, wrong argument count); the message has its output.
@@ -87,14 +104,29 @@ class EmulatedProgram:
         for name in arrays:
             if not _BUFFER_NAME.match(name):
                 raise ValueError(f"buffer name {name!r} must be a C identifier")
+        maps = {name: emulated_maps.encode(tensor_map, name) for name, tensor_map in (tensor_maps or {}).items()}
+        for name, tensor_map in (tensor_maps or {}).items():
+            if not _BUFFER_NAME.match(name):
+                raise ValueError(f"tensor map name {name!r} must be a C identifier")
+            if name in arrays:
+                raise ValueError(f"{name!r} names both a buffer and a tensor map")
+            if tensor_map.buffer not in arrays:
+                raise ValueError(f"tensor map {name} describes buffer {tensor_map.buffer!r}, which is not among "
+                                 f"the buffers ({', '.join(arrays)})")
+            end = tensor_map.offset + emulated_maps.extent_bytes(tensor_map)
+            if end > arrays[tensor_map.buffer].nbytes:
+                raise ValueError(f"tensor map {name} covers bytes {tensor_map.offset} to {end} of buffer "
+                                 f"{tensor_map.buffer}, which has {arrays[tensor_map.buffer].nbytes}")
         workers = default_workers() if workers is None else workers
         timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
         with tempfile.TemporaryDirectory(prefix="autoconv-emu-") as folder:
             work = Path(folder)
             lines = [f"workers {workers}", f"order {'reverse' if reverse_blocks else 'forward'}"]
-            for name, array in arrays.items():
+            for name, array in {**arrays, **maps}.items():
                 array.tofile(work / f"{name}.bin")
                 lines.append(f"buffer {name} {array.nbytes} {work / f'{name}.bin'}")
+            for name, tensor_map in (tensor_maps or {}).items():
+                lines.append(f"address {name} {tensor_map.buffer} {tensor_map.offset}")
             for launch in launches:
                 lines.append(" ".join(str(v) for v in (
                     "launch", launch.kernel, *launch.grid, *launch.block, launch.shared_bytes, *launch.args)))
