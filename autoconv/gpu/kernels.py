@@ -9,8 +9,10 @@ its launches in order, each given the device pointers of the buffers it names
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from autoconv.kernels.families import KernelPlan
 from autoconv.kernels.limits import DeviceLimits
@@ -54,6 +56,7 @@ class LoadedPlan:
         self._functions = {name: self._module.get_function(name) for name in names}
         self._resources = {name: _read_resources(name, function) for name, function in self._functions.items()}
         self._configured = False
+        self._map_slots: dict[tuple[str, str], Any] = {}   # (kernel, map name) -> MapSlot
 
     @property
     def resources(self) -> list[KernelResources]:
@@ -114,9 +117,45 @@ class LoadedPlan:
         if not self._configured:
             self.configure()
         for launch in self.plan.launches:
+            if any(name in self.plan.tensor_maps for name in launch.args):
+                self._launch_with_tensor_maps(launch, buffers, stream)
+                continue
             self._functions[launch.kernel](launch.grid, launch.block,
                                            tuple(buffers[name] for name in launch.args),
                                            shared_mem=launch.shared_bytes, stream=stream)
+
+    def _launch_with_tensor_maps(self, launch, buffers: Mapping[str, object], stream) -> None:
+        """A launch that takes tensor maps by value: through the driver, with a parameter array of
+        the buffers' device pointers and the maps encoded for the buffers they describe
+        (:mod:`autoconv.gpu.tensor_maps`; a slot per map re-encodes only for a new address)."""
+        import cupy
+        from cupy.cuda import driver
+
+        from autoconv.gpu.tensor_maps import MapSlot
+
+        pointers, values = [], []
+        for name in launch.args:
+            tensor_map = self.plan.tensor_maps.get(name)
+            if tensor_map is not None:
+                slot = self._map_slots.setdefault((launch.kernel, name), MapSlot(tensor_map))
+                pointers.append(slot.fill(_device_address(buffers[tensor_map.buffer])))
+            else:
+                value = ctypes.c_uint64(_device_address(buffers[name]))
+                values.append(value)
+                pointers.append(ctypes.addressof(value))
+        params = (ctypes.c_void_p * len(pointers))(*pointers)
+        stream_handle = (stream if stream is not None else cupy.cuda.get_current_stream()).ptr
+        driver.launchKernel(self._functions[launch.kernel].ptr, *launch.grid, *launch.block, launch.shared_bytes,
+                            stream_handle, ctypes.addressof(params), 0)
+
+
+def _device_address(buffer) -> int:
+    """The device address of a kernel argument: a CuPy array's data, an int as is, None as 0."""
+    if buffer is None:
+        return 0
+    if isinstance(buffer, int):
+        return buffer
+    return int(buffer.data.ptr)
 
 
 def _read_resources(name: str, function) -> KernelResources:

@@ -8,6 +8,10 @@ from. A call then writes the device pointers into preallocated argument arrays a
 CuPy's ``Function`` object costs 6-13 us more per launch: it converts every argument
 and wraps the stream; measured on the H100, see ``results/h100/resnet50_e2e/``).
 
+A launch argument that is one of the plan's tensor maps (TMA families) points at the map's
+128 bytes, encoded for the buffer it describes at each call
+(:class:`autoconv.gpu.tensor_maps.MapSlot`: only when the buffer's address changed).
+
 A plan's launches start with the weights transforms (launches that read ``w`` and write
 the workspace only: the rsc reorder, the 3xTF32 split, wgmma's swizzle), followed by the
 launches that read ``x``. The transformed weights depend on ``w`` alone, so a caller
@@ -21,9 +25,13 @@ from __future__ import annotations
 import ctypes
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from autoconv.errors import AutoconvError
 from autoconv.kernels.families import BUFFER_NAMES, KernelPlan
+
+if TYPE_CHECKING:
+    from autoconv.gpu.tensor_maps import MapSlot
 
 #: Position of each buffer in the pointer tuple a call passes: (x, w, bias, y, workspace).
 BUFFER_INDEX = {name: index for index, name in enumerate(BUFFER_NAMES)}
@@ -41,10 +49,11 @@ class _RawLaunch:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     shared_bytes: int
-    buffers: tuple[int, ...]          # BUFFER_INDEX of each kernel argument, in order
+    buffers: tuple[int, ...]          # BUFFER_INDEX of each kernel argument, in order (-1: a tensor map)
     values: ctypes.Array              # the arguments' device pointers, written per call
     pointers: ctypes.Array            # void* kernelParams[]: the address of each value
     params: int                       # the address of ``pointers``
+    maps: tuple[tuple[MapSlot, int], ...] = ()   # tensor-map arguments: slot, BUFFER_INDEX of its buffer
 
 
 class Launcher:
@@ -60,7 +69,7 @@ class Launcher:
         self.plan = plan
         self.workspace_bytes = plan.workspace_bytes
         self.workspace_elements = plan.workspace_elements
-        launches = [self._raw(launch, functions[launch.kernel]) for launch in plan.launches]
+        launches = [self._raw(launch, functions[launch.kernel], plan.tensor_maps) for launch in plan.launches]
         count = 0
         while count < len(plan.launches) and plan.launches[count].args == WEIGHTS_TRANSFORM_ARGS:
             count += 1
@@ -75,14 +84,25 @@ class Launcher:
         return bool(self.weights_launches)
 
     @staticmethod
-    def _raw(launch, function: int) -> _RawLaunch:
+    def _raw(launch, function: int, tensor_maps) -> _RawLaunch:
+        """A tensor-map argument points at its slot's 128 bytes (encoded per call, for the buffer
+        the map describes: :class:`autoconv.gpu.tensor_maps.MapSlot`); every other argument at
+        its device pointer's place in ``values``."""
         values = (ctypes.c_void_p * len(launch.args))()
         base = ctypes.addressof(values)
         size = ctypes.sizeof(ctypes.c_void_p)
-        pointers = (ctypes.c_void_p * len(launch.args))(*[base + i * size for i in range(len(launch.args))])
+        addresses, maps = [base + i * size for i in range(len(launch.args))], []
+        for i, name in enumerate(launch.args):
+            if name in tensor_maps:
+                from autoconv.gpu.tensor_maps import MapSlot
+
+                slot = MapSlot(tensor_maps[name])
+                addresses[i] = slot.address
+                maps.append((slot, BUFFER_INDEX[tensor_maps[name].buffer]))
+        pointers = (ctypes.c_void_p * len(launch.args))(*addresses)
         return _RawLaunch(int(function), tuple(launch.grid), tuple(launch.block), int(launch.shared_bytes),
-                          tuple(BUFFER_INDEX[name] for name in launch.args), values, pointers,
-                          ctypes.addressof(pointers))
+                          tuple(-1 if name in tensor_maps else BUFFER_INDEX[name] for name in launch.args),
+                          values, pointers, ctypes.addressof(pointers), tuple(maps))
 
     def __call__(self, buffers: tuple[int, int, int, int, int], stream: int, *, prepare_weights: bool = True) -> None:
         """Enqueue the launches on ``stream`` (a ``cudaStream_t`` as an int; 0: the legacy
@@ -98,7 +118,10 @@ class Launcher:
             for raw in launches:
                 values = raw.values
                 for slot, index in enumerate(raw.buffers):
-                    values[slot] = buffers[index]
+                    if index >= 0:
+                        values[slot] = buffers[index]
+                for map_slot, index in raw.maps:
+                    map_slot.fill(buffers[index])
                 try:
                     _launch_kernel(raw.function, raw.grid[0], raw.grid[1], raw.grid[2], raw.block[0], raw.block[1],
                                    raw.block[2], raw.shared_bytes, stream, raw.params, 0)

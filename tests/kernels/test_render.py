@@ -14,6 +14,7 @@ from autoconv.commands.main import main
 from autoconv.kernels.families import BUFFER_NAMES, FAMILY_NAMES, get_family
 from autoconv.kernels.limits import H100
 from autoconv.kernels.render import GENERATED_BANNER
+from autoconv.kernels.tensor_maps import check_map
 from autoconv.problems.problem import parse_spec
 from tests.helpers import family_spec
 
@@ -73,7 +74,9 @@ def test_default_config_renders_by_the_conventions(family_name, spec):
     for launch in plan.launches:
         assert launch.kernel.startswith(plan.name)
         assert len(_kernel_definition(launch.kernel).findall(plan.source)) == 1, launch.kernel
-        assert set(launch.args) <= set(BUFFER_NAMES) and len(set(launch.args)) == len(launch.args)
+        # an argument is a buffer, or one of the plan's tensor maps (passed by value)
+        assert set(launch.args) <= set(BUFFER_NAMES) | set(plan.tensor_maps)
+        assert len(set(launch.args)) == len(launch.args)
         assert 1 <= launch.threads <= H100.max_threads_per_block
         assert all(1 <= size <= limit for size, limit in zip(launch.grid, GRID_LIMITS)), launch.grid
         assert 0 <= launch.shared_bytes <= H100.max_shared_bytes
@@ -84,7 +87,10 @@ def test_default_config_renders_by_the_conventions(family_name, spec):
             assert f"== {launch.shared_bytes}, " in plan.source, "no static_assert on the shared memory size"
 
     used = [name for launch in plan.launches for name in launch.args]
+    used += [plan.tensor_maps[name].buffer for name in used if name in plan.tensor_maps]   # what a map reads
     assert "x" in used and "w" in used and plan.launches[-1].args[-1] == "y"
+    for name, tensor_map in plan.tensor_maps.items():
+        assert name in used and tensor_map.buffer in BUFFER_NAMES and check_map(tensor_map) is None
     assert ("bias" in used) == problem.bias
     assert ("workspace" in used) == (plan.workspace_bytes > 0)
 

@@ -11,11 +11,13 @@ from autoconv.kernels.families.implicit_gemm_3xtf32 import ImplicitGemm3xTF32
 from autoconv.kernels.families.implicit_gemm_mma import ImplicitGemmMma
 from autoconv.kernels.families.implicit_gemm_wgmma import ImplicitGemmWgmma
 from autoconv.kernels.families.implicit_gemm_wgmma_f16 import ImplicitGemmWgmmaF16
+from autoconv.kernels.families.implicit_gemm_wgmma_tma import ImplicitGemmWgmmaTma
 from autoconv.problems.problem import did_you_mean
 
 _FAMILIES: dict[str, Family] = {
     family.name: family for family in (Direct(), Im2colGemm(), ImplicitGemm(), ImplicitGemm3xTF32(),
-                                       ImplicitGemmMma(), ImplicitGemmWgmma(), ImplicitGemmWgmmaF16())}
+                                       ImplicitGemmMma(), ImplicitGemmWgmma(), ImplicitGemmWgmmaF16(),
+                                       ImplicitGemmWgmmaTma())}
 
 FAMILY_NAMES = tuple(_FAMILIES)
 

@@ -16,6 +16,7 @@ from typing import Any
 from autoconv.errors import SearchSpaceError
 from autoconv.kernels.limits import H100, DeviceLimits
 from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT, SearchSpace, load_search_space
+from autoconv.kernels.tensor_maps import TensorMap
 from autoconv.problems.problem import ConvProblem
 
 #: The buffers a launch may take, in the order a family lists them.
@@ -28,8 +29,9 @@ DTYPE_TAGS = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 class Launch:
     """One kernel launch of a plan.
 
-    ``args`` names the buffers passed, in order (see :data:`BUFFER_NAMES`); problem
-    sizes are compile-time constants of the source, so kernels take pointers only.
+    ``args`` names the buffers passed, in order (see :data:`BUFFER_NAMES`), or the plan's
+    tensor maps (:attr:`KernelPlan.tensor_maps`), passed by value; problem sizes are
+    compile-time constants of the source, so kernels take nothing else.
     """
 
     kernel: str
@@ -53,6 +55,9 @@ class KernelPlan:
     launches: tuple[Launch, ...]
     workspace_bytes: int
     values: Mapping[str, object] = field(repr=False, default_factory=dict)
+    #: Tensor maps the launches take by name (TMA families): each is encoded by the launcher
+    #: for the buffer it names (:mod:`autoconv.kernels.tensor_maps`).
+    tensor_maps: Mapping[str, TensorMap] = field(default_factory=dict)
 
     @property
     def workspace_elements(self) -> int:
@@ -123,6 +128,10 @@ class Family:
         """The launches of a plan, from the kernel name and the evaluated space values."""
         raise NotImplementedError
 
+    def tensor_maps(self, values: Mapping[str, Any]) -> dict[str, TensorMap]:
+        """The tensor maps the launches take by name (none but in TMA families)."""
+        return {}
+
     def workspace_bytes(self, values: Mapping[str, Any]) -> int:
         """Scratch memory the plan needs; search spaces derive ``WORKSPACE_BYTES``."""
         return int(values.get("WORKSPACE_BYTES", 0))
@@ -154,7 +163,8 @@ class Family:
         source = render_source(self, problem, config, values, name)
         return KernelPlan(family=self.name, name=name, problem=problem, config=dict(config),
                           source=source, launches=self.launches(name, values),
-                          workspace_bytes=self.workspace_bytes(values), values=values)
+                          workspace_bytes=self.workspace_bytes(values), values=values,
+                          tensor_maps=self.tensor_maps(values))
 
 
 def dim3(x, y=1, z=1) -> tuple[int, int, int]:

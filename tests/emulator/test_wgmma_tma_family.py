@@ -1,0 +1,133 @@
+"""implicit_gemm_wgmma_tma computes the right convolution for bf16 and fp16 NHWC problems: its
+kernels, run in the CPU emulator (whose tma.cuh model walks the im2col and tiled boxes and whose
+mbarrier model hands the stages over) on the awkward shapes of test_families_emulated.py, against
+the float64 reference of the same 16-bit inputs, at the formats' tolerance; and on the GPU through
+the tuner's worker, where the driver encodes the tensor maps.
+
+The shapes are those of tests/emulator/test_wgmma_f16_family.py (problem_16bit): both formats,
+both output types, with and without bias, channel counts that are and are not multiples of 8
+(PAD_CHANNELS: x and w padded into the workspace, which the maps then describe) and filter counts
+that are and are not (STORE_VEC: 16-byte or one-value stores of y). sample_configs covers every
+value of BN, CONSUMERS and SPLIT_K that the shape allows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autoconv.emulator.check import sample_configs, verify_configs
+from autoconv.kernels.families import get_family
+from autoconv.kernels.limits import H100
+from autoconv.kernels.tensor_maps import Im2colMap, TiledMap, check_map
+from autoconv.problems.problem import parse_spec
+from tests.emulator.test_families_emulated import CONFIGS_PER_PROBLEM, PROBLEMS, _describe
+from tests.emulator.test_wgmma_f16_family import problem_16bit
+
+FAMILY = get_family("implicit_gemm_wgmma_tma")
+
+#: Beside PROBLEMS (whose filter counts are all odd or 11): filter counts that are multiples of 8,
+#: so that y is stored 16 bytes at a time, in both formats and both output types.
+VECTOR_STORE_PROBLEMS = (
+    "N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,layout=NHWC,precision=bf16",
+    "N=1,C=8,H=6,W=7,K=16,R=2,S=3,stride=1,pad=1:0:1:1,dilation=2x1,layout=NHWC,precision=fp16,out_dtype=float32",
+)
+SHAPES = list(PROBLEMS) + list(VECTOR_STORE_PROBLEMS)
+
+
+def problem_of(shape: str, seed: int):
+    return parse_spec(shape) if shape in VECTOR_STORE_PROBLEMS else problem_16bit(shape, seed)
+
+
+def test_the_shapes_take_every_branch_the_problem_decides(seed):
+    taken: dict[str, set] = {}
+    for shape in SHAPES:
+        problem = problem_of(shape, seed)
+        values = FAMILY.space.context(FAMILY.space.default_config(problem, H100), problem, H100)
+        for name in ("PAD_CHANNELS", "FORMAT_F16", "OUTPUT_FLOAT32", "HAS_BIAS"):
+            taken.setdefault(name, set()).add(values[name])
+        taken.setdefault("STORE_VEC > 1", set()).add(int(values["STORE_VEC"] > 1))
+    assert all(values == {0, 1} for values in taken.values()), taken
+
+
+def test_the_maps_describe_the_convolution():
+    """x's im2col map: NHWC sizes innermost first, the bounding box from the padding and the
+    dilated filter, the strides as traversal strides, BM pixels x 64 channels; w's tiled map:
+    [K][R*S][C] in boxes of BN filters x 64 channels. With padded channels both describe the
+    workspace (w after x)."""
+    problem = parse_spec("N=3,C=72,H=11,W=17,K=136,R=3,S=5,stride=2x1,pad=1x2,dilation=1x2,bias=1,"
+                         "precision=bf16,layout=NHWC")
+    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1})
+    x_map, w_map = plan.tensor_maps["x_map"], plan.tensor_maps["w_map"]
+    assert x_map == Im2colMap(buffer="x", element="bf16", sizes=(72, 17, 11, 3), lower=(-2, -1),
+                              upper=(2 - 2 * 4, 1 - 1 * 2), channels=64, pixels=128, element_strides=(1, 1, 2, 1))
+    assert w_map == TiledMap(buffer="w", element="bf16", sizes=(72, 15, 136), box=(64, 1, 64))
+    assert x_map.strides == (144, 144 * 17, 144 * 17 * 11) and check_map(x_map) is None and check_map(w_map) is None
+    assert plan.launches[0].args == ("x_map", "w_map", "bias", "y")
+
+    padded = FAMILY.plan(problem.with_(C=3), {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2})
+    x_map, w_map = padded.tensor_maps["x_map"], padded.tensor_maps["w_map"]
+    assert x_map.buffer == w_map.buffer == "workspace" and x_map.sizes[0] == w_map.sizes[0] == 8
+    assert x_map.offset == 0 and w_map.offset == 3 * 11 * 17 * 8 * 2
+    assert [launch.args for launch in padded.launches] == [
+        ("x", "w", "workspace"), ("x_map", "w_map", "workspace"), ("workspace", "bias", "y")]
+    assert padded.workspace_bytes == (3 * 11 * 17 + 136 * 15) * 8 * 2 + 2 * padded.values["GEMM_M"] * 136 * 4
+
+
+def test_a_box_corner_past_the_tensor_maps_range_is_refused():
+    """The im2col corners of a 4-d map lie in [-128, 127]: a padding of 130 has no configuration."""
+    from autoconv.errors import SearchSpaceError
+
+    problem = parse_spec("N=1,C=8,H=4,W=4,K=8,R=1,S=1,pad=130,precision=bf16,layout=NHWC")
+    with pytest.raises(SearchSpaceError, match="no valid configuration"):
+        FAMILY.space.default_config(problem, H100)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", SHAPES)
+def test_family_matches_reference(shape, seed):
+    problem = problem_of(shape, seed)
+    configs = sample_configs(FAMILY, problem, CONFIGS_PER_PROBLEM, np.random.default_rng(seed))
+    checks = verify_configs(problem, FAMILY, configs, seed)
+    failures = [_describe(problem, check) for check in checks if not check.ok]
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.gpu
+def test_family_matches_reference_on_the_gpu(seed):
+    """The same shapes on the GPU through the tuner's worker (verified against the float64
+    reference at the format's tolerance, then timed): every switch value each shape allows."""
+    from autoconv.backends.base import Status
+    from autoconv.gpu.backend import CupyBackend
+
+    failures, checked = [], 0
+    with CupyBackend(seed=seed) as backend:
+        for shape in SHAPES:
+            problem = problem_of(shape, seed)
+            for config in sample_configs(FAMILY, problem, 2, np.random.default_rng(seed), backend.device):
+                result = backend.evaluate(FAMILY.plan(problem, config, backend.device))
+                checked += 1
+                if result.status is not Status.OK:
+                    failures.append(f"{config} on {problem.spec()}: {result.status.value}: {result.reason}")
+    assert not failures, "\n".join(failures)
+    assert checked >= 2 * len(SHAPES)
+
+
+@pytest.mark.gpu
+def test_tma_plans_run_through_the_runtime_launcher(seed):
+    """autoconv.conv2d's launch path (runtime.launcher: tensor maps encoded per call into the
+    parameter array) gives the right output, with and without padded channels and split-K, and
+    again after the buffers move (the maps are encoded anew for new addresses)."""
+    from autoconv.gpu.device import read_device
+    from autoconv.runtime.selection import _loaded_runner, verify_runner
+
+    limits, _ = read_device(0)
+    cases = [("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,layout=NHWC,precision=bf16",
+              {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1}),
+             ("N=2,C=3,H=12,W=16,K=33,R=7,S=1,stride=2x1,pad=2:6:1:0,bias=1,layout=NHWC,precision=fp16",
+              {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2})]
+    for spec, config in cases:
+        problem = parse_spec(spec)
+        runner = _loaded_runner(problem, 0, FAMILY.plan(problem, config, limits), "test", limits)
+        for attempt in range(2):   # new buffers, new addresses, maps encoded again
+            assert verify_runner(runner, seed + attempt) is None, (spec, config)
