@@ -83,8 +83,10 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
     "implicit_gemm_wgmma_f16": {"WGN": None, "BK": None, "MMA_PENDING": None, "MIN_BLOCKS": None, "STAGES": None,
                                 "SPLIT_K": None, "SCHEDULE": None, "PAD_CHANNELS": None},
     # BN: each width is its own asm statement; CONSUMERS: one or two warpgroups on a tile's rows;
-    # PAD_CHANNELS: derived from the problem (C % 8), listed so that a sample names it
-    "implicit_gemm_wgmma_tma": {"BN": None, "CONSUMERS": None, "SPLIT_K": None, "PAD_CHANNELS": (0, 1)},
+    # SCHEDULE: cooperative or ping-pong consumers; PAD_CHANNELS: derived from the problem (C % 8),
+    # listed so that a sample names it
+    "implicit_gemm_wgmma_tma": {"BN": None, "CONSUMERS": None, "SPLIT_K": None, "SCHEDULE": None,
+                                "PAD_CHANNELS": (0, 1)},
 }
 
 

@@ -8,7 +8,8 @@ The shapes are those of tests/emulator/test_wgmma_f16_family.py (problem_16bit):
 both output types, with and without bias, channel counts that are and are not multiples of 8
 (PAD_CHANNELS: x and w padded into the workspace, which the maps then describe) and filter counts
 that are and are not (STORE_VEC: 16-byte or one-value stores of y). sample_configs covers every
-value of BN, CONSUMERS and SPLIT_K that the shape allows.
+value of BN, CONSUMERS, SPLIT_K and SCHEDULE (cooperative and ping-pong consumers) that the shape
+allows.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def test_the_maps_describe_the_convolution():
     workspace (w after x)."""
     problem = parse_spec("N=3,C=72,H=11,W=17,K=136,R=3,S=5,stride=2x1,pad=1x2,dilation=1x2,bias=1,"
                          "precision=bf16,layout=NHWC")
-    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1})
+    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "cooperative"})
     x_map, w_map = plan.tensor_maps["x_map"], plan.tensor_maps["w_map"]
     assert x_map == Im2colMap(buffer="x", element="bf16", sizes=(72, 17, 11, 3), lower=(-2, -1),
                               upper=(2 - 2 * 4, 1 - 1 * 2), channels=64, pixels=128, element_strides=(1, 1, 2, 1))
@@ -65,13 +66,18 @@ def test_the_maps_describe_the_convolution():
     assert x_map.strides == (144, 144 * 17, 144 * 17 * 11) and check_map(x_map) is None and check_map(w_map) is None
     assert plan.launches[0].args == ("x_map", "w_map", "bias", "y")
 
-    padded = FAMILY.plan(problem.with_(C=3), {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2})
+    padded = FAMILY.plan(problem.with_(C=3),
+                         {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2, "SCHEDULE": "cooperative"})
     x_map, w_map = padded.tensor_maps["x_map"], padded.tensor_maps["w_map"]
     assert x_map.buffer == w_map.buffer == "workspace" and x_map.sizes[0] == w_map.sizes[0] == 8
     assert x_map.offset == 0 and w_map.offset == 3 * 11 * 17 * 8 * 2
     assert [launch.args for launch in padded.launches] == [
         ("x", "w", "workspace"), ("x_map", "w_map", "workspace"), ("workspace", "bias", "y")]
     assert padded.workspace_bytes == (3 * 11 * 17 + 136 * 15) * 8 * 2 + 2 * padded.values["GEMM_M"] * 136 * 4
+
+    # ping-pong: each consumer takes whole tiles of 64 rows, so the im2col box is 64 pixels
+    pingpong = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "pingpong"})
+    assert pingpong.tensor_maps["x_map"].pixels == 64 and pingpong.values["BM"] == 64
 
 
 def test_a_box_corner_past_the_tensor_maps_range_is_refused():
@@ -123,9 +129,9 @@ def test_tma_plans_run_through_the_runtime_launcher(seed):
 
     limits, _ = read_device(0)
     cases = [("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,layout=NHWC,precision=bf16",
-              {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1}),
+              {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "pingpong"}),
              ("N=2,C=3,H=12,W=16,K=33,R=7,S=1,stride=2x1,pad=2:6:1:0,bias=1,layout=NHWC,precision=fp16",
-              {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2})]
+              {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2, "SCHEDULE": "cooperative"})]
     for spec, config in cases:
         problem = parse_spec(spec)
         runner = _loaded_runner(problem, 0, FAMILY.plan(problem, config, limits), "test", limits)
