@@ -137,3 +137,21 @@ def test_tma_plans_run_through_the_runtime_launcher(seed):
         runner = _loaded_runner(problem, 0, FAMILY.plan(problem, config, limits), "test", limits)
         for attempt in range(2):   # new buffers, new addresses, maps encoded again
             assert verify_runner(runner, seed + attempt) is None, (spec, config)
+
+
+def test_pingpong_consumers_wait_for_their_turn(seed):
+    """Ping-pong with tiles of many K tiles: the second consumer's first stage comes rounds after
+    the first consumer's, further than an mbarrier's parity tells apart; without the turn order
+    (a consumer's main loop starts once the other's has waited for its last stage) it would take
+    the other consumer's data for its own. One block (a device of one SM) takes all 3 tiles."""
+    import dataclasses
+
+    from autoconv.emulator.check import verify_plan
+
+    one_sm = dataclasses.replace(H100, sm_count=1)
+    problem = parse_spec("N=3,C=256,H=6,W=8,K=64,R=3,S=3,pad=1,layout=NHWC,precision=bf16")
+    config = {"BN": 64, "CONSUMERS": 2, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "pingpong"}
+    plan = FAMILY.plan(problem, config, one_sm)
+    assert plan.values["K_TILES"] == 36 and plan.values["TILES"] == 3 and plan.values["GRID"] == 1
+    check = verify_plan(plan, np.random.default_rng(seed))
+    assert check.ok, _describe(problem, check)
