@@ -16,11 +16,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoconv.emulator.check import sample_configs, verify_configs
+from autoconv.emulator.check import verify_configs
 from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
 from autoconv.problems.problem import ConvProblem
-from tests.emulator.test_families_emulated import CONFIGS_PER_PROBLEM, PROBLEMS, _describe
+from tests.emulator.family_checks import emulated_failures, gpu_failures
+from tests.emulator.test_families_emulated import PROBLEMS, _describe
 
 FAMILY = get_family("implicit_gemm_wgmma_f16")
 
@@ -48,10 +49,7 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", list(PROBLEMS))
 def test_family_matches_reference(shape, seed):
-    problem = problem_16bit(shape, seed)
-    configs = sample_configs(FAMILY, problem, CONFIGS_PER_PROBLEM, np.random.default_rng(seed))
-    checks = verify_configs(problem, FAMILY, configs, seed)
-    failures = [_describe(problem, check) for check in checks if not check.ok]
+    failures = emulated_failures(FAMILY, problem_16bit(shape, seed), seed)
     assert not failures, "\n\n".join(failures)
 
 
@@ -59,18 +57,7 @@ def test_family_matches_reference(shape, seed):
 def test_family_matches_reference_on_the_gpu(seed):
     """The same shapes on the GPU through the tuner's worker (verified against the float64
     reference at the format's tolerance, then timed): every switch value each shape allows."""
-    from autoconv.backends.base import Status
-    from autoconv.gpu.backend import CupyBackend
-
-    failures, checked = [], 0
-    with CupyBackend(seed=seed) as backend:
-        for shape in PROBLEMS:
-            problem = problem_16bit(shape, seed)
-            for config in sample_configs(FAMILY, problem, 2, np.random.default_rng(seed), backend.device):
-                result = backend.evaluate(FAMILY.plan(problem, config, backend.device))
-                checked += 1
-                if result.status is not Status.OK:
-                    failures.append(f"{config} on {problem.spec()}: {result.status.value}: {result.reason}")
+    failures, checked = gpu_failures(FAMILY, [problem_16bit(shape, seed) for shape in PROBLEMS], seed)
     assert not failures, "\n".join(failures)
     assert checked >= 2 * len(PROBLEMS)
 
