@@ -12,8 +12,8 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from autoconv.gpu.tensor_maps import MapSlot
 from autoconv.kernels.families import KernelPlan
 from autoconv.kernels.limits import DeviceLimits
 
@@ -56,7 +56,7 @@ class LoadedPlan:
         self._functions = {name: self._module.get_function(name) for name in names}
         self._resources = {name: _read_resources(name, function) for name, function in self._functions.items()}
         self._configured = False
-        self._map_slots: dict[tuple[str, str], Any] = {}   # (kernel, map name) -> MapSlot
+        self._map_slots: dict[tuple[str, str], MapSlot] = {}   # (kernel, map name) -> its encoded map
 
     @property
     def resources(self) -> list[KernelResources]:
@@ -131,13 +131,13 @@ class LoadedPlan:
         import cupy
         from cupy.cuda import driver
 
-        from autoconv.gpu.tensor_maps import MapSlot
-
         pointers, values = [], []
         for name in launch.args:
             tensor_map = self.plan.tensor_maps.get(name)
             if tensor_map is not None:
-                slot = self._map_slots.setdefault((launch.kernel, name), MapSlot(tensor_map))
+                slot = self._map_slots.get((launch.kernel, name))
+                if slot is None:
+                    slot = self._map_slots[(launch.kernel, name)] = MapSlot(tensor_map)
                 pointers.append(slot.fill(_device_address(buffers[tensor_map.buffer])))
             else:
                 value = ctypes.c_uint64(_device_address(buffers[name]))

@@ -25,13 +25,10 @@ from __future__ import annotations
 import ctypes
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from autoconv.errors import AutoconvError
+from autoconv.gpu.tensor_maps import MapSlot
 from autoconv.kernels.families import BUFFER_NAMES, KernelPlan
-
-if TYPE_CHECKING:
-    from autoconv.gpu.tensor_maps import MapSlot
 
 #: Position of each buffer in the pointer tuple a call passes: (x, w, bias, y, workspace).
 BUFFER_INDEX = {name: index for index, name in enumerate(BUFFER_NAMES)}
@@ -94,8 +91,6 @@ class Launcher:
         addresses, maps = [base + i * size for i in range(len(launch.args))], []
         for i, name in enumerate(launch.args):
             if name in tensor_maps:
-                from autoconv.gpu.tensor_maps import MapSlot
-
                 slot = MapSlot(tensor_maps[name])
                 addresses[i] = slot.address
                 maps.append((slot, BUFFER_INDEX[tensor_maps[name].buffer]))
