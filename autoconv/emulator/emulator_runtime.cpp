@@ -605,29 +605,30 @@ private:
                 return true;
         }
         // Named barriers (bar.sync id, threads): released when that many threads wait at the id.
+        // One pass counts the waiting threads per id (named_barrier_sync keeps ids to 1-15).
+        constexpr unsigned named_barriers = 16;
+        unsigned waiting_at[named_barriers] = {}, first_at[named_barriers] = {};
         unsigned at_named_barrier = 0;
         for (unsigned i = 0; i < threads; ++i) {
             if (fibers_[i].state != Fiber::State::at_named_barrier)
                 continue;
             ++at_named_barrier;
-            const unsigned id = fibers_[i].named_barrier_id, wanted = fibers_[i].named_barrier_threads;
-            unsigned waiting = 0;
-            for (unsigned j = 0; j < threads; ++j) {
-                if (fibers_[j].state == Fiber::State::at_named_barrier && fibers_[j].named_barrier_id == id) {
-                    if (fibers_[j].named_barrier_threads != wanted) {
-                        thread_idx = fibers_[j].thread_idx;
-                        fault("named barrier %u: thread %u waits for %u threads there, thread %u for %u", id, j,
-                              fibers_[j].named_barrier_threads, i, wanted);
-                    }
-                    ++waiting;
-                }
+            const unsigned id = fibers_[i].named_barrier_id;
+            if (waiting_at[id]++ == 0) {
+                first_at[id] = i;
+            } else if (fibers_[i].named_barrier_threads != fibers_[first_at[id]].named_barrier_threads) {
+                thread_idx = fibers_[i].thread_idx;
+                fault("named barrier %u: thread %u waits for %u threads there, thread %u for %u", id, i,
+                      fibers_[i].named_barrier_threads, first_at[id], fibers_[first_at[id]].named_barrier_threads);
             }
-            if (waiting == wanted) {
-                for (unsigned j = 0; j < threads; ++j)
-                    if (fibers_[j].state == Fiber::State::at_named_barrier && fibers_[j].named_barrier_id == id)
-                        fibers_[j].state = Fiber::State::runnable;
-                return true;
-            }
+        }
+        for (unsigned id = 0; id < named_barriers; ++id) {
+            if (waiting_at[id] == 0 || waiting_at[id] != fibers_[first_at[id]].named_barrier_threads)
+                continue;
+            for (unsigned i = 0; i < threads; ++i)
+                if (fibers_[i].state == Fiber::State::at_named_barrier && fibers_[i].named_barrier_id == id)
+                    fibers_[i].state = Fiber::State::runnable;
+            return true;
         }
         unsigned at_mbarrier = 0;
         const Fiber* first_at_mbarrier = nullptr;
@@ -661,17 +662,13 @@ private:
         }
         if (at_named_barrier) {
             // No thread can run, and threads wait at a named barrier that too few threads reach.
-            for (unsigned i = 0; i < threads; ++i) {
-                if (fibers_[i].state == Fiber::State::at_named_barrier) {
-                    thread_idx = fibers_[i].thread_idx;
-                    unsigned waiting = 0;
-                    for (unsigned j = 0; j < threads; ++j)
-                        waiting += fibers_[j].state == Fiber::State::at_named_barrier &&
-                                   fibers_[j].named_barrier_id == fibers_[i].named_barrier_id;
-                    fault("hang: thread %u waits at named barrier %u for %u threads; %u wait there and no thread "
-                          "can run to join them", i, fibers_[i].named_barrier_id, fibers_[i].named_barrier_threads,
-                          waiting);
-                }
+            for (unsigned id = 0; id < named_barriers; ++id) {
+                if (waiting_at[id] == 0)
+                    continue;
+                const Fiber& first = fibers_[first_at[id]];
+                thread_idx = first.thread_idx;
+                fault("hang: thread %u waits at named barrier %u for %u threads; %u wait there and no thread "
+                      "can run to join them", first_at[id], id, first.named_barrier_threads, waiting_at[id]);
             }
         }
         if (at_warp_barrier) {
