@@ -29,10 +29,9 @@ SWIZZLE_BYTES = 128
 
 #: Limits of the im2col mode for a 4-d (NHWC) tensor (CUDA driver API,
 #: cuTensorMapEncodeIm2col): corners within [-128, 127], at most 256 channels and 1024 pixels
-#: per box; im2col offsets are 16-bit.
+#: per box. (Its im2col offsets, per copy, are 16-bit: the family's search space checks them.)
 IM2COL_CORNER_RANGE = (-128, 127)
 IM2COL_MAX_PIXELS = 1024
-IM2COL_MAX_OFFSET = 2**16 - 1
 #: Limits shared by both modes: box sizes up to 256, traversal strides up to 8, strides
 #: multiples of 16 bytes.
 MAX_BOX = 256
@@ -68,10 +67,6 @@ class Im2colMap:
         pixel = c * ELEMENT_BYTES[self.element]
         return pixel, pixel * w, pixel * w * h
 
-    @property
-    def box_bytes(self) -> int:
-        return self.pixels * self.channels * ELEMENT_BYTES[self.element]
-
 
 @dataclass(frozen=True)
 class TiledMap:
@@ -90,18 +85,14 @@ class TiledMap:
         row = self.sizes[0] * ELEMENT_BYTES[self.element]
         return row, row * self.sizes[1]
 
-    @property
-    def box_bytes(self) -> int:
-        return self.box[0] * self.box[1] * self.box[2] * ELEMENT_BYTES[self.element]
-
 
 TensorMap = Im2colMap | TiledMap
 
 
-def im2col_corners(size: int, pad_low: int, pad_high: int, dilation: int, taps: int) -> tuple[int, int]:
-    """The bounding box corners of one spatial dimension for a convolution: the base positions
-    run from -pad_low to size - 1 + pad_high - dilation * (taps - 1), so that the last base plus
-    the last tap's offset is the last padded position."""
+def im2col_corners(pad_low: int, pad_high: int, dilation: int, taps: int) -> tuple[int, int]:
+    """The bounding box corners of one spatial dimension (of size D) for a convolution: the base
+    positions run from -pad_low to D - 1 + pad_high - dilation * (taps - 1), so that the last
+    base plus the last tap's offset is the last padded position."""
     return -pad_low, pad_high - dilation * (taps - 1)
 
 

@@ -181,8 +181,8 @@ class Conv:
 
     def im2col_map(self, pixels: int) -> Im2colMap:
         top, bottom, left, right = self.pad
-        lower_w, upper_w = im2col_corners(self.w, left, right, self.dilation[1], self.s)
-        lower_h, upper_h = im2col_corners(self.h, top, bottom, self.dilation[0], self.r)
+        lower_w, upper_w = im2col_corners(left, right, self.dilation[1], self.s)
+        lower_h, upper_h = im2col_corners(top, bottom, self.dilation[0], self.r)
         return Im2colMap("x", "bf16", (self.c, self.w, self.h, self.n), (lower_w, lower_h), (upper_w, upper_h),
                          ROW_VALUES, pixels, (1, self.stride[1], self.stride[0], 1))
 
