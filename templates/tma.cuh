@@ -19,6 +19,8 @@
 // the box's bytes (out-of-bounds zeros included) on `barrier` as completed transactions: the
 // phase that mbarrier::arrive_expect_bytes opened for them completes when they all landed. The
 // tensor cores may read them after a wait on that phase (no proxy fence: both are async-proxy).
+// A map of TF32 elements (float32 in memory) rounds each value to TF32 on the way (10 mantissa
+// bits, to nearest, ties to even: the H100's TMA, results/h100/tf32_tma/rounding.log).
 // One thread issues a copy; the barrier needs no arrival from the other threads for it.
 #ifndef AUTOCONV_TMA_CUH  // a guard, not #pragma once: inlined into a source, that one warns
 #define AUTOCONV_TMA_CUH
@@ -69,7 +71,8 @@ __device__ __forceinline__ void copy_tiled(void* destination, const TensorMap* m
 // (autoconv/emulator/tensor_maps.py; anything else is a fault); the box is read when the copy is
 // issued, its bytes count on the barrier at once, and it lands in shared memory, swizzled, when a
 // wait sees that phase complete (a read before the wait sees the poison). Only box rows of
-// exactly 128 bytes (64 two-byte elements) are modelled, from base positions of the walk.
+// exactly 128 bytes (64 two-byte or 32 four-byte elements) are modelled, from base positions of
+// the walk; a TF32 map's copies round each float32 to TF32 (to nearest, ties to even).
 __device__ __forceinline__ void copy_im2col(void* destination, const TensorMap* map, unsigned long long* barrier,
                                             int c, int w, int h, int n, unsigned short offset_w,
                                             unsigned short offset_h)

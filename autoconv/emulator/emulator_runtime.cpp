@@ -392,8 +392,9 @@ struct EmulatedTensorMap {
     unsigned char magic[8];           // tensor_map_magic: anything else is not an emulated map
     unsigned long long address;       // the tensor's first element (the `address` manifest line)
     unsigned short kind;              // tensor_map_im2col or tensor_map_tiled
-    unsigned short element_bytes;
-    unsigned swizzle_bytes;           // 128
+    unsigned short element_bytes;     // 2 (bf16, f16) or 4 (tf32)
+    unsigned short swizzle_bytes;     // 128
+    unsigned short rounding;          // 0: copies move bits; tensor_map_round_to_tf32: they round to TF32
     unsigned sizes[4];                // im2col: C, W, H, N; tiled: dimensions 0, 1, 2 (and 1)
     unsigned long long strides[3];    // bytes from one index of dimension 1, 2, 3 to the next
     int lower[2], upper[2];           // im2col: the bounding box's corners, W and H
@@ -409,6 +410,7 @@ static_assert(offsetof(EmulatedTensorMap, address) == 8 && offsetof(EmulatedTens
               "the layout autoconv/emulator/tensor_maps.py writes");
 constexpr unsigned char tensor_map_magic[8] = {'a', 'c', 'e', 'm', 'u', 'T', 'M', 'A'};
 constexpr unsigned short tensor_map_im2col = 1, tensor_map_tiled = 2;
+constexpr unsigned short tensor_map_round_to_tf32 = 1;
 //! Bytes of a box row: the 128-byte swizzle's row, the only width modelled.
 constexpr std::size_t tma_row_bytes = 128;
 
@@ -431,9 +433,12 @@ EmulatedTensorMap read_tensor_map(const void* map, unsigned short kind, const ch
     if (m.address == 0)
         fault("%s: tensor map %s has no address (the manifest's `address` line for it is missing)", operation,
               m.name);
-    if (m.element_bytes != 2 || m.swizzle_bytes != tma_row_bytes)
-        fault("%s: tensor map %s has %u-byte elements and a %u-byte swizzle; the model covers 2-byte elements "
-              "in the 128-byte swizzle", operation, m.name, m.element_bytes, m.swizzle_bytes);
+    if ((m.element_bytes != 2 && m.element_bytes != 4) || m.swizzle_bytes != tma_row_bytes)
+        fault("%s: tensor map %s has %u-byte elements and a %u-byte swizzle; the model covers 2- and 4-byte "
+              "elements in the 128-byte swizzle", operation, m.name, m.element_bytes, m.swizzle_bytes);
+    if (m.rounding != 0 && (m.rounding != tensor_map_round_to_tf32 || m.element_bytes != 4))
+        fault("%s: tensor map %s has rounding %u for %u-byte elements; the model covers TF32 rounding (1) of "
+              "4-byte elements only", operation, m.name, m.rounding, m.element_bytes);
     for (unsigned d = 0; d < 4; ++d)
         if (m.element_strides[d] < 1 || m.element_strides[d] > 8 || (kind == tensor_map_tiled && m.element_strides[d] != 1))
             fault("%s: tensor map %s has traversal strides (%u, %u, %u, %u); the model covers 1 to 8 (im2col) and 1 "
@@ -466,7 +471,7 @@ std::size_t tma_destination(const void* destination, std::size_t bytes, const ch
 }
 
 //! The box, `rows` rows of 128 bytes, as it lands at shared offset `destination` (a multiple of
-//! 1024): element e of row r read by `element(r, e, bytes)`, at byte r * 128 + e * 2 before the
+//! 1024): element e of row r read by `element(r, e, bytes)`, at byte r * 128 + e * element_bytes before the
 //! swizzle, whose 16-byte chunk moves to chunk position (chunk ^ r % 8): shared address bits
 //! [4:6] ^= bits [7:9].
 template <class Element>
@@ -479,6 +484,26 @@ std::vector<unsigned char> swizzled_box(std::size_t rows, std::size_t element_by
             element(r, e, &box[linear ^ ((linear >> 7 & 7u) << 4)]);
         }
     return box;
+}
+
+//! Copies one element of map `m` from `from` to `to`: its bits, or (a TFLOAT32 map) the float32
+//! rounded to TF32, 10 mantissa bits, to nearest with ties to even, as the H100's TMA rounds
+//! (results/h100/tf32_tma/rounding.log). NaN and infinity are kept (an exponent of all ones is
+//! not rounded into).
+void copy_element(const EmulatedTensorMap& m, const unsigned char* from, unsigned char* to) {
+    if (m.rounding != tensor_map_round_to_tf32) {
+        std::memcpy(to, from, m.element_bytes);
+        return;
+    }
+    std::uint32_t bits;
+    std::memcpy(&bits, from, sizeof(bits));
+    if ((bits & 0x7F800000u) != 0x7F800000u) {
+        const std::uint32_t dropped = bits & 0x1FFFu, kept_is_odd = bits >> 13 & 1u;
+        bits &= ~0x1FFFu;
+        if (dropped > 0x1000u || (dropped == 0x1000u && kept_is_odd))
+            bits += 0x2000u;   // a carry into the exponent is the right rounding up
+    }
+    std::memcpy(to, &bits, sizeof(bits));
 }
 
 //! Counts the box's bytes on the barrier and keeps the copy until a wait lands it.
@@ -1002,8 +1027,8 @@ void tma_copy_im2col(void* destination, const void* map, unsigned long long* bar
                 std::memset(out, 0, m.element_bytes);
                 return;
             }
-            std::memcpy(out, tensor + x_c * m.element_bytes + x_w * m.strides[0] + x_h * m.strides[1] +
-                                 x_n * m.strides[2], m.element_bytes);
+            copy_element(m, tensor + x_c * m.element_bytes + x_w * m.strides[0] + x_h * m.strides[1] +
+                                x_n * m.strides[2], out);
         });
     issue_tma_copy(to, std::move(box), barrier, operation);
 }
@@ -1025,8 +1050,7 @@ void tma_copy_tiled(void* destination, const void* map, unsigned long long* barr
                 std::memset(out, 0, m.element_bytes);
                 return;
             }
-            std::memcpy(out, tensor + i0 * m.element_bytes + i1 * m.strides[0] + i2 * m.strides[1],
-                        m.element_bytes);
+            copy_element(m, tensor + i0 * m.element_bytes + i1 * m.strides[0] + i2 * m.strides[1], out);
         });
     issue_tma_copy(to, std::move(box), barrier, operation);
 }

@@ -14,8 +14,11 @@ offset field                     meaning
                                  writes its buffer's address plus the map's ``offset`` (the
                                  manifest's ``address`` line)
 16     kind (u16)                1 im2col, 2 tiled
-18     element bytes (u16)       2
-20     swizzle bytes (u32)       :data:`~autoconv.kernels.tensor_maps.SWIZZLE_BYTES`
+18     element bytes (u16)       2 (bf16, f16) or 4 (tf32)
+20     swizzle bytes (u16)       :data:`~autoconv.kernels.tensor_maps.SWIZZLE_BYTES`
+22     rounding (u16)            0: the copy moves the bits; :data:`ROUND_TO_TF32`: it rounds
+                                 each float32 to TF32 (to nearest, ties to even), as the
+                                 driver's TFLOAT32 maps do
 24     sizes (u32 x 4)           im2col: C, W, H, N; tiled: dimensions 0, 1, 2, then 1
 40     strides (u64 x 3)         bytes from one index of dimension 1, 2, 3 to the next
 64     lower, upper (i32 x 4)    im2col: the bounding box's corners (W, H each); tiled: 0
@@ -48,13 +51,17 @@ NAME_BYTES = 20
 
 KIND_IM2COL = 1
 KIND_TILED = 2
+#: The rounding field of a map whose copies round float32 elements to TF32.
+ROUND_TO_TF32 = 1
+#: Elements whose copies round (the others copy bits).
+ROUNDING = {"tf32": ROUND_TO_TF32}
 
 _LAYOUT = numpy.dtype({
-    "names": ["magic", "address", "kind", "element_bytes", "swizzle_bytes", "sizes", "strides", "lower",
-              "upper", "element_strides", "box", "name"],
-    "formats": ["S8", "<u8", "<u2", "<u2", "<u4", ("<u4", 4), ("<u8", 3), ("<i4", 2), ("<i4", 2), ("<u4", 4),
-                ("<u4", 3), f"S{NAME_BYTES}"],
-    "offsets": [0, 8, 16, 18, 20, 24, 40, 64, 72, 80, 96, 108],
+    "names": ["magic", "address", "kind", "element_bytes", "swizzle_bytes", "rounding", "sizes", "strides",
+              "lower", "upper", "element_strides", "box", "name"],
+    "formats": ["S8", "<u8", "<u2", "<u2", "<u2", "<u2", ("<u4", 4), ("<u8", 3), ("<i4", 2), ("<i4", 2),
+                ("<u4", 4), ("<u4", 3), f"S{NAME_BYTES}"],
+    "offsets": [0, 8, 16, 18, 20, 22, 24, 40, 64, 72, 80, 96, 108],
     "itemsize": TENSOR_MAP_BYTES,
 })
 
@@ -76,6 +83,7 @@ def encode(tensor_map: TensorMap, name: str = "") -> numpy.ndarray:
     record["magic"] = MAGIC
     record["element_bytes"] = ELEMENT_BYTES[tensor_map.element]
     record["swizzle_bytes"] = SWIZZLE_BYTES
+    record["rounding"] = ROUNDING.get(tensor_map.element, 0)
     record["name"] = name.encode("ascii", "replace")[:NAME_BYTES - 1]
     if isinstance(tensor_map, Im2colMap):
         record["kind"] = KIND_IM2COL
@@ -102,4 +110,4 @@ def extent_bytes(tensor_map: TensorMap) -> int:
     return tensor_map.strides[-1] * sizes[-1]
 
 
-__all__ = ["ADDRESS_OFFSET", "MAGIC", "NAME_BYTES", "encode", "extent_bytes"]
+__all__ = ["ADDRESS_OFFSET", "MAGIC", "NAME_BYTES", "ROUND_TO_TF32", "encode", "extent_bytes"]

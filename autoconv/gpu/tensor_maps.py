@@ -24,8 +24,9 @@ from autoconv.kernels.tensor_maps import (
     check_map,
 )
 
-# CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h)
-_DATA_TYPES = {"f16": 6, "bf16": 9}
+# CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h). TFLOAT32 (11): float32
+# in memory, rounded to TF32 by the copy (to nearest, ties to even; results/h100/tf32_tma).
+_DATA_TYPES = {"f16": 6, "f32": 7, "bf16": 9, "tf32": 11}
 _INTERLEAVE_NONE = 0
 _SWIZZLE_128B = 3
 _L2_PROMOTION_128B = 2

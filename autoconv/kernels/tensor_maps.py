@@ -20,8 +20,11 @@ from dataclasses import dataclass
 TENSOR_MAP_BYTES = 128
 TENSOR_MAP_ALIGNMENT = 64
 
-#: Element types a map may describe: name -> bytes per element.
-ELEMENT_BYTES = {"bf16": 2, "f16": 2}
+#: Element types a map may describe: name -> bytes per element. Copies move the bits, except of
+#: "tf32" elements: float32 in memory that the copy rounds to TF32 (10 mantissa bits, to nearest,
+#: ties to even: the driver's CU_TENSOR_MAP_DATA_TYPE_TFLOAT32, measured on an H100 in
+#: results/h100/tf32_tma/rounding.log), landing as float32 values whose low 13 bits are zero.
+ELEMENT_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "tf32": 4}
 
 #: The shared-memory swizzle the maps use: 16-byte chunks swizzled within 128-byte rows, the
 #: layout wgmma reads (templates/wgmma_f16.cuh); a box row may be at most this many bytes.
@@ -51,7 +54,7 @@ class Im2colMap:
     """
 
     buffer: str                              # the buffer it describes (x, or the workspace)
-    element: str                             # "bf16" or "f16"
+    element: str                             # "bf16", "f16", "f32" or "tf32" (ELEMENT_BYTES)
     sizes: tuple[int, int, int, int]         # C, W, H, N
     lower: tuple[int, int]                   # the bounding box's lower corner: W, H
     upper: tuple[int, int]                   # its upper corner (relative to the last pixel): W, H

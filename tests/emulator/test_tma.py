@@ -25,10 +25,11 @@ from autoconv.emulator import EmulatedKernelFault, compile_program
 from autoconv.emulator import tensor_maps as emulated_maps
 from autoconv.kernels.families import Launch
 from autoconv.kernels.render import environment
-from autoconv.kernels.tensor_maps import Im2colMap, TiledMap, im2col_corners
+from autoconv.kernels.tensor_maps import ELEMENT_BYTES, Im2colMap, TiledMap, im2col_corners
 
 THREADS = 128
-ROW_VALUES = 64     # a box row: 128 bytes of 16-bit values
+ROW_BYTES = 128     # a box row: one row of the 128-byte swizzle
+ROW_VALUES = 64     # a box row's 16-bit values (the kernels write rows out as 64 of them)
 
 KERNELS = r"""
 constexpr int BY_THE_BOOK = 0, COPY_FIRST = 1, READ_BEFORE_WAIT = 2, MISSING_EXPECT = 3, UNALIGNED = 4;
@@ -179,12 +180,12 @@ class Conv:
     pad: tuple[int, int, int, int]  # top, bottom, left, right
     dilation: tuple[int, int]      # H, W
 
-    def im2col_map(self, pixels: int) -> Im2colMap:
+    def im2col_map(self, pixels: int, element: str = "bf16") -> Im2colMap:
         top, bottom, left, right = self.pad
         lower_w, upper_w = im2col_corners(left, right, self.dilation[1], self.s)
         lower_h, upper_h = im2col_corners(top, bottom, self.dilation[0], self.r)
-        return Im2colMap("x", "bf16", (self.c, self.w, self.h, self.n), (lower_w, lower_h), (upper_w, upper_h),
-                         ROW_VALUES, pixels, (1, self.stride[1], self.stride[0], 1))
+        return Im2colMap("x", element, (self.c, self.w, self.h, self.n), (lower_w, lower_h), (upper_w, upper_h),
+                         ROW_BYTES // ELEMENT_BYTES[element], pixels, (1, self.stride[1], self.stride[0], 1))
 
     @property
     def output(self) -> tuple[int, int]:
@@ -214,7 +215,7 @@ def im2col_box(x: np.ndarray, tensor_map: Im2colMap, c: int, w: int, h: int, n: 
     first_w, last_w = tensor_map.lower[0], size_w - 1 + tensor_map.upper[0]
     first_h, last_h = tensor_map.lower[1], size_h - 1 + tensor_map.upper[1]
     stride_w, stride_h = tensor_map.element_strides[1], tensor_map.element_strides[2]
-    box = np.zeros((tensor_map.pixels, tensor_map.channels), np.uint16)
+    box = np.zeros((tensor_map.pixels, tensor_map.channels), x.dtype)
     for j in range(tensor_map.pixels):
         xw, xh = w + offset_w, h + offset_h
         if 0 <= n < size_n and 0 <= xh < size_h and 0 <= xw < size_w:
@@ -233,7 +234,7 @@ def tiled_box(tensor: np.ndarray, tensor_map: TiledMap, x0: int, x1: int, x2: in
     """Row k * b1 + j: tensor[x2 + k][x1 + j][x0 ..x0 + b0 - 1], 0 outside."""
     b0, b1, b2 = tensor_map.box
     s0, s1, s2 = tensor_map.sizes
-    box = np.zeros((b2, b1, b0), np.uint16)
+    box = np.zeros((b2, b1, b0), tensor.dtype)
     for k in range(b2):
         for j in range(b1):
             for i in range(b0):
@@ -366,6 +367,60 @@ def test_a_stage_of_two_boxes_completes_on_one_barrier(program):
                          tensor_maps={"x_map": x_map, "w_map": w_map})["out"]
     np.testing.assert_array_equal(result[:32], im2col_box(x, x_map, *im2col))
     np.testing.assert_array_equal(result[32:], tiled_box(tensor, w_map, *tiled))
+
+
+# ---- TF32 maps: float32 in memory, rounded by the copy ---------------------------------------------
+
+def tf32_bits(shape, seed: int) -> np.ndarray:
+    """float32 bit patterns (uint32) whose dropped 13 bits are exactly half (ties, on kept mantissas
+    both even and odd), just above or below half, zero, or random; nonzero kept bits throughout."""
+    rng = np.random.default_rng(seed)
+    bits = rng.standard_normal(shape).astype(np.float32).view(np.uint32) | np.uint32(0x2000)
+    dropped = rng.choice(np.array([0x1000, 0x1001, 0x0FFF, 0, 0x1FFF], np.uint32), size=shape)
+    random = rng.random(shape) < 0.4
+    return np.where(random, bits, (bits & np.uint32(0xFFFFE000)) | dropped).astype(np.uint32)
+
+
+def round_to_tf32_even(bits: np.ndarray) -> np.ndarray:
+    """float32 bit patterns rounded to TF32 (10 mantissa bits), to nearest, ties to even."""
+    wide = bits.astype(np.int64)   # (room for the carry; signed, so NumPy mixes it with Python ints)
+    dropped, odd = wide & 0x1FFF, (wide >> 13) & 1
+    up = (dropped > 0x1000) | ((dropped == 0x1000) & (odd == 1))
+    return (((wide & 0xFFFFE000) + np.where(up, 0x2000, 0)) & 0xFFFFFFFF).astype(np.uint32)
+
+
+#: w as [K][R*S][C] of float32: sizes (C, R*S, K) = (40, 9, 20); a box row is 32 values.
+W_TF32 = (20, 9, 40)
+W_TF32_CASES = [(0, 0, 0), (32, 8, 16), (-4, 3, 4), (8, 4, -2)]
+
+
+def as_values(out: np.ndarray) -> np.ndarray:
+    """The kernels' 16-bit output rows as the 32-bit values they hold."""
+    return out.view(np.uint32)
+
+
+def test_tf32_tiled_boxes_round_to_nearest_even(program):
+    """A map of TF32 elements: each float32 lands rounded to 10 mantissa bits, to nearest with ties
+    to even (as the H100's TMA does, results/h100/tf32_tma/rounding.log), zeros outside the tensor."""
+    bits = tf32_bits(W_TF32, seed=3)
+    tensor_map = TiledMap("w", "tf32", W_TF32[::-1], (32, 2, 8))
+    out = as_values(run_boxes(program, "tiled_boxes", "w_map", tensor_map, bits, W_TF32_CASES, copies_per_block=2))
+    for index, case in enumerate(W_TF32_CASES):
+        np.testing.assert_array_equal(out[index], round_to_tf32_even(tiled_box(bits, tensor_map, *case)),
+                                      err_msg=f"copy {case}")
+    assert (out != as_values(run_boxes(program, "tiled_boxes", "w_map", replace(tensor_map, element="f32"), bits,
+                                       W_TF32_CASES, copies_per_block=2))).any()   # rounding is not a no-op
+
+
+def test_tf32_im2col_boxes_round_to_nearest_even(program):
+    conv = replace(CONV_A, c=40)
+    bits = tf32_bits((conv.n, conv.h, conv.w, conv.c), seed=4)
+    tensor_map = conv.im2col_map(16, "tf32")
+    cases = [(c0 // 2, *rest) for c0, *rest in im2col_cases(conv)]   # channel blocks of 32
+    out = as_values(run_boxes(program, "im2col_boxes", "x_map", tensor_map, bits, cases, copies_per_block=2))
+    for index, case in enumerate(cases):
+        np.testing.assert_array_equal(out[index], round_to_tf32_even(im2col_box(bits, tensor_map, *case)),
+                                      err_msg=f"copy {case}")
 
 
 # ---- faults -------------------------------------------------------------------------------------
@@ -541,6 +596,29 @@ def test_the_gpu_agrees_with_the_model(program):
         gpu = _gpu_boxes(module, "tiled_boxes", tensor_map, tensor, W_CASES, 2)
         model = run_boxes(program, "tiled_boxes", "w_map", tensor_map, tensor, W_CASES, copies_per_block=2)
         np.testing.assert_array_equal(gpu, model, err_msg=f"tiled box {box}")
+
+
+@pytest.mark.gpu
+def test_the_gpu_rounds_tf32_maps_as_the_model(program):
+    """TF32 maps on the real TMA: ties, near-ties and random float32 values land bit for bit as
+    the model rounds them (to nearest, ties to even), through im2col and tiled boxes; an f32 map
+    copies the bits."""
+    from tests.emulator.warpgroup_gpu import load_module
+
+    module = load_module(source(), "tma_test")
+    bits = tf32_bits(W_TF32, seed=3)
+    for element in ("tf32", "f32"):
+        tensor_map = TiledMap("w", element, W_TF32[::-1], (32, 2, 8))
+        gpu = _gpu_boxes(module, "tiled_boxes", tensor_map, bits, W_TF32_CASES, 2)
+        model = run_boxes(program, "tiled_boxes", "w_map", tensor_map, bits, W_TF32_CASES, copies_per_block=2)
+        np.testing.assert_array_equal(gpu, model, err_msg=f"tiled {element} box")
+    conv = replace(CONV_A, c=40)
+    x = tf32_bits((conv.n, conv.h, conv.w, conv.c), seed=4)
+    tensor_map = conv.im2col_map(16, "tf32")
+    cases = [(c0 // 2, *rest) for c0, *rest in im2col_cases(conv)]
+    gpu = _gpu_boxes(module, "im2col_boxes", tensor_map, x, cases, 2)
+    model = run_boxes(program, "im2col_boxes", "x_map", tensor_map, x, cases, copies_per_block=2)
+    np.testing.assert_array_equal(gpu, model, err_msg="im2col tf32 box")
 
 
 def test_emulate_plan_passes_the_plans_tensor_maps(monkeypatch):
