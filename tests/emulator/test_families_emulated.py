@@ -184,7 +184,9 @@ _PROBLEM_SWITCHES = {"HAS_BIAS", "gemm_adds_bias", "with_bias", "OUT_VEC", "gemm
                      "STREAM_K",
                      "PRECISION_TF32",  # (the tf32 tests above take both precisions)
                      # (tests/emulator/test_wgmma_f16_family.py's shapes take both values of each)
-                     "FORMAT_F16", "OUTPUT_FLOAT32", "A_VECTOR", "B_VECTOR", "A_PIXEL_ROWS"}
+                     "FORMAT_F16", "OUTPUT_FLOAT32", "A_VECTOR", "B_VECTOR", "A_PIXEL_ROWS",
+                     # (tests/emulator/test_wgmma_tma_family.py's shapes take both values)
+                     "FOLD_WIDTH"}
 
 
 def _template_branches(name: str, seen: set[str]) -> set[str]:
@@ -499,8 +501,8 @@ def test_tf32_kernels_compute_tf32_exactly(family_name, shape, seed):
     dropped to a coarser format fails either way; and it passes the tolerance derived for tf32
     against the float64 reference, the tuner's check."""
     rng = np.random.default_rng(seed)
-    problem = PROBLEMS[shape](rng).with_(precision="tf32")
     family = get_family(family_name)
+    problem = PROBLEMS[shape](rng).with_(precision="tf32", layout=family.layouts[0])
     configs = sample_configs(family, problem, CONFIGS_PER_PROBLEM, rng)
     x, w, bias = random_inputs(problem, rng)
     exact = conv2d_reference(problem, x, w, bias)

@@ -1,4 +1,4 @@
-"""implicit_gemm_wgmma_tma computes the right convolution for bf16 and fp16 NHWC problems: its
+"""implicit_gemm_wgmma_tma computes the right convolution for bf16, fp16 and tf32 NHWC problems: its
 kernels, run in the CPU emulator (whose tma.cuh model walks the im2col and tiled boxes and whose
 mbarrier model hands the stages over) on the awkward shapes of test_families_emulated.py, against
 the float64 reference of the same 16-bit inputs, at the formats' tolerance; and on the GPU through
@@ -7,9 +7,10 @@ the tuner's worker, where the driver encodes the tensor maps.
 The shapes are those of tests/emulator/test_wgmma_f16_family.py (problem_16bit): both formats,
 both output types, with and without bias, channel counts that are and are not multiples of 8
 (PAD_CHANNELS: x and w padded into the workspace, which the maps then describe) and filter counts
-that are and are not (STORE_VEC: 16-byte or one-value stores of y). sample_configs covers every
-value of BN, CONSUMERS, SPLIT_K and SCHEDULE (cooperative and ping-pong consumers) that the shape
-allows.
+that are and are not (STORE_VEC: 16-byte or one-value stores of y). tf32 shapes (float32 NHWC,
+maps of TF32 elements whose copies round the operands) take the same branches with 4-byte values.
+sample_configs covers every value of BN, CONSUMERS, SPLIT_K and SCHEDULE (cooperative and ping-pong
+consumers) that the shape allows.
 """
 
 from __future__ import annotations
@@ -33,11 +34,22 @@ VECTOR_STORE_PROBLEMS = (
     "N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,layout=NHWC,precision=bf16",
     "N=1,C=8,H=6,W=7,K=16,R=2,S=3,stride=1,pad=1:0:1:1,dilation=2x1,layout=NHWC,precision=fp16,out_dtype=float32",
 )
-SHAPES = list(PROBLEMS) + list(VECTOR_STORE_PROBLEMS)
+#: tf32 (float32 NHWC): 16-byte stores and bias; C = 3 padded to 4 with split-K and one-value
+#: stores; C = 40, a second channel block of 8, with dilation, asymmetric padding and ping-pong;
+#: C = 3 with 5 taps along w folded into the channels (FOLD_WIDTH), stride 3, dilation 2 and
+#: padding 3 and 1 along w: x' reads x's padding as zeros; and ResNet-50's first layer's shape.
+TF32_PROBLEMS = (
+    "N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,layout=NHWC,precision=tf32",
+    "N=2,C=3,H=12,W=16,K=33,R=7,S=1,stride=2x1,pad=2:6:1:0,bias=1,layout=NHWC,precision=tf32",
+    "N=2,C=40,H=7,W=9,K=13,R=3,S=2,stride=1,pad=1:0:1:1,dilation=1x2,layout=NHWC,precision=tf32",
+    "N=2,C=3,H=13,W=17,K=24,R=3,S=5,stride=2x3,pad=2:1:3:1,dilation=1x2,bias=1,layout=NHWC,precision=tf32",
+    "N=1,C=3,H=20,W=22,K=16,R=7,S=7,stride=2,pad=3,layout=NHWC,precision=tf32",
+)
+SHAPES = list(PROBLEMS) + list(VECTOR_STORE_PROBLEMS) + list(TF32_PROBLEMS)
 
 
 def problem_of(shape: str, seed: int):
-    return parse_spec(shape) if shape in VECTOR_STORE_PROBLEMS else problem_16bit(shape, seed)
+    return parse_spec(shape) if shape in VECTOR_STORE_PROBLEMS + TF32_PROBLEMS else problem_16bit(shape, seed)
 
 
 def test_the_shapes_take_every_branch_the_problem_decides(seed):
@@ -45,7 +57,7 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
     for shape in SHAPES:
         problem = problem_of(shape, seed)
         values = FAMILY.space.context(FAMILY.space.default_config(problem, H100), problem, H100)
-        for name in ("PAD_CHANNELS", "FORMAT_F16", "OUTPUT_FLOAT32", "HAS_BIAS"):
+        for name in ("PAD_CHANNELS", "FOLD_WIDTH", "FORMAT_F16", "PRECISION_TF32", "OUTPUT_FLOAT32", "HAS_BIAS"):
             taken.setdefault(name, set()).add(values[name])
         taken.setdefault("STORE_VEC > 1", set()).add(int(values["STORE_VEC"] > 1))
     assert all(values == {0, 1} for values in taken.values()), taken
@@ -66,18 +78,69 @@ def test_the_maps_describe_the_convolution():
     assert x_map.strides == (144, 144 * 17, 144 * 17 * 11) and check_map(x_map) is None and check_map(w_map) is None
     assert plan.launches[0].args == ("x_map", "w_map", "bias", "y")
 
-    padded = FAMILY.plan(problem.with_(C=3),
-                         {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2, "SCHEDULE": "cooperative"})
+    config = {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2, "SCHEDULE": "cooperative"}
+    padded = FAMILY.plan(problem.with_(C=3, S=1, dilation=(1, 1)), config)   # one tap along w: padded, not folded
     x_map, w_map = padded.tensor_maps["x_map"], padded.tensor_maps["w_map"]
     assert x_map.buffer == w_map.buffer == "workspace" and x_map.sizes[0] == w_map.sizes[0] == 8
     assert x_map.offset == 0 and w_map.offset == 3 * 11 * 17 * 8 * 2
     assert [launch.args for launch in padded.launches] == [
         ("x", "w", "workspace"), ("x_map", "w_map", "workspace"), ("workspace", "bias", "y")]
-    assert padded.workspace_bytes == (3 * 11 * 17 + 136 * 15) * 8 * 2 + 2 * padded.values["GEMM_M"] * 136 * 4
+    assert padded.workspace_bytes == (3 * 11 * 17 + 136 * 3) * 8 * 2 + 2 * padded.values["GEMM_M"] * 136 * 4
+
+    # S = 5 taps along w folded into the channels: x' is 3 x 11 x Q pixels of 5 * 3 = 15 values
+    # (16 with the padding), walked by a 3 x 1 filter with no padding, stride or dilation along w
+    folded = FAMILY.plan(problem.with_(C=3), config)
+    q = folded.values["Q"]
+    x_map, w_map = folded.tensor_maps["x_map"], folded.tensor_maps["w_map"]
+    assert folded.values["FOLD_WIDTH"] == 1 and folded.values["K_TILES"] == 3
+    assert x_map == Im2colMap(buffer="workspace", element="bf16", sizes=(16, q, 11, 3), lower=(0, -1), upper=(0, -1),
+                              channels=64, pixels=64, element_strides=(1, 1, 2, 1))
+    assert w_map == TiledMap(buffer="workspace", element="bf16", sizes=(16, 3, 136), box=(64, 1, 64),
+                             offset=3 * 11 * q * 16 * 2)
 
     # ping-pong: each consumer takes whole tiles of 64 rows, so the im2col box is 64 pixels
     pingpong = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "pingpong"})
     assert pingpong.tensor_maps["x_map"].pixels == 64 and pingpong.values["BM"] == 64
+
+
+def test_tf32_maps_are_32_channels_of_tf32_elements():
+    """A tf32 problem's maps: TF32 elements (the copies round x and w), 32 float32 channels per
+    128-byte box row; C = 6 (a 3 x 1 filter) is padded to 8 (whole 16 bytes), w after x's 4-byte
+    values."""
+    problem = parse_spec("N=3,C=72,H=11,W=17,K=136,R=3,S=5,stride=2x1,pad=1x2,dilation=1x2,bias=1,"
+                         "precision=tf32,layout=NHWC")
+    config = {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "cooperative"}
+    plan = FAMILY.plan(problem, config)
+    x_map, w_map = plan.tensor_maps["x_map"], plan.tensor_maps["w_map"]
+    assert (x_map.element, x_map.channels, x_map.strides[0]) == ("tf32", 32, 72 * 4)
+    assert w_map == TiledMap(buffer="w", element="tf32", sizes=(72, 15, 136), box=(32, 1, 64))
+    assert plan.values["C_BLOCKS"] == 3 and plan.values["K_TILES"] == 45
+    padded = FAMILY.plan(problem.with_(C=6, S=1, dilation=(1, 1)), config)
+    x_map, w_map = padded.tensor_maps["x_map"], padded.tensor_maps["w_map"]
+    assert x_map.sizes[0] == w_map.sizes[0] == 8 and w_map.offset == 3 * 11 * 17 * 8 * 4
+
+
+@pytest.mark.slow
+def test_tf32_copies_round_the_operands(seed):
+    """The tf32 kernel's output is the convolution of the TF32-rounded operands to float32
+    accuracy. With maps that copy the float32 bits instead (element f32), the tensor cores drop
+    the 13 low bits (they truncate), and the output leaves that model: the check catches a kernel
+    whose copies do not round."""
+    import dataclasses
+
+    from autoconv.emulator import emulate_plan
+    from autoconv.verify.compare import relative_l2_error
+    from autoconv.verify.reference import conv2d_reference, random_inputs
+    from tests.helpers import round_mantissa
+
+    problem = parse_spec(TF32_PROBLEMS[2])
+    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "cooperative"})
+    x, w, bias = random_inputs(problem, np.random.default_rng(seed))
+    tf32_model = conv2d_reference(problem, round_mantissa(x, 10), round_mantissa(w, 10), bias)
+    assert relative_l2_error(emulate_plan(plan, x, w, bias), tf32_model) <= 1e-5
+    bits_copied = dataclasses.replace(plan, tensor_maps={
+        name: dataclasses.replace(tensor_map, element="f32") for name, tensor_map in plan.tensor_maps.items()})
+    assert relative_l2_error(emulate_plan(bits_copied, x, w, bias), tf32_model) > 1e-4
 
 
 def test_a_box_corner_past_the_tensor_maps_range_is_refused():

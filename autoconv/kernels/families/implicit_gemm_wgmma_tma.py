@@ -1,13 +1,16 @@
-"""implicit_gemm_wgmma_tma: the implicit GEMM of bf16 and fp16 problems in NHWC (weights KRSC)
-on Hopper's warpgroup tensor cores, both operands copied by the tensor memory accelerator.
+"""implicit_gemm_wgmma_tma: the implicit GEMM of bf16, fp16 and tf32 problems in NHWC (weights
+KRSC) on Hopper's warpgroup tensor cores, both operands copied by the tensor memory accelerator
+(for tf32, maps of TF32 elements: the copies round the float32 operands to TF32, to nearest).
 
 The GEMM takes two tensor maps instead of x and w (:meth:`ImplicitGemmWgmmaTma.tensor_maps`: an
 im2col map of x, a tiled map of w as [K][R*S][C]); whoever launches it encodes them for the
 buffers of each launch. A persistent grid of at most one block per SM: a producer warpgroup
 issues the copies, CONSUMERS warpgroups issue the products. With SPLIT_K > 1 its slices write
-float32 sums to the workspace and a second kernel adds them, the bias, and rounds. Where C is
-not a multiple of 8 (the maps' strides must be whole 16 bytes), a first kernel copies x and w
-with zero channels up to a multiple of 8 into the workspace, and the maps describe those copies.
+float32 sums to the workspace and a second kernel adds them, the bias, and rounds. Where a
+pixel's C channels are not whole 16 bytes (the maps' strides must be), a first kernel copies x
+and w with zero channels up to X_CHANNELS into the workspace, and the maps describe those copies;
+for filters wider than one tap that copy also folds the S taps along w into the channels
+(FOLD_WIDTH: x' is N x H x Q pixels of S*C values, the GEMM's filter R x 1).
 sm_90a (Hopper) only.
 """
 
@@ -19,18 +22,15 @@ from typing import Any
 from autoconv.kernels.families.base import Family, Launch, dim3, grid_for
 from autoconv.kernels.tensor_maps import Im2colMap, TensorMap, TiledMap
 
-#: Channels (16-bit values) of one box row: 128 bytes, one row of the 128-byte swizzle.
-BOX_CHANNELS = 64
-
 
 class ImplicitGemmWgmmaTma(Family):
     name = "implicit_gemm_wgmma_tma"
-    summary = ("implicit GEMM of bf16/fp16 NHWC problems on Hopper wgmma tensor cores (sm_90a), operands copied by "
-               "TMA (im2col), warp-specialized and persistent, float32 sums")
+    summary = ("implicit GEMM of bf16/fp16/tf32 NHWC problems on Hopper wgmma tensor cores (sm_90a), operands "
+               "copied by TMA (im2col), warp-specialized and persistent, float32 sums")
     tensor_cores = True
-    dtypes: tuple[str, ...] = ("bfloat16", "float16")
+    dtypes: tuple[str, ...] = ("bfloat16", "float16", "float32")
     layouts: tuple[str, ...] = ("NHWC",)
-    precisions: tuple[str, ...] = ("bf16", "fp16")
+    precisions: tuple[str, ...] = ("bf16", "fp16", "tf32")
 
     def launches(self, name: str, values: Mapping[str, Any]) -> tuple[Launch, ...]:
         """With PAD_CHANNELS the padding of x and w into the workspace first; the GEMM (tensor maps
@@ -51,19 +51,22 @@ class ImplicitGemmWgmmaTma(Family):
         return tuple(launches)
 
     def tensor_maps(self, values: Mapping[str, Any]) -> dict[str, TensorMap]:
-        """x as im2col boxes of BM output pixels x 64 channels, w as [K][R*S][C] in boxes of BN
-        filters x 64 channels (the template's x_map and w_map)."""
-        element = "f16" if values["FORMAT_F16"] else "bf16"
-        c, taps = values["X_CHANNELS"], values["R"] * values["S"]
+        """x as im2col boxes of BM output pixels x BOX_CHANNELS channels (128 bytes), w as
+        [K][R*S][C] in boxes of BN filters x BOX_CHANNELS channels (the template's x_map and w_map)."""
+        # the maps' element type (autoconv.kernels.tensor_maps.ELEMENT_BYTES): tf32 maps round the copies
+        element = "tf32" if values["PRECISION_TF32"] else "f16" if values["FORMAT_F16"] else "bf16"
+        c, taps, channels = values["X_CHANNELS"], values["R"] * values["MAP_S"], values["BOX_CHANNELS"]
         padded = bool(values["PAD_CHANNELS"])   # then both are in the workspace, x first
-        x_bytes = values["N"] * values["H"] * values["W"] * c * 2
+        width = values["X_WIDTH"]               # Q where the copy folded the taps along w (FOLD_WIDTH)
+        stride_w = 1 if values["FOLD_WIDTH"] else values["STRIDE_W"]
+        x_bytes = values["N"] * values["H"] * width * c * values["ELEMENT_BYTES"]
         return {
             "x_map": Im2colMap(
                 buffer="workspace" if padded else "x", element=element,
-                sizes=(c, values["W"], values["H"], values["N"]),
+                sizes=(c, width, values["H"], values["N"]),
                 lower=(values["LOWER_W"], values["LOWER_H"]), upper=(values["UPPER_W"], values["UPPER_H"]),
-                channels=BOX_CHANNELS, pixels=values["BM"],
-                element_strides=(1, values["STRIDE_W"], values["STRIDE_H"], 1)),
+                channels=channels, pixels=values["BM"],
+                element_strides=(1, stride_w, values["STRIDE_H"], 1)),
             "w_map": TiledMap(buffer="workspace" if padded else "w", element=element, sizes=(c, taps, values["K"]),
-                              box=(BOX_CHANNELS, 1, values["BN"]), offset=x_bytes if padded else 0),
+                              box=(channels, 1, values["BN"]), offset=x_bytes if padded else 0),
         }
