@@ -352,8 +352,6 @@ def torch_unavailable_reason(problem: ConvProblem) -> str | None:
     if top != bottom or left != right:
         # F.conv2d pads symmetrically; an extra F.pad would time a second kernel.
         return "asymmetric padding (torch.nn.functional.conv2d pads symmetrically)"
-    if problem.dtype == "float32" and problem.layout != "NCHW":
-        return f"float32 {problem.layout} (the float32 columns are NCHW)"
     return None
 
 

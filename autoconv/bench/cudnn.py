@@ -127,8 +127,6 @@ class CudnnGraph:
         if mode not in MODES_OF_PRECISION[problem.precision]:
             raise CudnnUnsupported(f"cuDNN mode {mode} does not compute {problem.precision} problems; "
                                    f"use {' or '.join(MODES_OF_PRECISION[problem.precision])}")
-        if problem.dtype == "float32" and problem.layout != "NCHW":
-            raise CudnnUnsupported(f"the cuDNN baseline handles float32 problems in NCHW, not {problem.layout}")
         self.cudnn = cudnn = import_cudnn()
         self.problem = problem
         self.mode = mode
