@@ -181,15 +181,22 @@ def dead_pid() -> int:
     return pid
 
 
-def round_mantissa(values, bits: int):
+def round_mantissa(values, bits: int, ties: str = "away"):
     """float32 ``values`` rounded to ``bits`` explicit mantissa bits, to nearest with ties away
-    from zero (10: TF32, as cvt.rna.tf32.f32 rounds; 7: bfloat16's precision)."""
+    from zero (10: TF32, as cvt.rna.tf32.f32 rounds; 7: bfloat16's precision) or, with
+    ``ties="even"``, to even (TF32 as the TMA copies of TF32 tensor maps round)."""
     import numpy
 
     dropped = 23 - bits
     raw = numpy.asarray(values, dtype=numpy.float32).view(numpy.uint32)
     kept = numpy.uint32(~((1 << dropped) - 1) & 0xFFFFFFFF)
-    return ((raw + numpy.uint32(1 << (dropped - 1))) & kept).view(numpy.float32)
+    half = numpy.uint32(1 << (dropped - 1))
+    if ties == "even":   # a tie on an even kept mantissa stays down: add one less than half there
+        odd = (raw >> numpy.uint32(dropped)) & numpy.uint32(1)
+        half = half - numpy.uint32(1) + odd
+    elif ties != "away":
+        raise ValueError(f"ties must be 'away' or 'even', not {ties!r}")
+    return ((raw + half) & kept).view(numpy.float32)
 
 
 def family_spec(family_name: str, spec: str) -> str:

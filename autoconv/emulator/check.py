@@ -83,10 +83,11 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
     "implicit_gemm_wgmma_f16": {"WGN": None, "BK": None, "MMA_PENDING": None, "MIN_BLOCKS": None, "STAGES": None,
                                 "SPLIT_K": None, "SCHEDULE": None, "PAD_CHANNELS": None},
     # BN: each width is its own asm statement; CONSUMERS: one or two warpgroups on a tile's rows;
-    # SCHEDULE: cooperative or ping-pong consumers; PAD_CHANNELS: derived from the problem (C % 8),
-    # listed so that a sample names it
-    "implicit_gemm_wgmma_tma": {"BN": None, "CONSUMERS": None, "SPLIT_K": None, "SCHEDULE": None,
-                                "PAD_CHANNELS": (0, 1)},
+    # SCHEDULE: cooperative or ping-pong consumers; EPILOGUE: staged or direct stores (float32
+    # outputs); STAGED: derived (staged and no split-K) and PAD_CHANNELS: derived from the problem
+    # (C % 8), listed so that a sample names them
+    "implicit_gemm_wgmma_tma": {"BN": None, "CONSUMERS": None, "SPLIT_K": None, "SCHEDULE": None, "EPILOGUE": None,
+                                "STAGED": (0, 1), "PAD_CHANNELS": (0, 1)},
 }
 
 
