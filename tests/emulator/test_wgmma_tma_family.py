@@ -70,7 +70,8 @@ def test_the_maps_describe_the_convolution():
     workspace (w after x)."""
     problem = parse_spec("N=3,C=72,H=11,W=17,K=136,R=3,S=5,stride=2x1,pad=1x2,dilation=1x2,bias=1,"
                          "precision=bf16,layout=NHWC")
-    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "cooperative", "EPILOGUE": "staged"})
+    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1,
+                                 "SCHEDULE": "cooperative", "EPILOGUE": "staged"})
     x_map, w_map = plan.tensor_maps["x_map"], plan.tensor_maps["w_map"]
     assert x_map == Im2colMap(buffer="x", element="bf16", sizes=(72, 17, 11, 3), lower=(-2, -1),
                               upper=(2 - 2 * 4, 1 - 1 * 2), channels=64, pixels=128, element_strides=(1, 1, 2, 1))
@@ -99,7 +100,8 @@ def test_the_maps_describe_the_convolution():
                              offset=3 * 11 * q * 16 * 2)
 
     # ping-pong: each consumer takes whole tiles of 64 rows, so the im2col box is 64 pixels
-    pingpong = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "pingpong", "EPILOGUE": "staged"})
+    pingpong = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1,
+                                     "SCHEDULE": "pingpong", "EPILOGUE": "staged"})
     assert pingpong.tensor_maps["x_map"].pixels == 64 and pingpong.values["BM"] == 64
 
 
@@ -134,7 +136,8 @@ def test_tf32_copies_round_the_operands(seed):
     from tests.helpers import round_mantissa
 
     problem = parse_spec(TF32_PROBLEMS[2])
-    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "cooperative", "EPILOGUE": "staged"})
+    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 1,
+                                 "SCHEDULE": "cooperative", "EPILOGUE": "staged"})
     x, w, bias = random_inputs(problem, np.random.default_rng(seed))
     # (the copies round ties to even)
     tf32_model = conv2d_reference(problem, round_mantissa(x, 10, "even"), round_mantissa(w, 10, "even"), bias)
