@@ -7,7 +7,9 @@
 ``'valid'``, or ``'same'`` with PyTorch's rule (stride 1 only; total padding
 ``dilation * (kernel - 1)``, the odd element at the bottom/right). ``groups`` must be 1.
 Inputs are CUDA tensors on one device, all float32, all bfloat16 or all float16. float32
-kernels read NCHW: a non-contiguous or channels_last input is copied to contiguous NCHW first.
+kernels read NCHW: a non-contiguous or channels_last input is copied to contiguous NCHW first;
+except in precision tf32 on a Hopper GPU, where a channels_last float32 input is read as it is by
+NHWC kernels, which write a channels_last output (:func:`autoconv.torch.ops.kernel_layout`).
 bfloat16 and float16 kernels read NHWC (KRSC weights) and write channels_last outputs:
 channels_last inputs and weights (``model.to(memory_format=torch.channels_last)``) are read
 without a copy, others are copied to channels_last first. Under ``torch.autocast`` (CUDA),
@@ -60,14 +62,15 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
         stride, dilation: an int or a (height, width) pair.
         padding: an int, a pair, (top, bottom, left, right), ``'same'`` or ``'valid'``.
         groups: must be 1.
-        out: optional (N, K, P, Q) tensor to write (no autograd): contiguous float32, or for
-            16-bit inputs channels_last in their dtype.
+        out: optional (N, K, P, Q) tensor to write (no autograd): contiguous float32, or
+            channels_last in x's dtype where the kernels write NHWC (16-bit inputs; tf32 on a
+            channels_last float32 x on Hopper).
         precision: for float32 tensors ``"fp32"``, ``"tf32"``, or None for PyTorch's setting for
             cuDNN convolutions (:func:`pytorch_precision`, read per call; baked in when traced);
             16-bit tensors compute in their own precision (``"bf16"``/``"fp16"``, or None).
 
     Returns:
-        y, (N, K, P, Q) on x's device, in x's dtype (16-bit: channels_last).
+        y, (N, K, P, Q) on x's device, in x's dtype (channels_last where the kernels write NHWC).
 
     Raises:
         ProblemError: naming the argument that is wrong and how to fix it.
@@ -187,7 +190,7 @@ def _pair(name: str, value) -> tuple[int, int]:
 def _into(out, x, w, bias, stride, padding, dilation, precision) -> torch.Tensor:
     if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         raise ProblemError("out", "given", "out= computes no gradient; call without out= for autograd")
-    if x.dtype is _FLOAT32:
+    if ops.kernel_layout(x, precision) == "NCHW":
         if out.dtype is not _FLOAT32 or not out.is_contiguous() or out.device != x.device:
             raise ProblemError("out", f"{out.dtype} on {out.device}",
                                f"out must be a contiguous float32 tensor on {x.device}")
@@ -195,7 +198,7 @@ def _into(out, x, w, bias, stride, padding, dilation, precision) -> torch.Tensor
           or out.device != x.device):
         raise ProblemError("out", f"{out.dtype} on {out.device}",
                            f"out must be a channels_last {str(x.dtype).replace('torch.', '')} tensor on {x.device} "
-                           "(torch.empty(..., memory_format=torch.channels_last))")
+                           "(torch.empty(..., memory_format=torch.channels_last)): the kernels write NHWC here")
     expected = tuple(ops.conv2d_fake(x, w, bias, stride, padding, dilation, precision).shape)
     if tuple(out.shape) != expected:
         raise ProblemError("out.shape", tuple(out.shape), f"expected {expected} for this convolution")

@@ -12,7 +12,9 @@ It applies to float32 tensors. bfloat16 and float16 tensors are computed in thei
 setting says, as PyTorch's own convolutions do; ``precision`` may name it, not another. 16-bit
 convolutions run NHWC kernels: channels_last tensors (``x.to(memory_format=torch.channels_last)``,
 ``model.to(memory_format=torch.channels_last)`` for the weights) are read as they are, others are
-copied to channels_last first, and the output is channels_last.
+copied to channels_last first, and the output is channels_last. So do tf32 convolutions of a
+channels_last float32 ``x`` on a Hopper GPU, where a family computes tf32 in NHWC
+(:func:`kernel_layout`); other float32 inputs are read NCHW (copied to it if need be).
 
 Registered with :mod:`torch.library`, so ``torch.compile(fullgraph=True)`` traces it as
 one node (the fake implementation gives the output's shape), CUDA graphs capture its
@@ -102,8 +104,12 @@ class _Call:
         self.output_shape = problem.output_shape
         self.workspace_bytes = runner.workspace_bytes
         self.keeps_weights = runner.launcher is not None and runner.launcher.transforms_weights
-        #: 16-bit problems run NHWC kernels: channels_last x, w and y, in the tensors' dtype.
+        #: NHWC problems (16-bit, or tf32 on channels_last inputs) run NHWC kernels: channels_last
+        #: x, w and y, in the tensors' dtype.
         self.channels_last = problem.layout == "NHWC"
+        #: A tf32 call on channels_last inputs whose NHWC problem no family could run: it runs
+        #: NCHW, and its output is copied to channels_last, as kernel_layout promised.
+        self.restrides_output = False
         self.output_dtype = _DTYPES.get(problem.precision, torch.float32)
         self._weights: dict[tuple[int, int], _WeightsEntry] = {}
         self._lock = threading.Lock()
@@ -168,7 +174,7 @@ class _Call:
             self._weights.clear()
 
 
-#: (shapes, has bias, stride, padding, dilation, device, precision) -> _Call
+#: (shapes, has bias, stride, padding, dilation, device, precision, kernel layout) -> _Call
 _calls: dict[tuple, _Call] = {}
 _FLOAT32 = torch.float32
 
@@ -182,10 +188,11 @@ def conv2d_cuda(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, str
     if x.dtype is not _FLOAT32 or w.dtype is not _FLOAT32 or (bias is not None and bias.dtype is not _FLOAT32):
         precision = _sixteen_bit_precision(x, w, bias, precision)
     device = x.get_device()
-    key = (x.shape, w.shape, bias is None, stride, padding, dilation, device, precision)
+    layout = kernel_layout(x, precision)
+    key = (x.shape, w.shape, bias is None, stride, padding, dilation, device, precision, layout)
     call = _calls.get(key)
     if call is None:
-        call = _first_call(key, x, w, bias, stride, padding, dilation, precision)
+        call = _first_call(key, x, w, bias, stride, padding, dilation, precision, layout)
     if w.get_device() != device or (bias is not None and bias.get_device() != device):
         _refuse_devices(x, w, bias)
     if call.channels_last:  # NHWC kernels: x as N,H,W,C and w as K,R,S,C in memory
@@ -200,10 +207,36 @@ def conv2d_cuda(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, str
             w = w.contiguous()
     if bias is not None and not bias.is_contiguous():
         bias = bias.contiguous()
+    if call.restrides_output:
+        y = _run(call, device, x, w, bias, None).contiguous(memory_format=_CHANNELS_LAST)
+        return y if out is None else out.copy_(y)
+    return _run(call, device, x, w, bias, out)
+
+
+def _run(call: _Call, device: int, x, w, bias, out) -> torch.Tensor:
     if device != _current_device():
         with torch.cuda.device(device):
             return call(x, w, bias, out)
     return call(x, w, bias, out)
+
+
+#: Compute capabilities with a family that computes tf32 in NHWC (implicit_gemm_wgmma_tma's
+#: search space: sm_90a, Hopper).
+_NHWC_TF32_CAPABILITIES = {(9, 0)}
+
+
+def kernel_layout(x: torch.Tensor, precision: str) -> str:
+    """The layout autoconv's kernels read ``x`` (and write ``y``) in: "NHWC" for 16-bit tensors,
+    and for tf32 calls on a float32 ``x`` in channels_last (only: a tensor that is both, one
+    channel or one pixel, counts as NCHW) on a GPU where a family computes tf32 in NHWC; else
+    "NCHW". The fake implementation gives the output this layout's memory format."""
+    if x.dtype in _PRECISIONS:
+        return "NHWC"
+    if (precision == "tf32" and x.dtype is _FLOAT32 and x.is_cuda and not x.is_contiguous()
+            and x.is_contiguous(memory_format=_CHANNELS_LAST)
+            and torch.cuda.get_device_capability(x.device) in _NHWC_TF32_CAPABILITIES):
+        return "NHWC"
+    return "NCHW"
 
 
 def _conv2d_kernel(x, w, bias, stride, padding, dilation, precision="fp32"):
@@ -214,7 +247,7 @@ def _conv2d_kernel(x, w, bias, stride, padding, dilation, precision="fp32"):
 _current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
 
 
-def _first_call(key, x, w, bias, stride, padding, dilation, precision) -> _Call:
+def _first_call(key, x, w, bias, stride, padding, dilation, precision, layout: str) -> _Call:
     """Check the arguments, build the problem and load its kernel (once per key)."""
     check_precision(precision, none_allowed=False)
     if precision in _DTYPES and x.dtype is _FLOAT32:
@@ -229,21 +262,29 @@ def _first_call(key, x, w, bias, stride, padding, dilation, precision) -> _Call:
     N, C, H, W = (int(v) for v in x.shape)
     K, _, R, S = (int(v) for v in w.shape)
     # (as given: ConvProblem checks the lengths)
-    sixteen_bit = precision in _DTYPES
     problem = ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=cast(_Pair, tuple(int(v) for v in stride)),
                           dilation=cast(_Pair, tuple(int(v) for v in dilation)),
                           padding=cast(_Padding, tuple(int(v) for v in padding)), bias=bias is not None,
-                          precision=precision, dtype=PRECISION_DTYPES[precision],
-                          layout="NHWC" if sixteen_bit else "NCHW")
+                          precision=precision, dtype=PRECISION_DTYPES[precision], layout=layout)
     device = x.get_device()
     if not REGISTRY.is_loaded(problem, device) and torch.cuda.is_current_stream_capturing():
         raise CaptureError(f"autoconv: the first call for {problem.shape_str()} on cuda:{device} happened "
                            "during CUDA graph capture, where its kernel cannot be loaded (that compiles and "
                            "reads the winners' cache). Run the model once before capturing (a warm-up "
                            "iteration on a side stream, as torch.cuda.graphs' documentation shows).")
+    restrides = False
     with torch.cuda.device(device):
-        runner = REGISTRY.runner(problem, device)
+        try:
+            runner = REGISTRY.runner(problem, device)
+        except AutoconvError:
+            if layout != "NHWC" or precision != "tf32":
+                raise
+            # No family runs this tf32 problem in NHWC (its padding or strides, say): NCHW
+            # kernels on copies, the output copied back to channels_last.
+            problem, restrides = problem.with_(layout="NCHW"), True
+            runner = REGISTRY.runner(problem, device)
     call = _calls[key] = _Call(problem, runner, x.device)
+    call.restrides_output = restrides
     return call
 
 
@@ -342,7 +383,7 @@ def conv2d_fake(x, w, bias, stride, padding, dilation, precision="fp32"):
     K, _, R, S = w.shape
     P = _output_size(H, R, stride[0], padding[0], padding[1], dilation[0])
     Q = _output_size(W, S, stride[1], padding[2], padding[3], dilation[1])
-    if x.dtype in _PRECISIONS:  # 16-bit: NHWC kernels write channels_last outputs
+    if kernel_layout(x, precision) == "NHWC":  # NHWC kernels write channels_last outputs
         return torch.empty((N, K, P, Q), dtype=x.dtype, device=x.device, memory_format=_CHANNELS_LAST)
     return x.new_empty((N, K, P, Q))
 

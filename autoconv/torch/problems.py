@@ -70,15 +70,18 @@ def conv_problems(model: nn.Module, *inputs: Any, precision: str = "fp32",
 
 def problem_of(module: nn.Conv2d, x: torch.Tensor, precision: str = "fp32") -> ConvProblem:
     """The problem ``module`` computes on input ``x`` at ``precision`` (non-zero padding
-    modes pad first)."""
+    modes pad first): in NHWC for tf32 on a channels_last ``x`` (what the operator runs on a
+    Hopper GPU: :func:`autoconv.torch.ops.kernel_layout`), else NCHW."""
     N, C, H, W = (int(v) for v in x.shape)
     K, _, R, S = (int(v) for v in module.weight.shape)
     stride, padding, dilation = resolve(tuple(module.stride), _padding(module.padding), tuple(module.dilation), R, S)
     if module.padding_mode != "zeros":
         top, bottom, left, right = padding
         H, W, padding = H + top + bottom, W + left + right, (0, 0, 0, 0)
+    channels_last = not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
     return ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation, padding=padding,
-                       bias=module.bias is not None, precision=precision)
+                       bias=module.bias is not None, precision=precision,
+                       layout="NHWC" if precision == "tf32" and channels_last else "NCHW")
 
 
 def _padding(value):

@@ -406,7 +406,7 @@ def test_16bit_tensors_compute_in_their_own_precision_and_refuse_mixtures():
         assert info.value.field == field and words in str(info.value)
     # A 16-bit precision asked of float32 tensors is refused before anything runs.
     with pytest.raises(ProblemError, match="the tensors are float32; 'bf16' computes bfloat16 tensors"):
-        _first_call(None, bf16.float(), w16.float(), None, (1, 1), (1, 1, 1, 1), (1, 1), "bf16")
+        _first_call(None, bf16.float(), w16.float(), None, (1, 1), (1, 1, 1, 1), (1, 1), "bf16", "NHWC")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

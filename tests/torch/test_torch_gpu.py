@@ -293,7 +293,8 @@ def test_precision_follows_pytorch_unless_given_and_precisions_are_kept_apart():
     assert relative_error(tf32, want) < TF32_TOLERANCE and relative_error(through_runtime, want) < TF32_TOLERANCE
     specs = sorted(kernel["problem"] for kernel in autoconv.runtime.loaded_kernels())
     assert [spec.endswith(",precision=tf32") for spec in specs] == [False, True]
-    assert sorted(key[-1] for key in ops._calls) == ["fp32", "tf32"]  # one prepared call each
+    # one prepared call each (keys end with the precision and the layout)
+    assert sorted(key[-2] for key in ops._calls) == ["fp32", "tf32"]
 
 
 def test_tf32_layers_train_and_compile():
@@ -308,6 +309,38 @@ def test_tf32_layers_train_and_compile():
     loss.backward()
     assert torch.isfinite(x.grad).all() and all(torch.isfinite(p.grad).all() for p in model.parameters())
     assert {kernel["problem"].endswith("precision=tf32") for kernel in autoconv.runtime.loaded_kernels()} == {True}
+
+
+def test_tf32_on_channels_last_runs_nhwc_kernels_and_returns_channels_last():
+    """In tf32 on a Hopper GPU, a channels_last float32 x goes to the NHWC kernels (the TMA
+    family's, no copy of x) and the output is channels_last, as PyTorch's own convolution's is,
+    eager, through the operator, under torch.compile and into out=; the fake implementation
+    promises that format. An NCHW x, or fp32, stays NCHW."""
+    from autoconv.torch import ops
+
+    x = torch.randn(2, 24, 13, 11, device="cuda").to(memory_format=torch.channels_last)
+    w = torch.randn(40, 24, 3, 3, device="cuda").to(memory_format=torch.channels_last)
+    bias = torch.randn(40, device="cuda")
+    want = reference(x, w, bias, (2, 1), (1, 1, 1, 1), (1, 1))
+    hopper = torch.cuda.get_device_capability() == (9, 0)
+    assert ops.kernel_layout(x, "tf32") == ("NHWC" if hopper else "NCHW")
+    assert ops.kernel_layout(x, "fp32") == ops.kernel_layout(x.contiguous(), "tf32") == "NCHW"
+    y = ac.conv2d(x, w, bias, stride=(2, 1), padding=1, precision="tf32")
+    assert relative_error(y, want) < TF32_TOLERANCE
+    assert y.is_contiguous(memory_format=torch.channels_last) == hopper
+    fake = ops.conv2d_fake(x, w, bias, (2, 1), (1, 1, 1, 1), (1, 1), "tf32")
+    assert fake.stride() == y.stride()
+    if hopper:
+        specs = [kernel["problem"] for kernel in autoconv.runtime.loaded_kernels()]
+        assert any("layout=NHWC" in spec and "precision=tf32" in spec for spec in specs), specs
+    compiled = torch.compile(lambda a: ac.conv2d(a, w, bias, stride=(2, 1), padding=1, precision="tf32"),
+                             fullgraph=True)
+    assert relative_error(compiled(x), want) < TF32_TOLERANCE
+    out = torch.empty_like(y)
+    ac.conv2d(x, w, bias, stride=(2, 1), padding=1, precision="tf32", out=out)
+    assert relative_error(out, want) < TF32_TOLERANCE
+    strict = ac.conv2d(x, w, bias, stride=(2, 1), padding=1, precision="fp32")
+    assert strict.is_contiguous() and relative_error(strict, want) < TOLERANCE
 
 
 def test_opcheck_with_tf32():
