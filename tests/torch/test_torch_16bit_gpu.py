@@ -78,7 +78,7 @@ def test_16bit_channels_last_against_float64(shape, dtype):
     again = ac.conv2d(x.contiguous(), w.contiguous(), bias, stride, padding, dilation)
     assert torch.equal(again, y)
     loaded = autoconv.runtime.loaded_kernels()
-    assert loaded and loaded[-1]["kernel"].startswith("implicit_gemm_wgmma_f16")
+    assert loaded and loaded[-1]["kernel"].startswith("implicit_gemm_wgmma_tma")   # the NHWC default
 
 
 def test_module_under_autocast_with_gradients():
