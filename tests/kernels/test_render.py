@@ -189,6 +189,8 @@ SWITCH_PROBLEMS = (
     "N=2,C=64,H=7,W=7,K=96,R=1,S=1,bias=1",
     # tf32: kernels of their own (MMA_OVERLAP quad; WGN 256, which needs K >= 128)
     "N=1,C=64,H=8,W=8,K=160,R=3,S=3,pad=1,precision=tf32",
+    # tf32 in NHWC: float32 outputs, which the TMA family may store directly (EPILOGUE direct)
+    "N=1,C=64,H=8,W=8,K=160,R=3,S=3,pad=1,precision=tf32,layout=NHWC",
 )
 
 
