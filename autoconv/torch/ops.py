@@ -44,6 +44,7 @@ before capturing, as PyTorch's CUDA graph docs advise for warm-up).
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from typing import cast
@@ -225,6 +226,12 @@ def _run(call: _Call, device: int, x, w, bias, out) -> torch.Tensor:
 _NHWC_TF32_CAPABILITIES = {(9, 0)}
 
 
+@functools.cache
+def _computes_tf32_in_nhwc(device: int) -> bool:
+    """Whether CUDA device ``device`` has a family that computes tf32 in NHWC (read once)."""
+    return torch.cuda.get_device_capability(device) in _NHWC_TF32_CAPABILITIES
+
+
 def kernel_layout(x: torch.Tensor, precision: str) -> str:
     """The layout autoconv's kernels read ``x`` (and write ``y``) in: "NHWC" for 16-bit tensors,
     and for tf32 calls on a float32 ``x`` in channels_last (only: a tensor that is both, one
@@ -234,7 +241,7 @@ def kernel_layout(x: torch.Tensor, precision: str) -> str:
         return "NHWC"
     if (precision == "tf32" and x.dtype is _FLOAT32 and x.is_cuda and not x.is_contiguous()
             and x.is_contiguous(memory_format=_CHANNELS_LAST)
-            and torch.cuda.get_device_capability(x.device) in _NHWC_TF32_CAPABILITIES):
+            and _computes_tf32_in_nhwc(x.get_device())):
         return "NHWC"
     return "NCHW"
 
