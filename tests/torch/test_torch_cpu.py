@@ -385,6 +385,20 @@ def test_model_problems_take_a_precision():
     assert all(p.problem.precision == "fp32" for p in model_problems(f"{THIS}:mixed_model", (2, 3, 20, 18))[0])
 
 
+def test_channels_last_tf32_layers_are_recorded_as_nhwc_problems():
+    """A layer whose input is channels_last gives an NHWC problem in tf32 (what the operator runs on
+    Hopper); in fp32, or with an NCHW input, an NCHW one. A one-channel input is both layouts at
+    once: NCHW. (One layer: on the meta device a convolution's output is not channels_last.)"""
+    model = nn.Conv2d(3, 8, 3, padding=1).to("meta").to(memory_format=torch.channels_last)
+    x = torch.empty(2, 3, 10, 12, device="meta").to(memory_format=torch.channels_last)
+    assert [p.problem.layout for p in ac.conv_problems(model, x, precision="tf32")[0]] == ["NHWC"]
+    assert {p.problem.layout for p in ac.conv_problems(model, x, precision="fp32")[0]} == {"NCHW"}
+    assert {p.problem.layout for p in ac.conv_problems(model, x.contiguous(), precision="tf32")[0]} == {"NCHW"}
+    one_channel = nn.Conv2d(1, 4, 3).to("meta")
+    ambiguous = torch.empty(2, 1, 6, 6, device="meta").to(memory_format=torch.channels_last)
+    assert ac.conv_problems(one_channel, ambiguous, precision="tf32")[0][0].problem.layout == "NCHW"
+
+
 # ---- 16-bit tensors (issue 17): dtype -> precision, channels_last outputs, clear refusals ------
 
 def test_16bit_tensors_compute_in_their_own_precision_and_refuse_mixtures():
