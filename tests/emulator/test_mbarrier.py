@@ -10,8 +10,6 @@ pipeline gives the model's result.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -19,6 +17,7 @@ import pytest
 from autoconv.emulator import EmulatedKernelFault, compile_program
 from autoconv.kernels.families import Launch
 from autoconv.kernels.render import environment
+from tests.emulator.ptx_probe import requires_nvcc, sm90a_ptx
 
 TILE = 128               # floats per stage: the producer's 32 lanes copy 16 bytes each
 TILES_PER_BLOCK = 10     # more than the stages: each stage's barriers go through several phases
@@ -249,26 +248,16 @@ def test_a_barrier_used_before_the_syncthreads_after_init_is_a_fault(program):
 
 # ---- the PTX (static) ---------------------------------------------------------------------------
 
-_NVCC = shutil.which("nvcc")
 
-
-@pytest.mark.skipif(_NVCC is None, reason="nvcc is not on PATH")
+@requires_nvcc
 def test_ptxas_accepts_every_function(tmp_path):
     """The test kernels, which use every function of the header, compile to sm_90a machine code,
     with each PTX instruction as the header spells it."""
-    probe = tmp_path / "probe.cu"
-    probe.write_text(source())
-    done = subprocess.run([_NVCC, "-arch=sm_90a", "-ptx", "-o", str(tmp_path / "probe.ptx"), str(probe)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    ptx = (tmp_path / "probe.ptx").read_text()
+    ptx = sm90a_ptx(source(), tmp_path)
     for instruction in ("mbarrier.init.shared::cta.b64", "mbarrier.arrive.shared::cta.b64 _,",
                         "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
                         "mbarrier.try_wait.parity.shared::cta.b64"):
         assert instruction in ptx, instruction
-    done = subprocess.run([_NVCC, "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "probe.cubin"), str(probe)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
 
 
 # ---- on the GPU ---------------------------------------------------------------------------------

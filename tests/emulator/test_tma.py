@@ -13,8 +13,6 @@ on the GPU, that the real copies give the model's boxes.
 from __future__ import annotations
 
 import ctypes
-import shutil
-import subprocess
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
@@ -26,6 +24,7 @@ from autoconv.emulator import tensor_maps as emulated_maps
 from autoconv.kernels.families import Launch
 from autoconv.kernels.render import environment
 from autoconv.kernels.tensor_maps import ELEMENT_BYTES, Im2colMap, TiledMap, im2col_corners
+from tests.emulator.ptx_probe import requires_nvcc, sm90a_ptx
 
 THREADS = 128
 ROW_BYTES = 128     # a box row: one row of the 128-byte swizzle
@@ -524,26 +523,16 @@ def test_a_map_the_driver_refuses_is_not_encoded():
 
 # ---- the PTX (static) ---------------------------------------------------------------------------
 
-_NVCC = shutil.which("nvcc")
 
-
-@pytest.mark.skipif(_NVCC is None, reason="nvcc is not on PATH")
+@requires_nvcc
 def test_ptxas_accepts_every_function(tmp_path):
     """The test kernels, which use every function of tma.cuh and arrive_expect_bytes, compile to
     sm_90a machine code, with each PTX instruction as the headers spell it."""
-    probe = tmp_path / "probe.cu"
-    probe.write_text(source())
-    done = subprocess.run([_NVCC, "-arch=sm_90a", "-ptx", "-o", str(tmp_path / "probe.ptx"), str(probe)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    ptx = (tmp_path / "probe.ptx").read_text()
+    ptx = sm90a_ptx(source(), tmp_path)
     for instruction in ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
                         "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
                         "mbarrier.arrive.expect_tx.shared::cta.b64 _,"):
         assert instruction in ptx, instruction
-    done = subprocess.run([_NVCC, "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "probe.cubin"), str(probe)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
 
 
 # ---- on the GPU ---------------------------------------------------------------------------------

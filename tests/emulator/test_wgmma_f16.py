@@ -14,8 +14,6 @@ it); a lane that skips a product is a fault.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -24,6 +22,7 @@ from autoconv.emulator import EmulatedKernelFault, compile_program
 from autoconv.kernels.families import Launch
 from autoconv.kernels.render import environment
 from autoconv.kernels.resources import templates_dir
+from tests.emulator.ptx_probe import requires_nvcc, sm90a_ptx
 from tests.emulator.warpgroup_gpu import load_module, roundings_apart, run_warpgroup
 
 N_COLUMNS = 16   # D is 64 x 16: two 8-row atoms of B
@@ -307,10 +306,8 @@ def test_the_format_names_the_ptx_types():
                                       for n in WIDTHS for fmt in ("BF16", "F16"))
 
 
-_NVCC = shutil.which("nvcc")
 
-
-@pytest.mark.skipif(_NVCC is None, reason="nvcc is not on PATH")
+@requires_nvcc
 def test_ptxas_accepts_every_width_and_format(tmp_path):
     """Every width in both formats assembles for sm_90a, as one wgmma each with the types told."""
     cases = [(n, fmt) for n in WIDTHS for fmt in ("BF16", "F16")]
@@ -318,22 +315,14 @@ def test_ptxas_accepts_every_width_and_format(tmp_path):
                       f"wgmma_f16::mma_ss_m64nNk16<{n}, wgmma_f16::{fmt}>(d, a, b, true); "
                       f"wgmma_f16::commit(); wgmma_f16::wait<0>(); out[{i}] = d[{n // 2 - 1}]; }}"
                       for i, (n, fmt) in enumerate(cases))
-    probe = tmp_path / "probe.cu"
-    probe.write_text(source().split("constexpr int M = 64")[0] + f"""
+    ptx = sm90a_ptx(source().split("constexpr int M = 64")[0] + f"""
 extern "C" __global__ void probe(float* out, unsigned long long a, unsigned long long b)
 {{
 {calls}
 }}
-""")
-    done = subprocess.run([_NVCC, "-arch=sm_90a", "-ptx", "-o", str(tmp_path / "probe.ptx"), str(probe)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    ptx = (tmp_path / "probe.ptx").read_text()
+""", tmp_path)
     found = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.(bf16|f16)\.(bf16|f16)", ptx)
     assert sorted(found) == sorted((str(n), t, t) for n in WIDTHS for t in ("bf16", "f16"))
-    done = subprocess.run([_NVCC, "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "probe.cubin"), str(probe)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
 
 
 # ---- the conversions: to_float and pack_rounded ---------------------------------------------------
