@@ -25,6 +25,7 @@ from autoconv.kernels.families import Launch
 from autoconv.kernels.render import environment
 from autoconv.kernels.tensor_maps import ELEMENT_BYTES, Im2colMap, TiledMap, im2col_corners
 from tests.emulator.ptx_probe import requires_nvcc, sm90a_ptx
+from tests.helpers import round_mantissa
 
 THREADS = 128
 ROW_BYTES = 128     # a box row: one row of the 128-byte swizzle
@@ -382,10 +383,7 @@ def tf32_bits(shape, seed: int) -> np.ndarray:
 
 def round_to_tf32_even(bits: np.ndarray) -> np.ndarray:
     """float32 bit patterns rounded to TF32 (10 mantissa bits), to nearest, ties to even."""
-    wide = bits.astype(np.int64)   # (room for the carry; signed, so NumPy mixes it with Python ints)
-    dropped, odd = wide & 0x1FFF, (wide >> 13) & 1
-    up = (dropped > 0x1000) | ((dropped == 0x1000) & (odd == 1))
-    return (((wide & 0xFFFFE000) + np.where(up, 0x2000, 0)) & 0xFFFFFFFF).astype(np.uint32)
+    return round_mantissa(np.ascontiguousarray(bits).view(np.float32), 10, ties="even").view(np.uint32)
 
 
 #: w as [K][R*S][C] of float32: sizes (C, R*S, K) = (40, 9, 20); a box row is 32 values.
