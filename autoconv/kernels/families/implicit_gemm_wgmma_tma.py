@@ -58,7 +58,6 @@ class ImplicitGemmWgmmaTma(Family):
         c, taps, channels = values["X_CHANNELS"], values["R"] * values["MAP_S"], values["BOX_CHANNELS"]
         padded = bool(values["PAD_CHANNELS"])   # then both are in the workspace, x first
         width = values["X_WIDTH"]               # Q where the copy folded the taps along w (FOLD_WIDTH)
-        stride_w = 1 if values["FOLD_WIDTH"] else values["STRIDE_W"]
         x_bytes = values["N"] * values["H"] * width * c * values["ELEMENT_BYTES"]
         return {
             "x_map": Im2colMap(
@@ -66,7 +65,7 @@ class ImplicitGemmWgmmaTma(Family):
                 sizes=(c, width, values["H"], values["N"]),
                 lower=(values["LOWER_W"], values["LOWER_H"]), upper=(values["UPPER_W"], values["UPPER_H"]),
                 channels=channels, pixels=values["BM"],
-                element_strides=(1, stride_w, values["STRIDE_H"], 1)),
+                element_strides=(1, values["MAP_STRIDE_W"], values["STRIDE_H"], 1)),
             "w_map": TiledMap(buffer="workspace" if padded else "w", element=element, sizes=(c, taps, values["K"]),
                               box=(channels, 1, values["BN"]), offset=x_bytes if padded else 0),
         }
