@@ -10,7 +10,8 @@ once), and runs there, stopping at the first failure:
 
 1. the static checks: tests/emulator/test_inline_ptx.py and tests/kernels/test_render.py;
 2. the family's emulated tests: test_family_matches_reference for the plant's family (all
-   shapes; the configs are stratified over the family's switches);
+   shapes; the configs are stratified over the family's switches), or for the families of
+   FAMILY_MODULES every emulated test of their own module;
 3. unless --no-verify, ``autoconv verify --emulate`` of the family on VERIFY_PROBLEM.
 
 It prints a table: plant, class, family, the first test that failed (or "missed"), and
@@ -37,6 +38,12 @@ COPIED = ("autoconv", "templates", "search_spaces", "tests", "pyproject.toml")
 #: (top != left), C = 16 (GATHER = rsc for BK <= 16). One problem cannot take every path: the
 #: CPU suite's shapes do.
 VERIFY_PROBLEM = "N=2,C=16,H=9,W=11,K=37,R=3,S=3,pad=2:0:1:2,bias=1"
+
+
+#: Families of NHWC problems, whose emulated tests (their shapes, and checks of one code path
+#: each, such as ping-pong's turns or K split's hand-over) are a module of their own.
+FAMILY_MODULES = {"implicit_gemm_wgmma_f16": "tests/emulator/test_wgmma_f16_family.py",
+                  "implicit_gemm_wgmma_tma": "tests/emulator/test_wgmma_tma_family.py"}
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,12 @@ PLANTS = (
           "shared.C[e / BM][e % BM] + __ldg(&bias[e / BM])"),
     Plant("weights-tap-rsc-channel", "only GATHER=rsc (weights)", "implicit_gemm_wgmma", "templates/weights_tap.cu.j2",
           "const int c = GATHER_RSC ? k % C : k / (R * S);", "const int c = GATHER_RSC ? k % BK : k / (R * S);"),
+    Plant("tma-k-split-last-consumer", "only SCHEDULE=k_split (CONSUMERS 3)", "implicit_gemm_wgmma_tma",
+          "templates/implicit_gemm_wgmma_tma.cu.j2", "for (int consumer = 1; consumer < CONSUMERS; ++consumer)",
+          "for (int consumer = 1; consumer < 2; ++consumer)"),
+    Plant("tma-k-split-handed-parity", "mbarrier parity (k_split)", "implicit_gemm_wgmma_tma",
+          "templates/implicit_gemm_wgmma_tma.cu.j2", "mbarrier::wait(&shared.handed, own_tiles & 1);",
+          "mbarrier::wait(&shared.handed, (own_tiles + 1) & 1);"),
 )
 
 
@@ -164,8 +177,10 @@ def run(plant: Plant, seed: int, verify: bool) -> tuple[str | None, bool | None,
         _scratch(plant, where)
         caught = _pytest(where, seed, "tests/emulator/test_inline_ptx.py", "tests/kernels/test_render.py")
         if caught is None:
-            caught = _pytest(where, seed, "tests/emulator/test_families_emulated.py", "-k",
-                             f"test_family_matches_reference and {plant.family}-")
+            own_module = FAMILY_MODULES.get(plant.family)
+            caught = (_pytest(where, seed, own_module) if own_module else
+                      _pytest(where, seed, "tests/emulator/test_families_emulated.py", "-k",
+                              f"test_family_matches_reference and {plant.family}-"))
         verified = _verify(where, plant.family, seed) if verify else None
     return caught, verified, time.perf_counter() - started
 

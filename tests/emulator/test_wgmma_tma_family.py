@@ -208,3 +208,46 @@ def test_pingpong_consumers_wait_for_their_turn(seed):
     assert plan.values["K_TILES"] == 36 and plan.values["TILES"] == 3 and plan.values["GRID"] == 1
     check = verify_plan(plan, np.random.default_rng(seed))
     assert check.ok, _describe(problem, check)
+
+
+@pytest.mark.parametrize("precision, channels, taps, consumers, stages, split_k", [
+    ("bf16", 40, (3, 3), 2, 4, 1), ("tf32", 40, (1, 5), 3, 6, 1), ("bf16", 40, (1, 5), 3, 6, 2),
+    ("tf32", 8, (1, 3), 2, 4, 2)])
+def test_k_split_consumers_hand_their_sums_over(seed, precision, channels, taps, consumers, stages, split_k):
+    """K split: the consumers share each tile's K tiles (consumer c takes the block's iterations
+    c, c + CONSUMERS, ...) and consumers 1.. hand their sums to consumer 0 through shared memory.
+    Each block takes several tiles (6 of 64 rows on a device of one SM; 12 with split-K on four
+    SMs), so the others run a tile ahead of consumer 0 and must wait until it has taken their
+    previous sums. The K tiles of a tile (9 of one channel block; 10 of two) are not a multiple of
+    CONSUMERS, so whose iteration comes first shifts from tile to tile; split-K's last slice (1 K
+    tile of 3, 2 of 5) leaves a consumer none."""
+    import dataclasses
+
+    from autoconv.emulator.check import verify_plan
+
+    device = dataclasses.replace(H100, sm_count=4 if split_k > 1 else 1)
+    problem = parse_spec(f"N=1,C={channels},H=17,W=19,K=24,R={taps[0]},S={taps[1]},pad=1,bias=1,"
+                         f"layout=NHWC,precision={precision}")
+    config = {"BN": 64, "CONSUMERS": consumers, "STAGES": stages, "SPLIT_K": split_k, "SCHEDULE": "k_split",
+              "EPILOGUE": "staged"}
+    plan = FAMILY.plan(problem, config, device)
+    values = plan.values
+    assert values["BM"] == 64 and values["TILES"] >= 3 * values["GRID"]
+    last_slice = values["K_TILES"] - (split_k - 1) * values["TILES_PER_SPLIT"]
+    assert values["K_TILES"] % consumers != 0 and (split_k == 1 or last_slice < consumers)
+    check = verify_plan(plan, np.random.default_rng(seed))
+    assert check.ok, _describe(problem, check)
+
+
+def test_every_schedule_is_checked_on_some_shape(seed):
+    """The shapes' stratified samples take each SCHEDULE, k_split with 2 and 3 consumers included."""
+    from autoconv.emulator.check import sample_configs
+
+    from tests.emulator.test_families_emulated import CONFIGS_PER_PROBLEM
+
+    taken = set()
+    for shape in SHAPES:
+        problem = problem_of(shape, seed)
+        for config in sample_configs(FAMILY, problem, CONFIGS_PER_PROBLEM, np.random.default_rng(seed)):
+            taken.add((config["SCHEDULE"], config["CONSUMERS"] if config["SCHEDULE"] == "k_split" else None))
+    assert taken == {("cooperative", None), ("pingpong", None), ("k_split", 2), ("k_split", 3)}, taken
