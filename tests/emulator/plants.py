@@ -124,12 +124,11 @@ PLANTS = (
           "shared.C[e / BM][e % BM] + __ldg(&bias[e / BM])"),
     Plant("weights-tap-rsc-channel", "only GATHER=rsc (weights)", "implicit_gemm_wgmma", "templates/weights_tap.cu.j2",
           "const int c = GATHER_RSC ? k % C : k / (R * S);", "const int c = GATHER_RSC ? k % BK : k / (R * S);"),
-    Plant("tma-k-split-last-consumer", "only SCHEDULE=k_split (CONSUMERS 3)", "implicit_gemm_wgmma_tma",
-          "templates/implicit_gemm_wgmma_tma.cu.j2", "for (int consumer = 1; consumer < CONSUMERS; ++consumer)",
-          "for (int consumer = 1; consumer < 2; ++consumer)"),
-    Plant("tma-k-split-handed-parity", "mbarrier parity (k_split)", "implicit_gemm_wgmma_tma",
-          "templates/implicit_gemm_wgmma_tma.cu.j2", "mbarrier::wait(&shared.handed, own_tiles & 1);",
-          "mbarrier::wait(&shared.handed, (own_tiles + 1) & 1);"),
+    Plant("tma-fold-dilation", "only FOLD_WIDTH with dilation", "implicit_gemm_wgmma_tma",
+          "templates/implicit_gemm_wgmma_tma.cu.j2", "q * STRIDE_W - PAD_LEFT + s * DILATION_W;",
+          "q * STRIDE_W - PAD_LEFT + s;"),
+    Plant("tma-pingpong-turn", "mbarrier order (ping-pong)", "implicit_gemm_wgmma_tma",
+          "templates/implicit_gemm_wgmma_tma.cu.j2", "if (turn_phase >= 0)", "if (turn_phase >= 1)"),
 )
 
 

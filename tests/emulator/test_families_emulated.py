@@ -179,10 +179,9 @@ def test_sample_configs_take_every_valid_value_of_every_switch(shape, seed):
 
 
 #: Names a template may branch on that are not SWITCHES: fixed by the problem (the test shapes
-#: cover them), or another name for a switch (min_blocks is MIN_BLOCKS, STREAM_K and K_SPLIT are
-#: SCHEDULE).
+#: cover them), or another name for a switch (min_blocks is MIN_BLOCKS, STREAM_K is SCHEDULE).
 _PROBLEM_SWITCHES = {"HAS_BIAS", "gemm_adds_bias", "with_bias", "OUT_VEC", "gemm_view", "landed", "min_blocks",
-                     "STREAM_K", "K_SPLIT",
+                     "STREAM_K",
                      "PRECISION_TF32",  # (the tf32 tests above take both precisions)
                      # (tests/emulator/test_wgmma_f16_family.py's shapes take both values of each)
                      "FORMAT_F16", "OUTPUT_FLOAT32", "A_VECTOR", "B_VECTOR", "A_PIXEL_ROWS",
