@@ -57,8 +57,9 @@ def conv_problems(model: nn.Module, *inputs: Any, precision: str = "fp32",
                           else NamedProblem(seen.name, seen.problem, seen.count + 1))
         return hook
 
-    hooks = [module.register_forward_pre_hook(record(name or type(module).__name__))
-             for name, module in model.named_modules() if isinstance(module, nn.Conv2d)]
+    convolutions = [(name, module) for name, module in model.named_modules() if isinstance(module, nn.Conv2d)]
+    hooks = [module.register_forward_pre_hook(record(name or type(module).__name__)) for name, module in convolutions]
+    hooks += [module.register_forward_hook(_output_layout_as_on_cuda) for _, module in convolutions]
     try:
         with torch.no_grad():
             model(*inputs, **kwargs)
@@ -66,6 +67,23 @@ def conv_problems(model: nn.Module, *inputs: Any, precision: str = "fp32",
         for hook in hooks:
             hook.remove()
     return list(found.values()), skipped
+
+
+def _channels_last(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is laid out channels_last (and not also contiguous, as one channel is)."""
+    return (tensor.dim() == 4 and not tensor.is_contiguous()
+            and tensor.is_contiguous(memory_format=torch.channels_last))
+
+
+def _output_layout_as_on_cuda(module: nn.Conv2d, args, output):
+    """On the meta device a convolution's output is contiguous whatever its operands' layout; on
+    a GPU it is channels_last when the input or the weight is. Gives the meta output the GPU's
+    layout, so that the layers after it see the inputs they would see on the GPU (and a
+    channels_last model's later layers are recorded in NHWC, not only its first)."""
+    if (isinstance(output, torch.Tensor) and output.device.type == "meta" and output.dim() == 4
+            and (_channels_last(args[0]) or _channels_last(module.weight))):
+        return output.contiguous(memory_format=torch.channels_last)
+    return None
 
 
 def problem_of(module: nn.Conv2d, x: torch.Tensor, precision: str = "fp32") -> ConvProblem:
@@ -78,7 +96,7 @@ def problem_of(module: nn.Conv2d, x: torch.Tensor, precision: str = "fp32") -> C
     if module.padding_mode != "zeros":
         top, bottom, left, right = padding
         H, W, padding = H + top + bottom, W + left + right, (0, 0, 0, 0)
-    channels_last = not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+    channels_last = _channels_last(x)
     return ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation, padding=padding,
                        bias=module.bias is not None, precision=precision,
                        layout="NHWC" if precision == "tf32" and channels_last else "NCHW")

@@ -388,7 +388,7 @@ def test_model_problems_take_a_precision():
 def test_channels_last_tf32_layers_are_recorded_as_nhwc_problems():
     """A layer whose input is channels_last gives an NHWC problem in tf32 (what the operator runs on
     Hopper); in fp32, or with an NCHW input, an NCHW one. A one-channel input is both layouts at
-    once: NCHW. (One layer: on the meta device a convolution's output is not channels_last.)"""
+    once: NCHW."""
     model = nn.Conv2d(3, 8, 3, padding=1).to("meta").to(memory_format=torch.channels_last)
     x = torch.empty(2, 3, 10, 12, device="meta").to(memory_format=torch.channels_last)
     assert [p.problem.layout for p in ac.conv_problems(model, x, precision="tf32")[0]] == ["NHWC"]
@@ -397,6 +397,27 @@ def test_channels_last_tf32_layers_are_recorded_as_nhwc_problems():
     one_channel = nn.Conv2d(1, 4, 3).to("meta")
     ambiguous = torch.empty(2, 1, 6, 6, device="meta").to(memory_format=torch.channels_last)
     assert ac.conv_problems(one_channel, ambiguous, precision="tf32")[0][0].problem.layout == "NCHW"
+
+
+def test_a_channels_last_model_on_the_meta_device_records_every_layer_in_nhwc():
+    """On the meta device a convolution's output is contiguous; on a GPU (and the CPU) it is
+    channels_last when its input or weight is. conv_problems gives the meta outputs the GPU's
+    layout, so every layer of a channels_last model is an NHWC problem in tf32, as on the GPU,
+    not only the first; and a model whose input is NCHW stays NCHW throughout."""
+    def model():
+        return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 16, 1),
+                             nn.BatchNorm2d(16), nn.Conv2d(16, 4, 3, stride=2))
+
+    x = torch.empty(2, 3, 10, 12)
+    on_cpu = [p.problem.layout for p in ac.conv_problems(model().to(memory_format=torch.channels_last),
+                                                         x.to(memory_format=torch.channels_last), precision="tf32")[0]]
+    meta = model().to("meta").to(memory_format=torch.channels_last)
+    on_meta = [p.problem.layout for p in ac.conv_problems(
+        meta, torch.empty(2, 3, 10, 12, device="meta").to(memory_format=torch.channels_last), precision="tf32")[0]]
+    assert on_meta == on_cpu == ["NHWC", "NHWC", "NHWC"]
+    nchw = [p.problem.layout for p in ac.conv_problems(model().to("meta"), torch.empty(2, 3, 10, 12, device="meta"),
+                                                       precision="tf32")[0]]
+    assert nchw == ["NCHW", "NCHW", "NCHW"]
 
 
 # ---- 16-bit tensors (issue 17): dtype -> precision, channels_last outputs, clear refusals ------
