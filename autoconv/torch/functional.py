@@ -46,6 +46,7 @@ import torch
 from autoconv.errors import ProblemError
 from autoconv.runtime.arguments import check_precision
 from autoconv.torch import ops
+from autoconv.torch.settings import pytorch_precision
 
 _Tensor = torch.Tensor
 
@@ -106,28 +107,6 @@ def _autocast(x, w, bias):
     dtype = torch.get_autocast_dtype("cuda")
     kept = ops.CAST_PARAMETERS
     return x.to(dtype), kept.get(w, dtype), None if bias is None else kept.get(bias, dtype)
-
-
-
-def _legacy_fp32_precision(backend: str, op: str) -> str:
-    """``torch._C._get_fp32_precision_getter`` for PyTorch before 2.9 (cuDNN convolutions
-    only): ``"tf32"`` where ``torch.backends.cudnn.allow_tf32``, else ``"ieee"``."""
-    return "tf32" if torch.backends.cudnn.allow_tf32 else "ieee"
-
-
-#: PyTorch's (backend, op) -> "tf32" | "ieee" | "none" getter behind
-#: ``torch.backends.cudnn.conv.fp32_precision`` (PyTorch 2.9 and later; 0.1 us where the
-#: attribute costs 1 us). There ``allow_tf32`` raises once conv and RNN settings differ, so
-#: it is read only in PyTorch without the getter.
-_conv_fp32_precision = getattr(torch._C, "_get_fp32_precision_getter", _legacy_fp32_precision)
-
-
-def pytorch_precision() -> str:
-    """``"tf32"`` where PyTorch currently lets its cuDNN convolutions use TF32
-    (``torch.backends.cudnn.conv.fp32_precision == "tf32"``; ``"none"``, what
-    ``allow_tf32 = False`` leaves, and ``"ieee"`` do not), else ``"fp32"``: the precision an
-    autoconv call with ``precision=None`` computes. Read at every call (about 0.15 us)."""
-    return "tf32" if _conv_fp32_precision("cuda", "conv") == "tf32" else "fp32"
 
 
 @torch.compiler.assume_constant_result

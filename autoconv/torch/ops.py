@@ -56,6 +56,7 @@ from autoconv.errors import AutoconvError, ProblemError
 from autoconv.problems.problem import PRECISION_DTYPES, ConvProblem
 from autoconv.runtime.arguments import check_precision, check_shapes
 from autoconv.runtime.selection import REGISTRY, Runner
+from autoconv.torch.settings import pytorch_precision
 
 _Pair = tuple[int, int]
 _Padding = tuple[int, int, int, int]
@@ -112,11 +113,18 @@ class _Call:
         #: NCHW, and its output is copied to channels_last, as kernel_layout promised.
         self.restrides_output = False
         self.output_dtype = _DTYPES.get(problem.precision, torch.float32)
+        top, bottom, left, right = problem.padding
+        #: Where cuDNN's plan runs: F.conv2d's arguments for PyTorch's own convolution of the
+        #: problem, which eager calls run instead (None where PyTorch cannot pad it: asymmetric)
+        self.pytorch_arguments = ((problem.stride, (top, left), problem.dilation)
+                                  if runner.cudnn is not None and top == bottom and left == right else None)
         self._weights: dict[tuple[int, int], _WeightsEntry] = {}
         self._lock = threading.Lock()
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
                  out: torch.Tensor | None = None) -> torch.Tensor:
+        if self.pytorch_arguments is not None and out is None and self._pytorch_computes_it(x):
+            return F.conv2d(x, w, bias, *self.pytorch_arguments)
         device = self.device
         if out is not None:
             y = out
@@ -141,6 +149,17 @@ class _Call:
         runner.launcher((x.data_ptr(), w.data_ptr(), bias_pointer, y.data_ptr(),
                          0 if workspace is None else workspace.data_ptr()), stream, prepare_weights=prepare)
         return y
+
+    def _pytorch_computes_it(self, x: torch.Tensor) -> bool:
+        """Whether this call, where cuDNN's plan was measured fastest, runs PyTorch's own
+        convolution instead: eager calls (not captured in a CUDA graph) whose precision is the
+        one PyTorch's convolution computes now (16-bit tensors always). cuDNN's plan through the
+        frontend's Python ``execute`` costs ~50 us of host time a call, PyTorch's convolution a
+        fraction of that, and an eager network's time is mostly host time (the bf16 ResNet-50
+        forward at batch 32: 7.6 ms eager, 2.5 ms as a graph); a captured call costs no host
+        time on replay, so there the measured plan runs."""
+        return ((x.dtype is not _FLOAT32 or self.problem.precision == pytorch_precision())
+                and not torch.cuda.is_current_stream_capturing())
 
     def _scratch(self, device: torch.device) -> torch.Tensor | None:
         if not self.workspace_bytes:

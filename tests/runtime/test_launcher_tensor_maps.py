@@ -91,3 +91,24 @@ def test_padded_channels_maps_describe_the_workspace_at_their_offsets(recorded):
     assert [kind for kind, *_ in pad] == ["pointer"] * 3
     assert gemm[0][:2] == ("map", WORKSPACE) and gemm[1][:2] == ("map", WORKSPACE + w_offset)
     assert gemm[2][:2] == ("pointer", WORKSPACE) and reduce[2][:2] == ("pointer", Y)
+
+
+def test_maps_of_recent_buffers_are_copied_not_encoded_again(recorded):
+    """One problem's layers take a different x each call, from addresses the caching allocator
+    hands out again: the map of each of the last MapSlot.REMEMBERED addresses is kept and copied
+    back, and only an address not among them is encoded (the oldest then forgotten)."""
+    encodings, launches = recorded
+    _, run = _launcher("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,layout=NHWC,precision=bf16",
+                       {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1,
+                        "SCHEDULE": "cooperative", "EPILOGUE": "staged"})
+    remembered = gpu_tensor_maps.MapSlot.REMEMBERED
+    inputs = [X + 4096 * i for i in range(remembered)]
+    for _ in range(3):   # three "forwards" over the same inputs
+        for x in inputs:
+            run((x, W, BIAS, Y, 0), stream=0)
+            assert launches[-1][0][:2] == ("map", x)   # the map in the parameters is x's
+    assert [address for _, address, _ in encodings] == [inputs[0], W] + inputs[1:]   # each encoded once
+    run((X + 4096 * remembered, W, BIAS, Y, 0), stream=0)   # a new address: encoded, inputs[0] forgotten
+    run((inputs[0], W, BIAS, Y, 0), stream=0)
+    assert [address for _, address, _ in encodings[-2:]] == [X + 4096 * remembered, inputs[0]]
+    assert launches[-1][0][:2] == ("map", inputs[0])

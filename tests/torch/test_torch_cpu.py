@@ -260,7 +260,7 @@ def test_pytorch_precision_reads_conv_not_the_legacy_flag_where_conv_and_rnn_dif
 
 
 def test_the_legacy_reader_follows_allow_tf32(cudnn_flags):
-    from autoconv.torch.functional import _legacy_fp32_precision
+    from autoconv.torch.settings import _legacy_fp32_precision
 
     for allowed, want in ((True, "tf32"), (False, "ieee")):
         torch.backends.cudnn.allow_tf32 = allowed

@@ -347,3 +347,57 @@ def test_opcheck_with_tf32():
     x = torch.randn(1, 3, 7, 6, device="cuda", requires_grad=True)
     w = torch.randn(4, 3, 3, 2, device="cuda", requires_grad=True)
     torch.library.opcheck(torch.ops.autoconv.conv2d.default, (x, w, None, [1, 2], [1, 0, 0, 1], [1, 1], "tf32"))
+
+
+class _PlanStandIn:
+    """Stands for a cuDNN plan the runtime would run (autoconv.bench.cudnn.CudnnConv): records calls."""
+    plan_name, workspace_bytes = "stand-in", 0
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, x, w, y, bias, *, stream, workspace):
+        self.calls += 1
+
+
+def test_where_cudnns_plan_runs_eager_calls_run_pytorchs_convolution():
+    """Where `autoconv bench` measured cuDNN's plan faster than the tuned kernel, an eager call
+    runs PyTorch's own convolution (cuDNN through ATen: a fraction of the frontend's host cost)
+    when that computes the call's precision: 16-bit tensors, or float32 at PyTorch's current
+    setting. The plan runs where PyTorch would compute another precision, where PyTorch cannot
+    pad the problem (asymmetric padding), with out=, and in a captured CUDA graph (no host cost
+    on replay)."""
+    from autoconv.problems.problem import parse_spec
+    from autoconv.runtime.selection import Runner
+    from autoconv.torch.ops import _Call
+
+    def call_of(spec):
+        problem, plan = parse_spec(spec), _PlanStandIn()
+        return _Call(problem, Runner(problem, 0, None, None, "cudnn", cudnn=plan), torch.device("cuda", 0)), plan
+
+    x = torch.randn(2, 16, 9, 11, device="cuda")
+    w, bias = torch.randn(24, 16, 3, 3, device="cuda"), torch.randn(24, device="cuda")
+    x16, w16, bias16 = (t.to(torch.bfloat16) for t in (x, w, bias))
+    x16, w16 = x16.contiguous(memory_format=torch.channels_last), w16.contiguous(memory_format=torch.channels_last)
+    bf16, plan = call_of("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,layout=NHWC,precision=bf16")
+    y = bf16(x16, w16, bias16)
+    assert plan.calls == 0 and y.is_contiguous(memory_format=torch.channels_last)
+    assert torch.allclose(y.float(), F.conv2d(x16, w16, bias16, 2, 1).float(), rtol=1e-2, atol=1e-2)
+
+    fp32, plan = call_of("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1")   # PyTorch strict (fixture)
+    assert relative_error(fp32(x, w, bias), reference(x, w, bias, (2, 2), (1, 1, 1, 1), (1, 1))) < TOLERANCE
+    assert plan.calls == 0
+    tf32, plan = call_of("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,precision=tf32")
+    tf32(x, w, bias)
+    assert plan.calls == 1   # PyTorch would compute strict FP32: the plan runs
+    asymmetric, plan = call_of("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1:0:1:1,bias=1")
+    asymmetric(x, w, bias)
+    assert plan.calls == 1
+    fp32, plan = call_of("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1")
+    fp32(x, w, bias, out=torch.empty(2, 24, 5, 6, device="cuda"))
+    assert plan.calls == 1
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph):
+        fp32(x, w, bias)
+    assert plan.calls == 2

@@ -15,4 +15,6 @@ s=$(date +%s); timeout 220 python3 -m autoconv bench examples/resnet50_bf16.yaml
 echo "bench rc=$? wall=$(( $(date +%s) - s )) at $(( $(date +%s) - T0 ))s" | tee -a /tmp/r/times.txt; tail -3 /tmp/r/bench.log
 s=$(date +%s); timeout $(( 580 - ($(date +%s) - T0) )) python3 results/h100/resnet50_e2e_bf16/e2e_bf16.py /tmp/r/e2e.json > /tmp/r/e2e.log 2>&1
 echo "e2e rc=$? wall=$(( $(date +%s) - s )) at $(( $(date +%s) - T0 ))s" | tee -a /tmp/r/times.txt; tail -4 /tmp/r/e2e.log
+s=$(date +%s); timeout 100 python3 results/h100/resnet50_e2e_bf16/profile_eager.py > /tmp/r/profile.log 2>&1
+echo "profile rc=$? wall=$(( $(date +%s) - s )) at $(( $(date +%s) - T0 ))s" | tee -a /tmp/r/times.txt; head -2 /tmp/r/profile.log
 cd /tmp && tar czf $OUT/r.tgz r
