@@ -251,6 +251,13 @@ def _computes_tf32_in_nhwc(device: int) -> bool:
     return torch.cuda.get_device_capability(device) in _NHWC_TF32_CAPABILITIES
 
 
+def is_channels_last(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is laid out channels_last and not also contiguous (a tensor of one
+    channel or one pixel is both, and counts as NCHW)."""
+    return (tensor.dim() == 4 and not tensor.is_contiguous()
+            and tensor.is_contiguous(memory_format=_CHANNELS_LAST))
+
+
 def kernel_layout(x: torch.Tensor, precision: str) -> str:
     """The layout autoconv's kernels read ``x`` (and write ``y``) in: "NHWC" for 16-bit tensors,
     and for tf32 calls on a float32 ``x`` in channels_last (only: a tensor that is both, one
@@ -258,8 +265,7 @@ def kernel_layout(x: torch.Tensor, precision: str) -> str:
     "NCHW". The fake implementation gives the output this layout's memory format."""
     if x.dtype in _PRECISIONS:
         return "NHWC"
-    if (precision == "tf32" and x.dtype is _FLOAT32 and x.is_cuda and not x.is_contiguous()
-            and x.is_contiguous(memory_format=_CHANNELS_LAST)
+    if (precision == "tf32" and x.dtype is _FLOAT32 and x.is_cuda and is_channels_last(x)
             and _computes_tf32_in_nhwc(x.get_device())):
         return "NHWC"
     return "NCHW"

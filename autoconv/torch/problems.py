@@ -32,6 +32,7 @@ from autoconv.problems.problem import ConvProblem
 from autoconv.runtime.arguments import check_precision
 from autoconv.torch.functional import resolve
 from autoconv.torch.modules import ineligible_reason
+from autoconv.torch.ops import is_channels_last
 
 
 def conv_problems(model: nn.Module, *inputs: Any, precision: str = "fp32",
@@ -69,19 +70,13 @@ def conv_problems(model: nn.Module, *inputs: Any, precision: str = "fp32",
     return list(found.values()), skipped
 
 
-def _channels_last(tensor: torch.Tensor) -> bool:
-    """Whether ``tensor`` is laid out channels_last (and not also contiguous, as one channel is)."""
-    return (tensor.dim() == 4 and not tensor.is_contiguous()
-            and tensor.is_contiguous(memory_format=torch.channels_last))
-
-
 def _output_layout_as_on_cuda(module: nn.Conv2d, args, output):
     """On the meta device a convolution's output is contiguous whatever its operands' layout; on
     a GPU it is channels_last when the input or the weight is. Gives the meta output the GPU's
     layout, so that the layers after it see the inputs they would see on the GPU (and a
     channels_last model's later layers are recorded in NHWC, not only its first)."""
     if (isinstance(output, torch.Tensor) and output.device.type == "meta" and output.dim() == 4
-            and (_channels_last(args[0]) or _channels_last(module.weight))):
+            and (is_channels_last(args[0]) or is_channels_last(module.weight))):
         return output.contiguous(memory_format=torch.channels_last)
     return None
 
@@ -96,7 +91,7 @@ def problem_of(module: nn.Conv2d, x: torch.Tensor, precision: str = "fp32") -> C
     if module.padding_mode != "zeros":
         top, bottom, left, right = padding
         H, W, padding = H + top + bottom, W + left + right, (0, 0, 0, 0)
-    channels_last = _channels_last(x)
+    channels_last = is_channels_last(x)
     return ConvProblem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation, padding=padding,
                        bias=module.bias is not None, precision=precision,
                        layout="NHWC" if precision == "tf32" and channels_last else "NCHW")

@@ -41,7 +41,7 @@ VERIFY_PROBLEM = "N=2,C=16,H=9,W=11,K=37,R=3,S=3,pad=2:0:1:2,bias=1"
 
 
 #: Families of NHWC problems, whose emulated tests (their shapes, and checks of one code path
-#: each, such as ping-pong's turns or K split's hand-over) are a module of their own.
+#: each, such as ping-pong's turns) are a module of their own.
 FAMILY_MODULES = {"implicit_gemm_wgmma_f16": "tests/emulator/test_wgmma_f16_family.py",
                   "implicit_gemm_wgmma_tma": "tests/emulator/test_wgmma_tma_family.py"}
 
