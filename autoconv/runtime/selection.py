@@ -351,14 +351,19 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
         # The buffers as the kernels take them (layout, element type: autoconv.dtypes); the
         # reference reads their values.
         inputs = random_inputs(problem, numpy.random.default_rng(seed))
-        x, w = (cupy.asarray(kernel_buffer(problem, name, values)) for name, values in zip(("x", "w"), inputs))
-        bias = None if inputs[2] is None else cupy.asarray(kernel_buffer(problem, "bias", inputs[2]))
-        y = output_buffer(problem, cupy)
-        workspace = cupy.full(plan.workspace_elements, POISON, dtype=cupy.float32) if plan.workspace_bytes else None
         stream = cupy.cuda.Stream(non_blocking=True)
-        cast(Launcher, runner.launcher)((x.data.ptr, w.data.ptr, 0 if bias is None else bias.data.ptr, y.data.ptr,
-                                         0 if workspace is None else workspace.data.ptr), stream.ptr)
-        stream.synchronize()
+        # The uploads and the NaN fills go on the kernels' stream: a stream that does not block
+        # is not ordered after the default stream, and a fill still running there overwrote a
+        # first kernel's workspace (the padded x of ResNet-50's fp16 stem: every output NaN).
+        with stream:
+            x, w = (cupy.asarray(kernel_buffer(problem, name, values)) for name, values in zip(("x", "w"), inputs))
+            bias = None if inputs[2] is None else cupy.asarray(kernel_buffer(problem, "bias", inputs[2]))
+            y = output_buffer(problem, cupy)
+            workspace = (cupy.full(plan.workspace_elements, POISON, dtype=cupy.float32) if plan.workspace_bytes
+                         else None)
+            cast(Launcher, runner.launcher)((x.data.ptr, w.data.ptr, 0 if bias is None else bias.data.ptr,
+                                             y.data.ptr, 0 if workspace is None else workspace.data.ptr), stream.ptr)
+            stream.synchronize()
         x, w = tensor_values(problem, "x", x, cupy), tensor_values(problem, "w", w, cupy)
         bias = None if bias is None else tensor_values(problem, "bias", bias, cupy)
         reference = conv2d_reference(problem, x, w, bias, xp=cupy)

@@ -192,6 +192,25 @@ def test_tma_plans_run_through_the_runtime_launcher(seed):
             assert verify_runner(runner, seed + attempt) is None, (spec, config)
 
 
+@pytest.mark.gpu
+def test_runtime_verification_orders_its_fills_before_the_kernels(seed):
+    """verify_runner's uploads and NaN fills run on the kernels' stream: ResNet-50's fp16 stem
+    (its first kernel folds x's taps into a 38.5 MB workspace) verified with every output NaN
+    while the workspace's fill ran on the default stream, which a non-blocking stream is not
+    ordered after (fourteenth session, results/h100/stem)."""
+    from autoconv.gpu.device import read_device
+    from autoconv.runtime.selection import _loaded_runner, verify_runner
+
+    limits, _ = read_device(0)
+    problem = parse_spec("N=32,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3,layout=NHWC,precision=fp16")
+    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 3, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "cooperative",
+                                 "EPILOGUE": "staged"}, limits)
+    assert plan.values["FOLD_WIDTH"] == 1 and plan.workspace_bytes > 32 * 2 ** 20
+    runner = _loaded_runner(problem, 0, plan, "test", limits)
+    for attempt in range(3):
+        assert verify_runner(runner, seed + attempt) is None
+
+
 def test_pingpong_consumers_wait_for_their_turn(seed):
     """Ping-pong with tiles of many K tiles: the second consumer's first stage comes rounds after
     the first consumer's, further than an mbarrier's parity tells apart; without the turn order
