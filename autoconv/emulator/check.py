@@ -85,9 +85,10 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
     # BN: each width is its own asm statement; CONSUMERS: one or two warpgroups on a tile's rows;
     # SCHEDULE: cooperative or ping-pong consumers; EPILOGUE: staged or direct stores (float32
     # outputs); STAGED: derived (staged and no split-K) and PAD_CHANNELS: derived from the problem
-    # (C % 8), listed so that a sample names them
+    # (C % 8), listed so that a sample names them; PAD_PITCH: padded pixels of 16, 64 or 128 bytes
+    # (x' and w' strides, the channels and K tiles the maps describe)
     "implicit_gemm_wgmma_tma": {"BN": None, "CONSUMERS": None, "SPLIT_K": None, "SCHEDULE": None, "EPILOGUE": None,
-                                "STAGED": (0, 1), "PAD_CHANNELS": (0, 1)},
+                                "STAGED": (0, 1), "PAD_CHANNELS": (0, 1), "PAD_PITCH": None},
 }
 
 
