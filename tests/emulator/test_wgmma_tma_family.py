@@ -60,8 +60,6 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
         for name in ("PAD_CHANNELS", "FOLD_WIDTH", "FORMAT_F16", "PRECISION_TF32", "OUTPUT_FLOAT32", "HAS_BIAS"):
             taken.setdefault(name, set()).add(values[name])
         taken.setdefault("STORE_VEC > 1", set()).add(int(values["STORE_VEC"] > 1))
-        if values["PAD_CHANNELS"]:   # padded rows of one thread's chunks, or of several threads'
-            taken.setdefault("PAD_GROUPS_PER_ROW > 1", set()).add(int(values["PAD_GROUPS_PER_ROW"] > 1))
     assert all(values == {0, 1} for values in taken.values()), taken
 
 

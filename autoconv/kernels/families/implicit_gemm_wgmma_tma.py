@@ -38,7 +38,7 @@ class ImplicitGemmWgmmaTma(Family):
         has_bias, split_k, threads = values["HAS_BIAS"], values["SPLIT_K"], values["REDUCE_THREADS"]
         launches = []
         if values["PAD_CHANNELS"]:
-            launches.append(Launch(f"{name}_pad_channels", grid_for(values["PAD_ITEMS"], threads),
+            launches.append(Launch(f"{name}_pad_channels", grid_for(values["PADDED_BYTES"] // 16, threads),
                                    dim3(threads), ("x", "w", "workspace")))
         maps = ("x_map", "w_map")
         outputs = ("bias", "y") if has_bias else ("y",)
