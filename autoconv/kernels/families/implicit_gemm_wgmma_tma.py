@@ -10,7 +10,8 @@ float32 sums to the workspace and a second kernel adds them, the bias, and round
 pixel's C channels are not whole 16 bytes (the maps' strides must be), a first kernel copies x
 and w with zero channels up to X_CHANNELS into the workspace, and the maps describe those copies;
 for filters wider than one tap that copy also folds the S taps along w into the channels
-(FOLD_WIDTH: x' is N x H x Q pixels of S*C values, the GEMM's filter R x 1).
+(FOLD_WIDTH: x' is N x H x Q pixels of S*C values, the GEMM's filter R x 1). Each copied pixel
+takes a multiple of PAD_PITCH bytes (16, 64 or 128: aligned box rows are copied faster).
 sm_90a (Hopper) only.
 """
 
