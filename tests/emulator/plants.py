@@ -87,8 +87,10 @@ PLANTS = (
     Plant("mma-ptx-swap", "swapped PTX operands (mma.sync)", "implicit_gemm_mma", "templates/mma_tf32.cuh",
           '"r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2]))',
           '"r"(__float_as_uint(a[2])), "r"(__float_as_uint(a[1]))'),
+    # (in m64n128k8 with A in registers: its last outputs, then its first inputs, are unique)
     Plant("wgmma-ptx-swap", "swapped PTX operands (wgmma)", "implicit_gemm_wgmma", "templates/wgmma_tf32.cuh",
-          '"+f"(d[56]), "+f"(d[57])', '"+f"(d[57]), "+f"(d[56])'),
+          '"+f"(d[62]), "+f"(d[63])\n        : "r"(__float_as_uint(a[0]))',
+          '"+f"(d[63]), "+f"(d[62])\n        : "r"(__float_as_uint(a[0]))'),
     Plant("mma-fragment-order", "fragment order in the kernel", "implicit_gemm_mma",
           "templates/implicit_gemm_mma.cu.j2",
           "split_tf32(low.y, a_big[i][1], a_small[i][1]);\n"
@@ -125,8 +127,8 @@ PLANTS = (
     Plant("weights-tap-rsc-channel", "only GATHER=rsc (weights)", "implicit_gemm_wgmma", "templates/weights_tap.cu.j2",
           "const int c = GATHER_RSC ? k % C : k / (R * S);", "const int c = GATHER_RSC ? k % BK : k / (R * S);"),
     Plant("tma-fold-dilation", "only FOLD_WIDTH with dilation", "implicit_gemm_wgmma_tma",
-          "templates/implicit_gemm_wgmma_tma.cu.j2", "q * STRIDE_W - PAD_LEFT + s * DILATION_W;",
-          "q * STRIDE_W - PAD_LEFT + s;"),
+          "templates/implicit_gemm_wgmma_tma.cu.j2", "const int w_in = first_w + s * DILATION_W;",
+          "const int w_in = first_w + s;"),
     Plant("tma-pingpong-turn", "mbarrier order (ping-pong)", "implicit_gemm_wgmma_tma",
           "templates/implicit_gemm_wgmma_tma.cu.j2", "if (turn_phase >= 0)", "if (turn_phase >= 1)"),
 )
