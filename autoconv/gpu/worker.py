@@ -189,11 +189,11 @@ class ProblemBuffers:
         return buffer_values(self.problem, self.y, cupy)
 
     def written_inputs(self) -> list[str]:
-        import cupy
+        """The inputs whose bits differ from their copies made before any kernel ran."""
+        from autoconv.verify.compare import same_bits
 
         current = {"x": self.x, "w": self.w, "bias": self.bias}
-        return [name for name, copy in self.pristine.items()
-                if not bool(cupy.array_equal(current[name], copy))]
+        return [name for name, copy in self.pristine.items() if not same_bits(current[name], copy)]
 
 
 class WorkerSession:
@@ -219,7 +219,8 @@ class WorkerSession:
         """Run the verification path once on a tiny problem, so CuPy compiles its own
         kernels (fill, norms, comparisons, the reference's) now: on a machine with a
         cold CuPy kernel cache that takes seconds, which must not count against the
-        first candidate's time limit."""
+        first candidate's time limit. (The comparisons themselves compile once whatever the
+        sizes: :mod:`autoconv.verify.device_sums`.)"""
         from autoconv.problems.problem import parse_spec
         from autoconv.verify.compare import check_result
 

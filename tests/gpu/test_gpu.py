@@ -269,6 +269,65 @@ def test_backend_rejects_a_compile_error_and_resources_beyond_the_device():
     assert "shared memory" in results[1].reason
 
 
+def test_the_worker_compiles_no_cupy_kernel_for_a_new_problem_size(tmp_path, monkeypatch):
+    """Once one problem has been verified, problems of the same kind and other sizes make the
+    GPU worker compile no CuPy kernel: CuPy's reductions (with CUB, its default) compile a
+    variant per block size, picked from each array's size (~2 s of NVRTC each while the kernel
+    cache is empty, under the GPU's lock), which autoconv.verify.device_sums avoids. Counted as
+    the files a kernel cache of the test's own gains."""
+    from autoconv.gpu.backend import CupyBackend
+
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))  # (inherited by the spawned worker)
+    monkeypatch.delenv("CUPY_ACCELERATORS", raising=False)
+    # Outputs of 25 600, 295 936 and 1 605 632 values, biases of 32, 256 and 1024.
+    first, *others = [parse_spec(spec) for spec in ("N=2,C=3,H=20,W=20,K=32,R=3,S=3,pad=1,bias=1",
+                                                    "N=4,C=16,H=17,W=17,K=256,R=3,S=3,pad=1,bias=1",
+                                                    "N=8,C=8,H=14,W=14,K=1024,R=1,S=1,bias=1")]
+
+    def cached() -> list[str]:
+        return sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*") if path.is_file())
+
+    family = get_family("implicit_gemm")
+    with CupyBackend(compile_workers=2) as backend:
+        assert backend.evaluate(family.plan(first, None, backend.device)).ok
+        before = cached()
+        for problem in others:
+            result = backend.evaluate(family.plan(problem, None, backend.device))
+            assert result.ok, result.reason
+        assert cached() == before, f"{len(cached()) - len(before)} CuPy kernels compiled for new sizes"
+
+
+def test_device_sums_agree_with_numpy():
+    """The verification's own kernels against NumPy: a strided float32 view with NaN and
+    infinities, a float16 array, an all-zero reference; bit differences, NaN payloads included."""
+    import cupy
+
+    from autoconv.verify.compare import comparison_sums as host_sums
+    from autoconv.verify.device_sums import comparison_sums, differing_words
+
+    rng = numpy.random.default_rng(3)
+    ref = rng.standard_normal((3, 5, 37, 41))
+    out = (ref + 1e-3 * rng.standard_normal(ref.shape)).astype(numpy.float32).transpose(0, 2, 3, 1).copy()
+    out[0, 1, 2, 3], out[2, 30, 40, 4], out[1, 0, 0, 0] = numpy.nan, numpy.inf, -numpy.inf
+    out_view = out.transpose(0, 3, 1, 2)  # (logical order, not contiguous)
+    for host_out, host_ref in ((out_view, ref), (ref.astype(numpy.float16), ref), (out_view, numpy.zeros_like(ref))):
+        nonfinite, difference, reference = comparison_sums(cupy.asarray(host_out), cupy.asarray(host_ref))
+        expected = host_sums(host_out, host_ref)
+        assert nonfinite == expected[0]
+        assert difference == pytest.approx(expected[1], rel=1e-12)
+        assert reference == pytest.approx(expected[2], rel=1e-12, abs=0.0)
+    assert comparison_sums(cupy.asarray(out_view), cupy.asarray(ref))[0] == 3
+
+    words = rng.integers(0, 2**16, size=100_003, dtype=numpy.uint16)
+    changed = words.copy()
+    changed[[0, 77, 100_002]] ^= 1
+    assert differing_words(cupy.asarray(words), cupy.asarray(words.copy())) == 0
+    assert differing_words(cupy.asarray(words), cupy.asarray(changed)) == 3
+    quiet = numpy.array([numpy.nan], numpy.float32)
+    payload = numpy.array([0x7FC00001], numpy.uint32).view(numpy.float32)
+    assert differing_words(cupy.asarray(quiet), cupy.asarray(payload)) == 1
+
+
 # ---- the tuner, the cache and the runtime ------------------------------------------------
 
 @pytest.mark.slow
