@@ -21,12 +21,13 @@ import queue
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
 from autoconv.backends.base import Backend, BackendIdentity, Status, Ticket, TrialResult, failed
 from autoconv.errors import AutoconvError, BackendUnavailable
-from autoconv.gpu.compiler import DEFAULT_COMPILE_TIMEOUT_S, CompileJob, CompileOutcome, CompilePool
+from autoconv.gpu.compiler import DEFAULT_COMPILE_TIMEOUT_S, CompileJob, CompileOutcome, CompilePool, Compiler
 from autoconv.gpu.device import INSTALL_HINT
 from autoconv.gpu.worker import WorkerOptions, worker_main
 from autoconv.kernels.families import KernelPlan
@@ -239,6 +240,10 @@ class CupyBackend(Backend):
         compile_timeout_s: one compilation's limit.
         samples: timed graph replays per fully timed candidate (the median is reported).
         seed: seed of the verification inputs (each problem gets its own from it).
+        compiler: makes the compiler for the device's architecture instead of a pool of this
+            backend's own (``compile_workers`` and ``compile_timeout_s`` are then the
+            compiler's business): the fleet's workers share one pool of the host
+            (:mod:`autoconv.gpu.compile_service`).
 
     Raises:
         BackendUnavailable: CuPy is not installed or there is no usable GPU.
@@ -246,7 +251,8 @@ class CupyBackend(Backend):
 
     def __init__(self, device_id: int = 0, *, compile_workers: int | None = None,
                  candidate_timeout_s: float = DEFAULT_CANDIDATE_TIMEOUT_S,
-                 compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S, samples: int = 7, seed: int = 0):
+                 compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S, samples: int = 7, seed: int = 0,
+                 compiler: Callable[[str], Compiler] | None = None):
         if importlib.util.find_spec("cupy") is None:
             raise BackendUnavailable(f"the GPU backend needs CuPy, which is not installed; {INSTALL_HINT}")
         self.seed = seed
@@ -255,7 +261,8 @@ class CupyBackend(Backend):
         assert self._worker.limits is not None and self._worker.identity is not None  # (started)
         self.device = self._worker.limits
         self.identity = self._worker.identity
-        self._compiler = CompilePool(self.device.arch, compile_workers, compile_timeout_s)
+        self._compiler: Compiler = (compiler(self.device.arch) if compiler is not None
+                                    else CompilePool(self.device.arch, compile_workers, compile_timeout_s))
         # Recent cubins by source: the winner's re-verification (and a retried
         # configuration) runs without compiling again.
         self._cubins: collections.OrderedDict[str, CompileOutcome] = collections.OrderedDict()

@@ -17,10 +17,12 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
 #: Flags for every candidate: C++17 (the templates use constexpr lambdas and
 #: ``if constexpr``); no fast-math, which would change float32 results.
@@ -121,13 +123,17 @@ def _text(value) -> str:
 def _warm_up(parent_pid: int) -> None:
     """Pool initializer: end with the tuning process (:func:`exit_with_parent`: a killed
     run leaves no compiler behind); import CuPy and find the headers once per process,
-    so the first candidate's compile time is the compiler's alone."""
+    so the first candidate's compile time is the compiler's alone. (Without CuPy each
+    compilation says so itself.)"""
+    from autoconv.errors import BackendUnavailable
     from autoconv.gpu.device import require_cupy
     from autoconv.processes import exit_with_parent
 
     exit_with_parent(parent_pid)
-
-    require_cupy()
+    try:
+        require_cupy()
+    except BackendUnavailable:
+        return
     cuda_include_dirs()
 
 
@@ -136,8 +142,13 @@ def default_workers() -> int:
     return max(1, (os.cpu_count() or 2) - 1)
 
 
+#: What compiles a source: ``compile_source``'s signature (a module-level function: it is
+#: sent to the pool's processes by name).
+CompileFunction = Callable[[str, str, str], CompileOutcome]
+
+
 class CompileJob:
-    """A source submitted to a :class:`CompilePool`."""
+    """A source submitted to a :class:`Compiler`."""
 
     def __init__(self, source: str, name: str):
         self.source = source
@@ -148,20 +159,43 @@ class CompileJob:
         self.outcome: CompileOutcome | None = None
 
 
+class Compiler(Protocol):
+    """Compiles sources for one architecture ahead of when their results are needed:
+    :class:`CompilePool`, or a worker's handle on a pool shared by the host's tuning
+    processes (:class:`autoconv.gpu.compile_service.RemoteCompiler`)."""
+
+    arch: str
+
+    def submit(self, source: str, name: str) -> CompileJob: ...
+
+    def result(self, job: CompileJob) -> CompileOutcome:
+        """Wait for ``job``; its outcome (never raises for a rejected source)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+#: The outcome of a job dropped before it was compiled (its owner went away).
+CANCELLED = CompileOutcome(False, b"", "error: cancelled before it was compiled (its tuning process ended)", 0.0)
+
+
 class CompilePool:
     """Compiles sources for one architecture in ``workers`` processes (spawned, so no
     CUDA state is inherited), ahead of when their results are needed.
 
     A compilation that runs past ``timeout_s`` fails (the pool is restarted to free its
     process); a compiler process that dies fails the job it ran after one retry.
-    ``submit`` and ``result`` may be called from different threads.
+    ``submit``, ``result`` and ``cancel`` may be called from different threads.
+    ``compile_function`` compiles one source (NVRTC's :func:`compile_source`; tests pass a
+    stand-in).
     """
 
     def __init__(self, arch: str, workers: int | None = None,
-                 timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S):
+                 timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S, compile_function: CompileFunction | None = None):
         self.arch = arch
         self.workers = workers or default_workers()
         self.timeout_s = timeout_s
+        self.compile_function = compile_function or compile_source
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
         self._pending: list[CompileJob] = []
         self._lock = threading.Lock()  # guards the executor and the pending list
@@ -182,7 +216,7 @@ class CompilePool:
 
     def _start(self, job: CompileJob) -> None:
         job.submitted = time.monotonic()
-        job.future = self._ensure_executor().submit(compile_source, job.source, self.arch, job.name)
+        job.future = self._ensure_executor().submit(self.compile_function, job.source, self.arch, job.name)
 
     def result(self, job: CompileJob) -> CompileOutcome:
         """Wait for ``job``; its outcome (never raises for a rejected source)."""
@@ -191,6 +225,8 @@ class CompilePool:
             assert future is not None  # (submit started it)
             try:
                 job.outcome = future.result(timeout=self.timeout_s)
+            except concurrent.futures.CancelledError:
+                job.outcome = CANCELLED
             except concurrent.futures.TimeoutError:
                 job.outcome = CompileOutcome(False, b"", f"error: NVRTC did not finish within "
                                              f"{self.timeout_s:g} s", self.timeout_s)
@@ -209,6 +245,14 @@ class CompilePool:
             if job in self._pending:
                 self._pending.remove(job)
         return job.outcome
+
+    def cancel(self, job: CompileJob) -> None:
+        """Drop ``job`` if no process has started compiling it (one that has runs on)."""
+        with self._lock:
+            if job.future is not None and job.future.cancel():
+                job.outcome = CANCELLED
+                if job in self._pending:
+                    self._pending.remove(job)
 
     def _restart(self) -> None:
         with self._lock:

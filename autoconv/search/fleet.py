@@ -16,8 +16,12 @@ storage, not through a scheduler of ours:
   entry of a key stays: the cache ends with the best of all workers;
 - GPUs of another model tune their own studies and cache entries (keys name the GPU).
 
-Several workers may share one GPU (``--workers-per-gpu``): each has its own compiler pool (the
-host's cores divided among all workers) and its own sampling loop, and they take turns on the GPU
+The workers compile in one pool of the host's, held by this process
+(:class:`~autoconv.gpu.compile_service.CompileService`), so a worker whose study needs many
+compilations at once takes the cores another leaves idle.
+
+Several workers may share one GPU (``--workers-per-gpu``): each has its own sampling loop, and
+they take turns on the GPU
 for problem set-up, verification and timing (:class:`autoconv.gpu.exclusive.GpuLock`), so no
 kernel is timed beside another worker's. On one GPU that keeps the cores compiling where a
 single worker leaves them idle: while its main thread samples and writes the journal, and at each
@@ -56,6 +60,7 @@ from autoconv.backends.base import TrialResult
 from autoconv.backends.factory import backend_kind, make_backend
 from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.gpu.compile_service import CompileService, RemoteCompiler
 from autoconv.gpu.device import require_cupy
 from autoconv.kernels.families import KernelPlan
 from autoconv.problems.config import Budget, load_config
@@ -260,9 +265,11 @@ class QueueReporter(Reporter):
         self.events.put(WorkerNote(self.worker, text))
 
 
-def worker_main(job: WorkerJob, connection, parent_pid: int) -> None:
+def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection=None) -> None:
     """One worker: tune every problem of the config on device ``job.device``,
-    telling the parent through ``connection`` (the sending end of its pipe)."""
+    telling the parent through ``connection`` (the sending end of its pipe), compiling through
+    ``compile_connection`` (its pipe to the parent's :class:`CompileService`; None: a pool of
+    its own)."""
     exit_with_parent(parent_pid)
     events = WorkerChannel(connection)
     try:
@@ -271,7 +278,9 @@ def worker_main(job: WorkerJob, connection, parent_pid: int) -> None:
                               cache=job.cache, retune=job.retune,
                               pipeline_depth=job.pipeline_depth, ranked=job.ranked)  # resolved by the parent
         problems = config.problems[job.start:] + config.problems[:job.start]
-        with make_backend(job.device, seed=config.seed, compile_workers=job.compile_workers) as backend, \
+        shared = {} if compile_connection is None else {
+            "compiler": lambda arch: RemoteCompiler(compile_connection, arch)}
+        with make_backend(job.device, seed=config.seed, compile_workers=job.compile_workers, **shared) as backend, \
                 session.open_cache() as winners:
             identity = backend.identity
             events.put(WorkerStarted(job.worker, f"{identity.gpu_name} "
@@ -352,7 +361,8 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     context = multiprocessing.get_context("spawn")
     # Workers sharing a GPU are spread over the problem list like workers on different GPUs.
     slots = [(device, copy) for copy in range(workers_per_gpu) for device in devices]
-    compile_workers = max(2, (os.cpu_count() or 2) // len(slots))
+    compile_workers = max(2, (os.cpu_count() or 2) // len(slots))  # (each worker's share, as before)
+    compiler = CompileService(processes=compile_workers * len(slots))
     workers: dict[int, WorkerState] = {
         number: WorkerState(worker=number, device=device, process=None,
                             label=f"GPU {device}" + (f" #{copy + 1}" if workers_per_gpu > 1 else ""))
@@ -365,10 +375,12 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
                         retune=retune, compile_workers=compile_workers, pipeline_depth=pipeline_depth,
                         ranked=ranked)
         receiving, sending = context.Pipe(duplex=False)
-        process = context.Process(target=worker_main, args=(job, sending, os.getpid()),
+        compiling = compiler.connect()
+        process = context.Process(target=worker_main, args=(job, sending, os.getpid(), compiling),
                                   name=f"autoconv-tune-worker{number}-gpu{worker.device}")
         process.start()
         sending.close()  # the worker holds its own copy: its exit is the pipe's end
+        compiling.close()
         worker.process, worker.channel = process, receiving
 
     finished_by: dict[str, dict[int, ProblemOutcome]] = {}
@@ -411,6 +423,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
             if worker.channel is not None:
                 worker.channel.close()
                 worker.channel = None
+        compiler.close()
         reporter.run_finished()
     report_complete_problems()
     if all(w.status == "failed" for w in workers.values()):

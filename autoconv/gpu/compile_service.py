@@ -1,0 +1,185 @@
+"""One compile pool for every tuning process of a host.
+
+``autoconv tune`` runs several worker processes (one or more per GPU: :mod:`autoconv.search.fleet`).
+With a pool each, the host's cores are divided among them, and a worker whose study is starting
+(24 candidates to compile at once) waits on its share while another worker's share idles: on two
+H200s of a 32-core host, the compilers kept ~18 cores busy on average
+(results/h200x2/fleet_patience_polish). Here the parent process holds one
+:class:`~autoconv.gpu.compiler.CompilePool` (:class:`CompileService`), and each worker compiles
+through it (:class:`RemoteCompiler`, a :class:`~autoconv.gpu.compiler.Compiler` like the pool),
+so any idle core takes the next source, whoever submitted it. Jobs are compiled in the order
+they arrive.
+
+The two talk over a pipe per worker: ``("compile", number, arch, source, name)`` and
+``("close",)`` one way, ``(number, outcome)`` the other. A worker that closes its end, or dies,
+has its jobs not yet started dropped; a parent that dies ends the workers' waits with a failed
+outcome that says so (and the workers themselves: they watch their parent).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import multiprocessing
+import os
+import socket
+import threading
+from multiprocessing.connection import Connection
+
+from autoconv.gpu.compiler import DEFAULT_COMPILE_TIMEOUT_S, CompileFunction, CompileJob, CompileOutcome, CompilePool
+
+#: Threads of the service waiting on jobs' outcomes to send them back (each waits on one job;
+#: more jobs than this are in flight only when the workers' pipelines hold that many).
+REPLY_THREADS = 256
+
+#: The outcome of a job whose service ended before replying.
+SERVICE_ENDED = CompileOutcome(False, b"", "error: the host's compile service ended (the tuning run is "
+                                            "ending)", 0.0)
+
+
+class CompileService:
+    """The parent's side: one :class:`CompilePool` per GPU architecture asked for (made on its
+    first job), ``processes`` compiler processes each, serving every :meth:`connect`-ed worker."""
+
+    def __init__(self, processes: int, timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
+                 compile_function: CompileFunction | None = None):
+        self.processes = processes
+        self.timeout_s = timeout_s
+        self.compile_function = compile_function
+        self._pools: dict[str, CompilePool] = {}
+        self._lock = threading.Lock()  # guards the pools
+        self._replies = concurrent.futures.ThreadPoolExecutor(REPLY_THREADS, "autoconv-compile-reply")
+        self._connections: list[Connection] = []
+
+    def connect(self) -> Connection:
+        """A worker's end of a new pipe to this service (pass it to the worker's process and
+        close this process's copy once it has started); a thread here serves the other end."""
+        ours, theirs = multiprocessing.Pipe(duplex=True)
+        self._connections.append(ours)
+        threading.Thread(target=self._serve, args=(ours,), name="autoconv-compile-service", daemon=True).start()
+        return theirs
+
+    def _pool(self, arch: str) -> CompilePool:
+        with self._lock:
+            if arch not in self._pools:
+                self._pools[arch] = CompilePool(arch, self.processes, self.timeout_s, self.compile_function)
+            return self._pools[arch]
+
+    def _serve(self, connection: Connection) -> None:
+        sending = threading.Lock()
+        jobs: dict[int, tuple[CompilePool, CompileJob]] = {}
+
+        def reply(number: int) -> None:
+            pool, job = jobs[number]
+            outcome = pool.result(job)
+            del jobs[number]
+            try:
+                with sending:
+                    connection.send((number, outcome))
+            except (OSError, ValueError):  # (the worker is gone)
+                pass
+
+        try:
+            while True:
+                message = connection.recv()
+                if message[0] != "compile":
+                    break
+                _, number, arch, source, name = message
+                pool = self._pool(arch)
+                jobs[number] = (pool, pool.submit(source, name))
+                self._replies.submit(reply, number)
+        except (EOFError, OSError):
+            pass
+        for pool, job in list(jobs.values()):
+            pool.cancel(job)
+        connection.close()  # (the worker's receiver sees the end; replies still due are dropped)
+
+    def close(self) -> None:
+        """End the pools' processes; workers still waiting get :data:`SERVICE_ENDED`."""
+        for connection in self._connections:
+            _shut_down(connection)
+        with self._lock:
+            for pool in self._pools.values():
+                pool.close()
+            self._pools.clear()
+        self._replies.shutdown(wait=False, cancel_futures=True)
+
+
+class RemoteJob(CompileJob):
+    """A job of a :class:`RemoteCompiler`: its number on the pipe, and when its outcome came."""
+
+    def __init__(self, source: str, name: str, number: int):
+        super().__init__(source, name)
+        self.number = number
+        self.done = threading.Event()
+
+
+class RemoteCompiler:
+    """A worker's :class:`~autoconv.gpu.compiler.Compiler` for ``arch`` through its pipe to a
+    :class:`CompileService`. ``submit`` and ``result`` may be called from different threads."""
+
+    def __init__(self, connection: Connection, arch: str):
+        self.arch = arch
+        self._connection = connection
+        self._waiting: dict[int, RemoteJob] = {}
+        self._numbers = itertools.count()
+        self._lock = threading.Lock()  # guards the waiting jobs and the pipe's sending end
+        self._receiver = threading.Thread(target=self._receive, name="autoconv-compile-receiver", daemon=True)
+        self._receiver.start()
+
+    def submit(self, source: str, name: str) -> CompileJob:
+        with self._lock:
+            job = RemoteJob(source, name, next(self._numbers))
+            self._waiting[job.number] = job
+            try:
+                self._connection.send(("compile", job.number, self.arch, source, name))
+            except (OSError, ValueError):
+                self._finish(job.number, SERVICE_ENDED)
+        return job
+
+    def result(self, job: CompileJob) -> CompileOutcome:
+        """Wait for ``job``; its outcome (never raises for a rejected source)."""
+        assert isinstance(job, RemoteJob)  # (this compiler's submit's)
+        job.done.wait()
+        assert job.outcome is not None  # (set before done)
+        return job.outcome
+
+    def _finish(self, number: int, outcome: CompileOutcome) -> None:
+        """(with the lock held)"""
+        job = self._waiting.pop(number, None)
+        if job is not None:
+            job.outcome = outcome
+            job.done.set()
+
+    def _receive(self) -> None:
+        try:
+            while True:
+                number, outcome = self._connection.recv()
+                with self._lock:
+                    self._finish(number, outcome)
+        except (EOFError, OSError, ValueError):
+            with self._lock:
+                for number in list(self._waiting):
+                    self._finish(number, SERVICE_ENDED)
+
+    def close(self) -> None:
+        """Tell the service this worker is done: its jobs not yet started are dropped, and the
+        service closes the pipe."""
+        with self._lock:
+            try:
+                self._connection.send(("close",))
+            except (OSError, ValueError):
+                pass
+        self._receiver.join(timeout=5.0)
+        self._connection.close()
+
+
+def _shut_down(connection: Connection) -> None:
+    """End ``connection``'s socket for both sides, then close it. Closing alone would not: a
+    thread blocked reading it keeps the socket open, and the other side would wait on."""
+    try:
+        with socket.socket(fileno=os.dup(connection.fileno())) as duplicate:
+            duplicate.shutdown(socket.SHUT_RDWR)
+    except (OSError, ValueError):  # (closed already)
+        pass
+    connection.close()

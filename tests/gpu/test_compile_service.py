@@ -1,0 +1,96 @@
+"""The host's shared compile pool (autoconv.gpu.compile_service) on the CPU: a stand-in compiler
+function runs in the pool's processes instead of NVRTC, and the workers' ends of the pipes are
+used from threads of this process."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from autoconv.gpu.compile_service import SERVICE_ENDED, CompileService, RemoteCompiler
+from autoconv.gpu.compiler import CANCELLED, CompileOutcome
+
+
+def stand_in_compile(source: str, arch: str, name: str) -> CompileOutcome:
+    """Takes ``source``'s number of milliseconds; the "cubin" names what was compiled, the log
+    which process compiled it."""
+    time.sleep(int(source) / 1000)
+    return CompileOutcome(ok=name != "broken", cubin=f"{arch}/{name}/{source}".encode(), log=str(os.getpid()),
+                          seconds=int(source) / 1000)
+
+
+@pytest.fixture
+def service():
+    made = CompileService(processes=2, compile_function=stand_in_compile)
+    yield made
+    made.close()
+
+
+def test_workers_share_one_pool_and_get_their_own_outcomes(service):
+    compilers = [RemoteCompiler(service.connect(), "sm_90a") for _ in range(3)]
+    outcomes: dict[int, list[CompileOutcome]] = {}
+
+    def work(index: int) -> None:
+        jobs = [compilers[index].submit("20", f"w{index}k{k}") for k in range(6)]
+        outcomes[index] = [compilers[index].result(job) for job in jobs]
+
+    threads = [threading.Thread(target=work, args=(index,)) for index in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    for index in range(3):
+        assert [o.cubin for o in outcomes[index]] == [f"sm_90a/w{index}k{k}/20".encode() for k in range(6)]
+    # 18 compilations from three workers ran in the service's two processes
+    assert len({o.log for results in outcomes.values() for o in results}) <= 2
+    for compiler in compilers:
+        compiler.close()
+
+
+def test_a_rejected_source_is_an_outcome_and_the_service_goes_on(service):
+    compiler = RemoteCompiler(service.connect(), "sm_90a")
+    broken, good = compiler.submit("1", "broken"), compiler.submit("1", "good")
+    assert not compiler.result(broken).ok and compiler.result(good).ok
+    compiler.close()
+
+
+def test_a_closing_worker_drops_its_waiting_jobs_not_the_others(service):
+    leaving, staying = (RemoteCompiler(service.connect(), "sm_90a") for _ in range(2))
+    queued = [leaving.submit("300", f"l{k}") for k in range(8)]  # two compile, six wait
+    time.sleep(0.1)
+    leaving.close()
+    assert all(job.outcome in (SERVICE_ENDED, None) or job.outcome.ok for job in queued)
+    started = time.monotonic()
+    assert staying.result(staying.submit("10", "s")).ok
+    assert time.monotonic() - started < 1.0, "the leaving worker's six waiting jobs were compiled"
+    staying.close()
+
+
+def test_a_worker_waiting_when_the_service_ends_gets_an_outcome_saying_so():
+    service = CompileService(processes=1, compile_function=stand_in_compile)
+    compiler = RemoteCompiler(service.connect(), "sm_90a")
+    job = compiler.submit("2000", "slow")
+    time.sleep(0.2)
+    service.close()
+    assert compiler.result(job) is SERVICE_ENDED
+    assert "compile service ended" in SERVICE_ENDED.reason()
+    compiler.close()
+
+
+def test_the_pool_cancels_a_job_no_process_has_started():
+    from autoconv.gpu.compiler import CompilePool
+
+    pool = CompilePool("sm_90a", workers=1, compile_function=stand_in_compile)
+    try:
+        # (the executor hands a job beyond its processes' to them ahead: that one is started too)
+        running = [pool.submit("300", "running"), pool.submit("10", "handed")]
+        waiting = pool.submit("10", "waiting")
+        time.sleep(0.1)
+        pool.cancel(waiting)
+        assert pool.result(waiting) is CANCELLED
+        assert all(pool.result(job).ok for job in running)
+    finally:
+        pool.close()
