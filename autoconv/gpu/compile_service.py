@@ -2,13 +2,14 @@
 
 ``autoconv tune`` runs several worker processes (one or more per GPU: :mod:`autoconv.search.fleet`).
 With a pool each, the host's cores are divided among them, and a worker whose study is starting
-(24 candidates to compile at once) waits on its share while another worker's share idles: on two
-H200s of a 32-core host, the compilers kept ~18 cores busy on average
-(results/h200x2/fleet_patience_polish). Here the parent process holds one
-:class:`~autoconv.gpu.compiler.CompilePool` (:class:`CompileService`), and each worker compiles
-through it (:class:`RemoteCompiler`, a :class:`~autoconv.gpu.compiler.Compiler` like the pool),
-so any idle core takes the next source, whoever submitted it. Jobs are compiled in the order
-they arrive.
+(24 candidates to compile at once) waits on its share while another worker's share idles. Here
+the parent process holds one :class:`~autoconv.gpu.compiler.CompilePool`
+(:class:`CompileService`), and each worker compiles through it (:class:`RemoteCompiler`, a
+:class:`~autoconv.gpu.compiler.Compiler` like the pool), so any idle core takes the next source,
+whoever submitted it. Jobs are compiled in the order they arrive. (Measured on two H200s of a
+32-core host, results/h200x2/shared_compile_pool: the run times moved within their spread, and
+the compilers still kept ~18 cores busy on average. The workers' own pace of asking for
+candidates, not the division of the cores, is what leaves the rest idle.)
 
 The two talk over a pipe per worker: ``("compile", number, arch, source, name)`` and
 ``("close",)`` one way, ``(number, outcome)`` the other. A worker that closes its end, or dies,
@@ -89,6 +90,8 @@ class CompileService:
                 jobs[number] = (pool, pool.submit(source, name))
                 self._replies.submit(reply, number)
         except (EOFError, OSError):
+            pass
+        except RuntimeError:  # (the reply threads were shut down: the service is closing)
             pass
         for pool, job in list(jobs.values()):
             pool.cancel(job)
