@@ -48,15 +48,16 @@ class CompileService:
         self.timeout_s = timeout_s
         self.compile_function = compile_function
         self._pools: dict[str, CompilePool] = {}
-        self._lock = threading.Lock()  # guards the pools
         self._replies = concurrent.futures.ThreadPoolExecutor(REPLY_THREADS, "autoconv-compile-reply")
-        self._connections: list[Connection] = []
+        self._serving: set[Connection] = set()  # our ends of the pipes, until their threads close them
+        self._lock = threading.Lock()  # guards the pools and the pipes being served
 
     def connect(self) -> Connection:
         """A worker's end of a new pipe to this service (pass it to the worker's process and
         close this process's copy once it has started); a thread here serves the other end."""
         ours, theirs = multiprocessing.Pipe(duplex=True)
-        self._connections.append(ours)
+        with self._lock:
+            self._serving.add(ours)
         threading.Thread(target=self._serve, args=(ours,), name="autoconv-compile-service", daemon=True).start()
         return theirs
 
@@ -95,13 +96,15 @@ class CompileService:
             pass
         for pool, job in list(jobs.values()):
             pool.cancel(job)
-        connection.close()  # (the worker's receiver sees the end; replies still due are dropped)
+        with self._lock:  # (the worker's receiver sees the end; replies still due are dropped)
+            self._serving.discard(connection)
+            connection.close()
 
     def close(self) -> None:
         """End the pools' processes; workers still waiting get :data:`SERVICE_ENDED`."""
-        for connection in self._connections:
-            _shut_down(connection)
         with self._lock:
+            for connection in self._serving:  # (each one's thread then closes it)
+                _shut_down(connection)
             for pool in self._pools.values():
                 pool.close()
             self._pools.clear()
@@ -178,11 +181,10 @@ class RemoteCompiler:
 
 
 def _shut_down(connection: Connection) -> None:
-    """End ``connection``'s socket for both sides, then close it. Closing alone would not: a
-    thread blocked reading it keeps the socket open, and the other side would wait on."""
+    """End ``connection``'s socket for both sides: a thread blocked reading it returns, and the
+    other side sees the end. (Closing it would not: the blocked read keeps the socket open.)"""
     try:
         with socket.socket(fileno=os.dup(connection.fileno())) as duplicate:
             duplicate.shutdown(socket.SHUT_RDWR)
-    except (OSError, ValueError):  # (closed already)
+    except OSError:  # (the other side has gone: nothing to end)
         pass
-    connection.close()
