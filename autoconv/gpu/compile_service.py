@@ -40,7 +40,9 @@ SERVICE_ENDED = CompileOutcome(False, b"", "error: the host's compile service en
 
 class CompileService:
     """The parent's side: one :class:`CompilePool` per GPU architecture asked for (made on its
-    first job), ``processes`` compiler processes each, serving every :meth:`connect`-ed worker."""
+    first job), ``processes`` compiler processes each, serving every :meth:`connect`-ed worker.
+    A job's ``timeout_s`` counts from its arrival, its wait in the queue included: the workers'
+    pipelines queue seconds of work, the limit is minutes."""
 
     def __init__(self, processes: int, timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
                  compile_function: CompileFunction | None = None):
