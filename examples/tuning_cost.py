@@ -14,7 +14,10 @@ runs first pays for cold disks and caches. Each run also gets an empty compute c
 (``CUDA_CACHE_PATH``): NVRTC 12.9 and later keep compiled programs in the driver's compute cache
 (~/.nv/ComputeCache), so a run that compiles the candidates another run compiled before finds
 them there in a tenth of the time, which made whichever run came second look faster (seventh
-session, results/h100/NOTES.md). Each run's ``tune.json`` is kept in ``--out``;
+session, results/h100/NOTES.md); and an empty CuPy kernel cache (``CUPY_CACHE_DIR``), where the
+GPU workers' warm-up compiles CuPy's own kernels (a fresh machine's first run paid ~20 s there
+before the verification's sums had kernels of their own: results/h100/first_run). Each run's
+``tune.json`` is kept in ``--out``;
 printed and written (``--out``/cost.json): per run, its wall seconds and the compilers' wall
 and CPU seconds and the GPU's (summed over the candidates); per variant, each run's wall seconds
 and the median, and the geometric mean over the problems of the variant's best time over the first
@@ -59,9 +62,10 @@ def run_once(config: str, extra: list[str], history: str | None, history_storage
             shutil.copy(history_storage, storage)
         command = [sys.executable, "-m", "autoconv", "tune", config, "--cache", str(cache),
                    "--storage", str(storage), *extra]
-        compute_cache = Path(scratch) / "compute-cache"   # no run finds another's compiled programs
-        done = subprocess.run(command, capture_output=True, text=True,
-                              env=os.environ | {"CUDA_CACHE_PATH": str(compute_cache)})
+        # no run finds another's compiled programs, its own or CuPy's
+        fresh_caches = {"CUDA_CACHE_PATH": str(Path(scratch) / "compute-cache"),
+                        "CUPY_CACHE_DIR": str(Path(scratch) / "cupy-kernel-cache")}
+        done = subprocess.run(command, capture_output=True, text=True, env=os.environ | fresh_caches)
         if done.returncode not in (0, 1):
             raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
     shutil.copy(summary, keep)
