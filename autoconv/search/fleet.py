@@ -176,7 +176,7 @@ class WorkerJob:
     storage: str
     cache: str
     retune: bool
-    compile_workers: int
+    compile_workers: int    # its share of the host's cores: the processes that enumerate valid configurations
     pipeline_depth: int
     ranked: int
 
@@ -265,11 +265,10 @@ class QueueReporter(Reporter):
         self.events.put(WorkerNote(self.worker, text))
 
 
-def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection=None) -> None:
+def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection) -> None:
     """One worker: tune every problem of the config on device ``job.device``,
     telling the parent through ``connection`` (the sending end of its pipe), compiling through
-    ``compile_connection`` (its pipe to the parent's :class:`CompileService`; None: a pool of
-    its own)."""
+    ``compile_connection`` (its pipe to the parent's :class:`CompileService`)."""
     exit_with_parent(parent_pid)
     events = WorkerChannel(connection)
     try:
@@ -278,9 +277,10 @@ def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection=
                               cache=job.cache, retune=job.retune,
                               pipeline_depth=job.pipeline_depth, ranked=job.ranked)  # resolved by the parent
         problems = config.problems[job.start:] + config.problems[:job.start]
-        shared = {} if compile_connection is None else {
-            "compiler": lambda arch: RemoteCompiler(compile_connection, arch)}
-        with make_backend(job.device, seed=config.seed, compile_workers=job.compile_workers, **shared) as backend, \
+        def compiler(arch: str) -> RemoteCompiler:
+            return RemoteCompiler(compile_connection, arch)
+
+        with make_backend(job.device, seed=config.seed, compiler=compiler) as backend, \
                 session.open_cache() as winners:
             identity = backend.identity
             events.put(WorkerStarted(job.worker, f"{identity.gpu_name} "
