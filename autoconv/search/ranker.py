@@ -26,6 +26,7 @@ from typing import cast
 
 import numpy
 import optuna
+from threadpoolctl import threadpool_limits
 
 from autoconv.cache.neighbours import features as problem_features
 from autoconv.cache.winners import templates_hash
@@ -37,6 +38,11 @@ from autoconv.search.study import ok_trials, parse_study_name
 RIDGE = 1.0
 #: Timed trials a family needs (over at least two problems) before it is modelled.
 MIN_SAMPLES = 30
+#: BLAS threads for fitting the models. One: a tuning host's cores are busy compiling, and
+#: OpenBLAS's threads, one per core, then wait on each other. On an H100 host with 16 busy
+#: processes a ResNet-50 history's fit took 12 s with the default threads and 0.09 s with one
+#: (idle: 0.07 s), and every study's start waited for it (results/h100/NOTES.md, sixteenth session).
+FIT_THREADS = 1
 
 
 @dataclass(frozen=True)
@@ -93,12 +99,13 @@ class Ranker:
                 by_family.setdefault(sample.family, []).append(sample)
         self.samples = {family: len(found) for family, found in by_family.items()}
         self._models: dict[str, _FamilyModel] = {}
-        for family, found in by_family.items():
-            if len(found) < MIN_SAMPLES or len({s.problem for s in found}) < 2:
-                continue
-            rows = numpy.vstack([_design(sample.problem, family, [sample.config]) for sample in found])
-            targets = numpy.array([math.log(sample.time_ms / (sample.problem.flops / 1e9)) for sample in found])
-            self._models[family] = _FamilyModel(rows, targets)
+        with threadpool_limits(limits=FIT_THREADS, user_api="blas"):
+            for family, found in by_family.items():
+                if len(found) < MIN_SAMPLES or len({s.problem for s in found}) < 2:
+                    continue
+                rows = numpy.vstack([_design(sample.problem, family, [sample.config]) for sample in found])
+                targets = numpy.array([math.log(sample.time_ms / (sample.problem.flops / 1e9)) for sample in found])
+                self._models[family] = _FamilyModel(rows, targets)
 
     @property
     def families(self) -> tuple[str, ...]:

@@ -89,3 +89,25 @@ def test_rank_k_queues_the_k_best_after_the_warm_start(history):
     assert 1 <= len(ranked) <= 4
     first_ranked = origins.index(ranked[0])
     assert all(o.startswith("family") for o in origins[:first_ranked])  # after the defaults and seeds
+
+
+def test_the_models_are_fitted_on_one_blas_thread(history, monkeypatch):
+    """A tuning host's cores are busy compiling: OpenBLAS's threads then made a fit take 12 s
+    instead of 0.09 (results/h100/NOTES.md, sixteenth session)."""
+    import autoconv.search.ranker as ranker_module
+
+    calls = []
+
+    class Recorder:
+        def __init__(self, limits, user_api):
+            calls.append((limits, user_api))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(ranker_module, "threadpool_limits", Recorder)
+    assert Ranker(history_samples(history, FAKE_IDENTITY.gpu_name, "fp32")).families
+    assert calls == [(1, "blas")]
