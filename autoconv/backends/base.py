@@ -32,8 +32,9 @@ class Status(str, enum.Enum):
     (stored as the ``status`` user attribute, so these strings must not change: old
     studies are read back by them) and the CPU emulator's checks. Only ``OK`` has a time.
 
-    ``INVALID``, ``REPEAT`` and ``ABANDONED`` are the tuner's, for proposals it did not
-    evaluate; every other status is a candidate that was compiled or run (:attr:`evaluated`).
+    ``INVALID``, ``REPEAT``, ``PREDICTED_SLOW`` and ``ABANDONED`` are the tuner's, for proposals
+    it did not evaluate; every other status is a candidate that was compiled or run
+    (:attr:`evaluated`).
     """
 
     OK = "ok"
@@ -45,6 +46,7 @@ class Status(str, enum.Enum):
     RUNTIME_FAILED = "runtime_failed"    # a CUDA error while running (illegal address...)
     TIMEOUT = "timeout"                  # ran past the per-candidate time limit (a hang)
     REPEAT = "repeat"                    # evaluated before, or being evaluated: not evaluated again
+    PREDICTED_SLOW = "predicted_slow"    # the tuning history's model ranks it among the slowest: not compiled
     ABANDONED = "abandoned"              # its run or process ended before it was evaluated
 
     @property
@@ -55,7 +57,7 @@ class Status(str, enum.Enum):
     def evaluated(self) -> bool:
         """Whether a candidate with this status was compiled or run (a proposal the tuner
         refused, skipped as a repeat or abandoned was not)."""
-        return self not in (Status.INVALID, Status.REPEAT, Status.ABANDONED)
+        return self not in (Status.INVALID, Status.REPEAT, Status.PREDICTED_SLOW, Status.ABANDONED)
 
 
 @dataclass(frozen=True)

@@ -156,8 +156,9 @@ def problem_line(outcome: ProblemOutcome) -> str:
                 f"({outcome.tflops:.1f} TFLOP/s)")
     failed = f", {outcome.failed} failed ({_failures(outcome)})" if outcome.failed else ""
     workers = f" by {outcome.workers} workers" if outcome.workers > 1 else ""
+    skipped = f", {outcome.predicted_slow} predicted slow and not compiled" if outcome.predicted_slow else ""
     return (f"[green]✓[/green] {outcome.name}: {outcome.family} {outcome.time_ms:.4f} ms "
-            f"({outcome.tflops:.1f} TFLOP/s) after {outcome.trials_run} trials{workers}{failed}; "
+            f"({outcome.tflops:.1f} TFLOP/s) after {outcome.trials_run} trials{workers}{failed}{skipped}; "
             f"stopped: {outcome.stop_reason}")
 
 

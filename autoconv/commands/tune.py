@@ -73,6 +73,10 @@ def add_parser(commands) -> None:
                       help="after each study's warm start, try the K configurations that a model of the "
                            "tuning history in the storage (same GPU, templates and precision) predicts "
                            "fastest (default: none)")
+    tune.add_argument("--prefilter", action="store_true",
+                      help="once that model ranks a study's own timed candidates well, skip compiling the "
+                           "candidates it predicts among the slowest (they count towards the patience); "
+                           "measured neutral on an H100: 6-16%% fewer trials, the same tuning time")
     tune.add_argument("--dry-run", action="store_true",
                       help="no GPU: render each family's default (--per-family N: N configs) and compile with nvcc")
     tune.add_argument("--per-family", type=argument_type(count_problem), default=1, metavar="N",
@@ -104,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
                         patience=args.patience, dry_run=args.dry_run, storage=args.storage,
                         cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus,
                         precision=args.precision, layout=args.layout, pipeline_depth=args.pipeline_depth,
-                        ranked=args.rank,
+                        ranked=args.rank, prefilter=args.prefilter,
                         workers_per_gpu=args.workers_per_gpu)
 
 
@@ -170,7 +174,7 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
                  storage: str | None = None, cache: str | None = None, retune: bool = False,
                  per_family: int = 1, gpus: str | None = None, precision: str | None = None,
                  layout: str | None = None,
-                 pipeline_depth: int | None = None, ranked: int | None = None,
+                 pipeline_depth: int | None = None, ranked: int | None = None, prefilter: bool = False,
                  workers_per_gpu: int | None = None) -> int:
     """``autoconv tune``: 0 when every problem has a verified winner (or, with
     ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError.
@@ -181,7 +185,8 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
         raise UsageError("--workers-per-gpu", workers_per_gpu, "give 1 or more worker processes per GPU")
     session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
                                patience=patience, storage=storage, cache=cache, retune=retune,
-                               precision=precision, layout=layout, pipeline_depth=pipeline_depth, ranked=ranked)
+                               precision=precision, layout=layout, pipeline_depth=pipeline_depth, ranked=ranked,
+                               prefilter=prefilter)
     summary_path = session.config.results / "tune.json"
     problem = summary_target_problem(summary_path)
     if problem and not dry_run:  # before any tuning, not after
@@ -230,7 +235,8 @@ def _tune_on_gpus(session: TuneSession, devices: Sequence[int], started: float, 
     outcomes, workers = tune_on_gpus(session.config, devices, families=session.families, budget=session.budget,
                                      storage=session.storage, cache=session.cache, retune=session.retune,
                                      reporter=reporter, pipeline_depth=session.pipeline_depth,
-                                     ranked=session.ranked, workers_per_gpu=workers_per_gpu)
+                                     ranked=session.ranked, prefilter=session.prefilter,
+                                     workers_per_gpu=workers_per_gpu)
     wall_s = time.monotonic() - started
     for worker in workers:
         if worker.status != "done":
@@ -252,7 +258,7 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
     write_atomically(summary_path, json.dumps({  # a kill leaves the old file or the new one
         "config": config.origin, **run, "families": list(session.families),
         "budget": dataclasses.asdict(session.budget), "pipeline_depth": session.pipeline_depth,
-        "ranked": session.ranked, "wall_s": wall_s,
+        "ranked": session.ranked, "prefilter": session.prefilter, "wall_s": wall_s,
         "problems": [outcome.as_dict() for outcome in outcomes]}, indent=1) + "\n")
     stdout.print(f"summary written to {summary_path}")
     return 0 if all(outcome.time_ms is not None for outcome in outcomes) else 1

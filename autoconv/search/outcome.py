@@ -12,8 +12,8 @@ One problem is tuned several times in two ways, and :func:`merge_outcomes` serve
   (:meth:`autoconv.search.tuner.Tuner._settle`): the last pass's winner (it re-verified
   the study's best), wall times added.
 
-Either way the work is added up: trials run, invalid proposals, repeats, failures by
-status, compile and GPU seconds.
+Either way the work is added up: trials run, invalid proposals, repeats, proposals skipped as
+predicted slow, failures by status, compile and GPU seconds.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class ProblemOutcome:
     trials_total: int = 0      # candidates evaluated in the study (all runs)
     invalid: int = 0           # proposals repaired because they broke a constraint
     repeats: int = 0           # proposals of configs evaluated before
+    predicted_slow: int = 0    # proposals not compiled: the history's model ranks them among the slowest
     failures: dict[str, int] = field(default_factory=dict)  # this run's failed candidates by status
     compile_s: float = 0.0      # the candidates' compilations, wall time summed over them
     compile_cpu_s: float = 0.0  # their compiling processes' CPU time
@@ -85,7 +86,8 @@ def merge_outcomes(outcomes: Sequence[ProblemOutcome], *, parallel: bool = True)
             failures[status] = failures.get(status, 0) + count
     work: dict[str, Any] = dict(
         trials_run=sum(o.trials_run for o in outcomes), invalid=sum(o.invalid for o in outcomes),
-        repeats=sum(o.repeats for o in outcomes), failures=failures,
+        repeats=sum(o.repeats for o in outcomes), predicted_slow=sum(o.predicted_slow for o in outcomes),
+        failures=failures,
         compile_s=sum(o.compile_s for o in outcomes), compile_cpu_s=sum(o.compile_cpu_s for o in outcomes),
         gpu_s=sum(o.gpu_s for o in outcomes))
     with_winner = [o for o in outcomes if o.time_ms is not None]

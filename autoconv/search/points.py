@@ -33,6 +33,12 @@ def config_key(family: str, config: Mapping[str, object]) -> str:
     return family + json.dumps(dict(sorted(config.items())), sort_keys=True)
 
 
+def parse_config_key(key: str) -> tuple[str, dict]:
+    """(family, config) of a :func:`config_key`."""
+    brace = key.index("{")
+    return key[:brace], json.loads(key[brace:])
+
+
 def enumerate_points(problem: ConvProblem, families: Sequence[str], device: DeviceLimits,
                      workspace_limit: int) -> dict[str, list[dict]]:
     """Each family's valid configs for ``problem`` (families that cannot run it: none)."""

@@ -13,7 +13,8 @@ Every command that tunes or reads what tuning wrote (``tune``, ``tune --gpus``'s
   their **layout** (``--layout``);
 - the **pipeline depth**: how many candidates the tuner keeps asked ahead of the GPU
   (``--pipeline-depth``, default :data:`~autoconv.search.tuner.DEFAULT_PIPELINE_DEPTH`);
-- how many configurations ranked by the history's model a study tries first (``--rank``);
+- how many configurations ranked by the history's model a study tries first (``--rank``), and
+  whether that model keeps the candidates it predicts slow from being compiled (``--prefilter``);
 
 and builds the :class:`~autoconv.search.tuner.Tuner` from them (:meth:`TuneSession.tuner`),
 so that the tuner's settings are written in one place.
@@ -63,13 +64,15 @@ class TuneSession:
     retune: bool = False
     pipeline_depth: int = DEFAULT_PIPELINE_DEPTH
     ranked: int = DEFAULT_RANKED
+    prefilter: bool = False
 
     @classmethod
     def from_config(cls, config: TuneConfig, *, families: Sequence[str] | None = None,
                     trials: int | None = None, seconds: float | None = None, patience: int | None = None,
                     storage: str | None = None, cache: str | os.PathLike | None = None,
                     retune: bool = False, precision: str | None = None, layout: str | None = None,
-                    pipeline_depth: int | None = None, ranked: int | None = None) -> TuneSession:
+                    pipeline_depth: int | None = None, ranked: int | None = None,
+                    prefilter: bool = False) -> TuneSession:
         """``config`` with the command line's overrides (None or empty: the config's;
         ``precision`` and ``layout`` set every problem's)."""
         if precision is not None:
@@ -83,7 +86,7 @@ class TuneSession:
                    budget=dataclasses.replace(config.budget, **overrides), storage=storage,
                    cache=cache_location(cache, storage, config), retune=retune,
                    pipeline_depth=DEFAULT_PIPELINE_DEPTH if pipeline_depth is None else pipeline_depth,
-                   ranked=DEFAULT_RANKED if ranked is None else ranked)
+                   ranked=DEFAULT_RANKED if ranked is None else ranked, prefilter=prefilter)
 
     @classmethod
     def load(cls, config_path: str | os.PathLike, **overrides) -> TuneSession:
@@ -105,9 +108,10 @@ class TuneSession:
     def tuner(self, backend: Backend, *, cache: WinnerCache | None, reporter: Reporter | None = None,
               workers: int = 1) -> Tuner:
         """A :class:`~autoconv.search.tuner.Tuner` on ``backend`` with this session's storage,
-        families, budget, seed, workspace limit, ``retune``, pipeline depth and ranked count; winners go into ``cache``
+        families, budget, seed, workspace limit, ``retune``, pipeline depth, ranked count and pre-filter;
+        winners go into ``cache``
         (:meth:`open_cache`); ``workers`` processes enumerate the valid configurations."""
         return Tuner(backend, storage=self.storage, families=self.families, budget=self.budget,
                      seed=self.config.seed, workspace_limit=self.config.workspace_limit_bytes, cache=cache,
                      retune=self.retune, reporter=reporter, workers=workers,
-                     pipeline_depth=self.pipeline_depth, ranked=self.ranked)
+                     pipeline_depth=self.pipeline_depth, ranked=self.ranked, prefilter=self.prefilter)

@@ -23,8 +23,9 @@ minimising the time; its user attributes: ``problem`` (the problem's key) and ``
   ``details`` (:func:`evaluation_attrs`);
 - *state and value* (:func:`state_of`): COMPLETE with the time in ms for ``ok``; PRUNED
   for any other evaluated status and for ``invalid`` (TPE ranks pruned trials worst, so
-  it learns to avoid them); FAIL for ``repeat`` and ``abandoned`` (samplers ignore failed
-  trials).
+  it learns to avoid them) and for ``predicted_slow`` (a proposal the tuning history's model
+  ranks among the slowest: :mod:`autoconv.search.prefilter`); FAIL for ``repeat`` and
+  ``abandoned`` (samplers ignore failed trials).
 
 A trial reads back as a :class:`TrialRecord` (:func:`read_trial`).
 """
@@ -139,7 +140,7 @@ def state_of(status: Status) -> TrialState:
     """The state a trial of this status ends in (see the module docstring)."""
     if status is Status.OK:
         return TrialState.COMPLETE
-    if status.evaluated or status is Status.INVALID:
+    if status.evaluated or status in (Status.INVALID, Status.PREDICTED_SLOW):
         return TrialState.PRUNED
     return TrialState.FAIL
 
@@ -245,7 +246,9 @@ def read_trials(study: optuna.Study, states: Sequence[TrialState] | None = None)
 @dataclass
 class SearchHistory:
     """The evaluated trials of a study (all runs, all processes), in trial order, and the
-    configurations queued (``waiting``) or being evaluated (``running``) by anyone."""
+    configurations queued (``waiting``) or being evaluated (``running``) by anyone.
+    ``judged`` counts the evaluated trials and the proposals skipped as predicted slow;
+    ``since_best`` counts those of them after the last significant improvement."""
 
     results: dict[str, tuple[int, Status, float | None]]  # config key -> (trial, status, ms)
     evaluated: int
@@ -253,16 +256,19 @@ class SearchHistory:
     since_best: int
     waiting: set[str]
     running: set[str]
+    judged: int = 0
 
     @classmethod
     def of(cls, study: optuna.Study, min_improvement: float = 0.0) -> SearchHistory:
-        """The study's history. ``since_best`` counts the evaluated trials since the last
-        one that was faster than every earlier trial by more than the fraction
-        ``min_improvement`` (0: since the fastest); ``best_ms`` is the fastest all the same."""
+        """The study's history. ``since_best`` counts the evaluated trials, and the
+        proposals skipped as predicted slow (each a proposal that did not improve, by the
+        model's judgement), since the last evaluated trial that was faster than every
+        earlier one by more than the fraction ``min_improvement`` (0: since the fastest);
+        ``best_ms`` is the fastest all the same."""
         # (``waiting`` stays empty: a queued trial has no params until it is asked for,
         # see :func:`read_trial`.)
         results: dict[str, tuple[int, Status, float | None]] = {}
-        evaluated, since = 0, 0
+        evaluated, judged, since = 0, 0, 0
         best: float | None = None
         mark: float | None = None  # the best when ``since`` was last reset
         waiting: set[str] = set()
@@ -274,18 +280,32 @@ class SearchHistory:
             if record.state == TrialState.RUNNING:
                 running.add(record.key)
                 continue
+            if record.status is Status.PREDICTED_SLOW:
+                judged += 1
+                since += 1
+                continue
             if not record.evaluated:
                 continue
             value = record.time_ms
             results.setdefault(record.key, (record.number, cast(Status, record.status), value))  # (evaluated)
             evaluated += 1
+            judged += 1
             if value is not None and (mark is None or value < mark * (1.0 - min_improvement)):
                 mark, since = value, 0
             else:
                 since += 1
             if value is not None and (best is None or value < best):
                 best = value
-        return cls(results, evaluated, best, since, waiting, running)
+        return cls(results, evaluated, best, since, waiting, running, judged)
+
+    def timed(self) -> dict[str, float]:
+        """The ok trials' times by config key."""
+        return {key: ms for key, (_, status, ms) in self.results.items() if status is Status.OK and ms is not None}
+
+    def best_key(self) -> str | None:
+        """The fastest ok trial's config key (None: none yet)."""
+        timed = self.timed()
+        return min(timed, key=timed.__getitem__) if timed else None
 
 
 def claimed_by_another(study: optuna.Study, number: int, key: str) -> str | None:

@@ -61,6 +61,9 @@ For each problem (:class:`Tuner.tune`):
    Candidates in flight count towards the patience too: no more are asked while those pending
    would complete it, so a problem ends ``patience`` trials after its best, not ``patience`` plus a pipeline's
    worth (one of them improving the best lets the asking resume).
+   With ``prefilter`` (``autoconv tune --prefilter``) the history's model skips compiling the
+   candidates it predicts among the slowest (:mod:`~autoconv.search.prefilter`); each skipped
+   one counts towards the patience as a trial that did not improve, not towards ``trials``.
 6. **The winner** is the fastest ok trial of the study; it is re-verified and re-timed
    on fresh inputs, and only then cached (if it fails, the next fastest is tried).
 """
@@ -93,6 +96,7 @@ from autoconv.processes import process_owner
 from autoconv.search.liveness import Liveness
 from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_ahead, enumerate_points
+from autoconv.search.prefilter import PreFilter
 from autoconv.search.ranker import Ranker, history_samples
 from autoconv.search.storage import make_storage
 from autoconv.search.study import (
@@ -157,13 +161,15 @@ class Tuner:
         workers: processes enumerating the valid points of the problems.
         ranked: configurations a study tries after its warm start because a model of the
             tuning history in ``storage`` predicts them fastest (:mod:`~autoconv.search.ranker`).
+        prefilter: skip compiling the sampler's proposals that model predicts among the
+            slowest, once it ranks the study's own candidates well (:mod:`~autoconv.search.prefilter`).
     """
 
     def __init__(self, backend: Backend, *, storage, families: Sequence[str], budget: Budget,
                  seed: int = 0, workspace_limit: int = DEFAULT_WORKSPACE_LIMIT,
                  cache: WinnerCache | None = None, retune: bool = False,
                  reporter: Reporter | None = None, pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
-                 workers: int = 1, ranked: int = DEFAULT_RANKED):
+                 workers: int = 1, ranked: int = DEFAULT_RANKED, prefilter: bool = False):
         if budget.trials is None and budget.seconds is None:
             raise AutoconvError("a tuning budget needs trials and/or seconds per problem")
         if not families:
@@ -183,6 +189,7 @@ class Tuner:
         self.pipeline_depth = max(1, pipeline_depth)
         self.workers = workers
         self.ranked = max(0, ranked)
+        self.prefilter = prefilter
         self.owner = process_owner()
         self.liveness = Liveness(self.storage, self.owner)
 
@@ -339,7 +346,11 @@ class Tuner:
                                     direction="minimize", load_if_exists=True)
         mark_problem(study, problem)
         self.liveness.fail_abandoned(study, force=True)
-        self._enqueue_defaults(study, problem, points)
+        ranker = self._history_model(problem) if self.ranked or self.prefilter else None
+        self._enqueue_defaults(study, problem, points, ranker)
+        prefilter = PreFilter(ranker, problem, points, seed=self.seed) \
+            if self.prefilter and ranker and ranker.families else None
+        judged_slow: set[str] = set()  # valid points the prefilter skipped as repairs
         history = SearchHistory.of(study)
         self.reporter.problem_started(item, name, history.evaluated, self.budget)
 
@@ -353,6 +364,8 @@ class Tuner:
                 self.liveness.fail_abandoned(study)
                 while len(in_flight) < self.pipeline_depth:
                     history = SearchHistory.of(study, SIGNIFICANT_IMPROVEMENT)
+                    if prefilter is not None:
+                        prefilter.observe(history.timed())
                     flying = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
                     polishing -= set(history.results)
                     patience_over = self._patience_spent(history, len(in_flight))
@@ -365,7 +378,7 @@ class Tuner:
                     if polishing and polishing <= flying:
                         break  # (the variations are all in flight: wait for them, ask nothing else)
                     candidate = self._next_candidate(study, problem, points, history, in_flight, outcome,
-                                                     workspace_limit)
+                                                     workspace_limit, prefilter, judged_slow)
                     if candidate is None:
                         stop = "every valid configuration evaluated"
                         break
@@ -437,7 +450,7 @@ class Tuner:
         factor or pipeline depth that wins (a ResNet-50 layer ended 12% slower so at patience
         40, ninth session); a best that survives its variations is a local optimum."""
         fastest = ok_trials(study)
-        mark = history.evaluated - history.since_best  # (where the last significant improvement was)
+        mark = history.judged - history.since_best  # (where the last significant improvement was)
         if not fastest or fastest[0].key in polished or \
                 sum(1 for at in polished.values() if at == mark) >= POLISH_ROUNDS:
             return set()
@@ -452,11 +465,15 @@ class Tuner:
                 queued.add(key)
         return queued
 
-    def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints) -> None:
+    def _history_model(self, problem: ConvProblem) -> Ranker:
+        """The model of this storage's tuning history on this GPU, for ``problem``'s precision."""
+        return Ranker(history_samples(self.storage, self.backend.identity.gpu_name, problem.precision))
+
+    def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints, ranker: Ranker | None) -> None:
         """The winners of the nearest tuned problems in the cache (:mod:`~autoconv.cache.neighbours`),
         then each family's default config and its seeds, each as the valid point nearest to it,
-        then the ``ranked`` valid points the history's model predicts fastest; unless evaluated
-        or queued already."""
+        then the ``ranked`` valid points the history's model (``ranker``) predicts fastest; unless
+        evaluated or queued already."""
         history = SearchHistory.of(study)
         known = set(history.results) | history.waiting | history.running
         starts = [(n.entry.family, points.nearest(n.entry.family, n.entry.config),
@@ -466,8 +483,7 @@ class Tuner:
             starts.append((family, points.default(family), "family default"))
             starts += [(family, points.nearest(family, seed), "family seed")
                        for seed in get_family(family).space.seeds]
-        if self.ranked:
-            ranker = Ranker(history_samples(self.storage, self.backend.identity.gpu_name, problem.precision))
+        if self.ranked and ranker is not None:
             best = ranker.best(problem, points.points, self.ranked)
             starts += [(family, config, f"ranked {place} by the tuning history's model ({ms:.4g} ms predicted)")
                        for place, (family, config, ms) in enumerate(best, 1)]
@@ -485,12 +501,18 @@ class Tuner:
                                limit=TRANSFERRED_WINNERS)
 
     def _next_candidate(self, study, problem: ConvProblem, points: ValidPoints, history: SearchHistory,
-                        in_flight, outcome: ProblemOutcome, workspace_limit: int):
-        """Ask until a valid, unevaluated config comes up; (trial, plan), or None when
-        every valid config has been evaluated (or is being, here or by another process
-        on the same study)."""
+                        in_flight, outcome: ProblemOutcome, workspace_limit: int,
+                        prefilter: PreFilter | None = None, judged_slow: set[str] | None = None):
+        """Ask until a valid, unevaluated config comes up that ``prefilter`` keeps; (trial,
+        plan), or None when every valid config has been evaluated (or is being, here or by
+        another process on the same study). A proposal that is invalid or a repeat is
+        repaired: its nearest valid, unevaluated point is queued and asked next, unless
+        ``prefilter`` skips that point, in which case the proposal is told predicted slow and the
+        point joins ``judged_slow`` (no later repair picks it: each point is judged once)."""
+        judged_slow = set() if judged_slow is None else judged_slow
         pending = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
         seen = set(history.results) | pending | history.running
+        best_key = history.best_key()
         for _ in range(MAX_ASKS_PER_CANDIDATE):
             trial = study.ask()
             try:
@@ -501,23 +523,43 @@ class Tuner:
             # also one without valid points for this problem: proposing it is invalid.
             family, config = suggest(trial, self.families)
             key = config_key(family, config)
+            why_not: tuple[Status, str] | None = None
             if not points.is_valid(family, config):
-                refuse(study, trial, Status.INVALID, self._invalid_reason(family, config, problem, workspace_limit))
+                why_not = Status.INVALID, self._invalid_reason(family, config, problem, workspace_limit)
+            elif key in seen:
+                earlier = history.results.get(key)
+                why_not = Status.REPEAT, f"evaluated before (trial {earlier[0]})" if earlier else "being evaluated now"
+            else:
+                # Checked again now that this trial's params are in the storage: of two
+                # processes proposing the same config at once, the later sees the other.
+                repeat = claimed_by_another(study, trial.number, key)
+                if repeat is not None:
+                    why_not = Status.REPEAT, repeat
+            if why_not is None:
+                # A sampler's proposal is judged here; an enqueued one (it has an origin: warm start,
+                # variations, a repair judged below) is not.
+                slow = prefilter.verdict(key, best_key) \
+                    if prefilter is not None and "origin" not in trial.user_attrs else None
+                if slow is None:
+                    return trial, get_family(family).plan(problem, config, self.backend.device, workspace_limit)
+                refuse(study, trial, Status.PREDICTED_SLOW, slow)
+                outcome.predicted_slow += 1
+                seen.add(key)
+                continue
+            seen.add(key)  # (claimed since ``history`` was read: the repair must not pick it)
+            repair = points.nearest_unseen(family, config, seen | judged_slow | SearchHistory.of(study).waiting)
+            repair_key = config_key(*repair) if repair is not None else None
+            slow = prefilter.verdict(repair_key, best_key) if prefilter is not None and repair_key else None
+            if slow is not None and repair_key is not None:
+                judged_slow.add(repair_key)
+                refuse(study, trial, Status.PREDICTED_SLOW, f"{why_not[1]}; its nearest valid point is {slow}")
+                outcome.predicted_slow += 1
+                continue
+            refuse(study, trial, *why_not)
+            if why_not[0] is Status.INVALID:
                 outcome.invalid += 1
             else:
-                if key in seen:
-                    earlier = history.results.get(key)
-                    repeat: str | None = f"evaluated before (trial {earlier[0]})" if earlier else "being evaluated now"
-                else:
-                    # Checked again now that this trial's params are in the storage: of two
-                    # processes proposing the same config at once, the later sees the other.
-                    repeat = claimed_by_another(study, trial.number, key)
-                if repeat is None:
-                    return trial, get_family(family).plan(problem, config, self.backend.device, workspace_limit)
-                seen.add(key)  # (claimed since ``history`` was read: the repair must not pick it)
-                refuse(study, trial, Status.REPEAT, repeat)
                 outcome.repeats += 1
-            repair = points.nearest_unseen(family, config, seen | SearchHistory.of(study).waiting)
             if repair is None:
                 return None
             enqueue(study, *repair, f"nearest unevaluated valid point to trial {trial.number}")

@@ -146,6 +146,15 @@ def test_rank_tries_the_history_models_best_after_the_warm_start(config, tmp_pat
     assert json.loads((tmp_path / "results" / "tune.json").read_text())["ranked"] == 3
 
 
+def test_prefilter_is_off_unless_asked_for(config, tmp_path, capsys, fake_gpu):
+    code, _, err = run_cli(capsys, "tune", config)
+    assert code == 0, err
+    assert json.loads((tmp_path / "results" / "tune.json").read_text())["prefilter"] is False
+    code, _, err = run_cli(capsys, "tune", config, "--retune", "--trials", "14", "--prefilter")
+    assert code == 0, err
+    assert json.loads((tmp_path / "results" / "tune.json").read_text())["prefilter"] is True
+
+
 def test_bad_arguments_are_errors_not_tracebacks(config, tmp_path, capsys, fake_gpu):
     code, _, err = run_cli(capsys, "tune", config, "--families", "implicit_gem")
     assert code == 2 and "unknown kernel family 'implicit_gem'" in err and "implicit_gemm" in err

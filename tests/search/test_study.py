@@ -108,18 +108,34 @@ def test_refused_trials_end_unevaluated(study, configs):
     assert (history.results, history.evaluated, history.best_ms) == ({}, 0, None)
 
 
+def test_predicted_slow_proposals_count_towards_the_patience_not_the_evaluations(study, configs):
+    """A proposal the model skipped did not improve the best: it counts in ``since_best`` and
+    ``judged``, not in ``evaluated`` (the trial budget counts compilations)."""
+    (first, one), (second, two), (third, three) = configs[:3]
+    record_evaluation(study, ask(study, first, one), *result(first, one, time_ms=1.0))
+    refuse(study, ask(study, second, two), Status.PREDICTED_SLOW, "predicted slow")
+    record_evaluation(study, ask(study, third, three), *result(third, three, time_ms=1.5))
+    record = read_trials(study)[1]
+    assert (record.status, record.state, record.evaluated) == (Status.PREDICTED_SLOW, TrialState.PRUNED, False)
+    history = SearchHistory.of(study)
+    assert (history.evaluated, history.judged, history.since_best, history.best_ms) == (2, 3, 2, 1.0)
+    assert history.best_key() == read_trials(study)[0].key
+    assert history.timed() == {read_trials(study)[0].key: 1.0, read_trials(study)[2].key: 1.5}
+
+
 def test_stored_status_strings_are_the_old_ones():
     """Journals and databases of earlier runs hold these strings: they must still read."""
     assert {status.value for status in Status} == {
         "ok", "invalid", "compile_failed", "out_of_resources", "spills", "wrong_result", "runtime_failed",
-        "timeout", "repeat", "abandoned"}
+        "timeout", "repeat", "predicted_slow", "abandoned"}
     assert EVALUATED == {"ok", "compile_failed", "out_of_resources", "spills", "wrong_result", "runtime_failed",
                          "timeout"}
     assert {status: state_of(status) for status in Status} == {
         Status.OK: TrialState.COMPLETE, Status.INVALID: TrialState.PRUNED, Status.COMPILE_FAILED: TrialState.PRUNED,
         Status.OUT_OF_RESOURCES: TrialState.PRUNED, Status.SPILLS: TrialState.PRUNED,
         Status.WRONG_RESULT: TrialState.PRUNED, Status.RUNTIME_FAILED: TrialState.PRUNED,
-        Status.TIMEOUT: TrialState.PRUNED, Status.REPEAT: TrialState.FAIL, Status.ABANDONED: TrialState.FAIL}
+        Status.TIMEOUT: TrialState.PRUNED, Status.REPEAT: TrialState.FAIL, Status.PREDICTED_SLOW: TrialState.PRUNED,
+        Status.ABANDONED: TrialState.FAIL}
 
 
 def test_trials_written_by_hand_read_back_by_their_strings(study):
