@@ -129,6 +129,9 @@ REVERIFY_SEED_OFFSET = 7919
 #: Asks without a new candidate after which the space counts as exhausted (a safety
 #: net: a repair enqueues a valid unevaluated point, so one ask normally suffices).
 MAX_ASKS_PER_CANDIDATE = 200
+#: Candidates the prefilter may skip while one is asked for; past them it lets the next one through
+#: (a sampler stuck in a region the model calls slow must not exhaust :data:`MAX_ASKS_PER_CANDIDATE`).
+MAX_SKIPS_PER_CANDIDATE = 24
 #: Problems whose valid points are enumerated in the background ahead of the one being tuned.
 ENUMERATED_AHEAD = 2
 #: Seconds between two looks at other workers' running trials once this one is done.
@@ -508,8 +511,10 @@ class Tuner:
         another process on the same study). A proposal that is invalid or a repeat is
         repaired: its nearest valid, unevaluated point is queued and asked next, unless
         ``prefilter`` skips that point, in which case the proposal is told predicted slow and the
-        point joins ``judged_slow`` (no later repair picks it: each point is judged once)."""
+        point joins ``judged_slow`` (no later repair picks it: each point is judged once); at most
+        :data:`MAX_SKIPS_PER_CANDIDATE` times per call."""
         judged_slow = set() if judged_slow is None else judged_slow
+        skips = 0
         pending = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
         seen = set(history.results) | pending | history.running
         best_key = history.best_key()
@@ -538,22 +543,25 @@ class Tuner:
             if why_not is None:
                 # A sampler's proposal is judged here; an enqueued one (it has an origin: warm start,
                 # variations, a repair judged below) is not.
-                slow = prefilter.verdict(key, best_key) \
-                    if prefilter is not None and "origin" not in trial.user_attrs else None
+                slow = prefilter.verdict(key, best_key) if prefilter is not None and skips < MAX_SKIPS_PER_CANDIDATE \
+                    and "origin" not in trial.user_attrs else None
                 if slow is None:
                     return trial, get_family(family).plan(problem, config, self.backend.device, workspace_limit)
                 refuse(study, trial, Status.PREDICTED_SLOW, slow)
                 outcome.predicted_slow += 1
+                skips += 1
                 seen.add(key)
                 continue
             seen.add(key)  # (claimed since ``history`` was read: the repair must not pick it)
             repair = points.nearest_unseen(family, config, seen | judged_slow | SearchHistory.of(study).waiting)
             repair_key = config_key(*repair) if repair is not None else None
-            slow = prefilter.verdict(repair_key, best_key) if prefilter is not None and repair_key else None
+            slow = prefilter.verdict(repair_key, best_key) \
+                if prefilter is not None and repair_key and skips < MAX_SKIPS_PER_CANDIDATE else None
             if slow is not None and repair_key is not None:
                 judged_slow.add(repair_key)
                 refuse(study, trial, Status.PREDICTED_SLOW, f"{why_not[1]}; its nearest valid point is {slow}")
                 outcome.predicted_slow += 1
+                skips += 1
                 continue
             refuse(study, trial, *why_not)
             if why_not[0] is Status.INVALID:

@@ -139,3 +139,25 @@ def test_no_history_no_filter(tmp_path):
                   budget=Budget(trials=40, patience=20), seed=5, prefilter=True)
     assert tuner.tune_problem(NamedProblem("p", PROBLEM)).predicted_slow == 0
 
+
+
+def test_a_filter_that_calls_everything_slow_still_lets_the_search_go_on(history, tmp_path, monkeypatch):
+    """At most MAX_SKIPS_PER_CANDIDATE skips per candidate asked for: a model (or a sampler)
+    that finds nothing worth compiling must not end the study in an error."""
+    import autoconv.search.tuner as tuner_module
+
+    class AlwaysSlow:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def observe(self, timed):
+            pass
+
+        def verdict(self, key, best_key):
+            return "predicted slow (a test's model)"
+
+    monkeypatch.setattr(tuner_module, "PreFilter", AlwaysSlow)
+    outcome, backend, _ = tune(history, tmp_path, "always", prefilter=True)
+    assert outcome.time_ms is not None and outcome.predicted_slow > 0
+    assert outcome.predicted_slow <= tuner_module.MAX_SKIPS_PER_CANDIDATE * (len(backend.evaluated) + 1)
+    assert "patience" in outcome.stop_reason or "no improvement" in outcome.stop_reason
