@@ -76,7 +76,8 @@ def add_parser(commands) -> None:
     tune.add_argument("--prefilter", action="store_true",
                       help="once that model ranks a study's own timed candidates well, skip compiling the "
                            "candidates it predicts among the slowest (they count towards the patience); "
-                           "measured neutral on an H100: 6-16%% fewer trials, the same tuning time")
+                           "off by default: on an H100 it saved no tuning time (results/h100/tuning_cost/"
+                           "prefilter)")
     tune.add_argument("--dry-run", action="store_true",
                       help="no GPU: render each family's default (--per-family N: N configs) and compile with nvcc")
     tune.add_argument("--per-family", type=argument_type(count_problem), default=1, metavar="N",

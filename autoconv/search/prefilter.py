@@ -26,10 +26,10 @@ at the resolution the model lacks.
 Replayed on the journals of an H100's VGG-16 tune with the model of a ResNet-50 tune (CPU,
 results/h100/NOTES.md, sixteenth session): every study's fastest candidate ranked in the
 fastest 3.5% of its valid points by prediction, and 33-58% of the candidates the studies
-evaluated ranked above the threshold. Tuned on an H100 (results/h100/tuning_cost/prefilter)
-it skipped far fewer (5-16% of the candidates it judged): 6-16% fewer trials, and no time
-saved that the runs' spread would show. So it is off unless asked for (``autoconv tune
---prefilter``).
+evaluated ranked above the threshold. Tuned on an H100 (results/h100/tuning_cost/prefilter,
+two calls, both orders) it skipped far fewer, 5-16% of the candidates it judged. It saved no
+time beyond the runs' spread, and one filtered ResNet-50 run lost a layer (1.151x). So it is off
+unless asked for (``autoconv tune --prefilter``).
 """
 
 from __future__ import annotations
