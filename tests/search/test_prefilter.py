@@ -11,16 +11,13 @@ from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
 from autoconv.kernels.limits import H100
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
-from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.prefilter import BEST_MARGIN, KEEP_FRACTION, MIN_CHECKED, PreFilter
 from autoconv.search.study import read_trials, study_name
 from autoconv.search.tuner import Tuner
+from tests.search.fake_history import FAMILIES, UNTUNED, tune_history
 
-FAMILIES = ("direct", "im2col_gemm")
-PROBLEM = parse_spec("N=4,C=24,H=17,W=23,K=40,R=3,S=3,pad=1")
-TRAINED = (parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"),
-           parse_spec("N=1,C=32,H=20,W=20,K=24,R=3,S=3,pad=1"))
+PROBLEM = UNTUNED
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +92,7 @@ def test_the_kept_share_widens_when_the_model_ranks_the_best_itself_slow(points)
 def history(tmp_path_factory):
     """A journal with the fake-timed studies of two other problems (the model's history)."""
     journal = str(tmp_path_factory.mktemp("history") / "studies.journal")
-    tuner = Tuner(FakeBackend(), storage=journal, families=FAMILIES, budget=Budget(trials=60), seed=3)
-    for index, problem in enumerate(TRAINED):
-        tuner.tune_problem(NamedProblem(f"trained{index}", problem))
+    tune_history(journal)
     return journal
 
 

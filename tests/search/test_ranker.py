@@ -14,16 +14,11 @@ from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
 from autoconv.kernels.limits import H100
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
-from autoconv.problems.problem import parse_spec
 from autoconv.search.points import enumerate_points
 from autoconv.search.ranker import MIN_SAMPLES, Ranker, history_samples
 from autoconv.search.study import parse_study_name, study_name
 from autoconv.search.tuner import Tuner
-
-FAMILIES = ("direct", "im2col_gemm")
-TRAINED = (parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"),
-           parse_spec("N=1,C=32,H=20,W=20,K=24,R=3,S=3,pad=1"))
-UNTUNED = parse_spec("N=4,C=24,H=17,W=23,K=40,R=3,S=3,pad=1")
+from tests.search.fake_history import FAMILIES, TRAINED, UNTUNED, tune_history
 
 
 def synthetic_ms(problem, family, config) -> float:
@@ -34,11 +29,7 @@ def synthetic_ms(problem, family, config) -> float:
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
     """A journal with the fake-timed studies of the two TRAINED problems."""
-    journal = str(tmp_path_factory.mktemp("history") / "studies.journal")
-    tuner = Tuner(FakeBackend(), storage=journal, families=FAMILIES, budget=Budget(trials=60), seed=3)
-    for index, problem in enumerate(TRAINED):
-        tuner.tune_problem(NamedProblem(f"trained{index}", problem))
-    return tuner.storage
+    return tune_history(str(tmp_path_factory.mktemp("history") / "studies.journal"))
 
 
 def test_the_history_is_every_timed_trial_of_this_gpu_and_precision(history):
