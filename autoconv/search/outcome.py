@@ -52,7 +52,7 @@ class ProblemOutcome:
     trials_total: int = 0      # candidates evaluated in the study (all runs)
     invalid: int = 0           # proposals repaired because they broke a constraint
     repeats: int = 0           # proposals of configs evaluated before
-    predicted_slow: int = 0    # proposals not compiled: the history's model ranks them among the slowest
+    predicted_slow: int = 0    # candidates not compiled: the history's model ranks them among the slowest
     failures: dict[str, int] = field(default_factory=dict)  # this run's failed candidates by status
     compile_s: float = 0.0      # the candidates' compilations, wall time summed over them
     compile_cpu_s: float = 0.0  # their compiling processes' CPU time

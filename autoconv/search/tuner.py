@@ -164,8 +164,9 @@ class Tuner:
         workers: processes enumerating the valid points of the problems.
         ranked: configurations a study tries after its warm start because a model of the
             tuning history in ``storage`` predicts them fastest (:mod:`~autoconv.search.ranker`).
-        prefilter: skip compiling the sampler's proposals that model predicts among the
-            slowest, once it ranks the study's own candidates well (:mod:`~autoconv.search.prefilter`).
+        prefilter: skip compiling the candidates (proposals, and repairs of invalid ones) that
+            model predicts among the slowest, once it ranks the study's own candidates well
+            (:mod:`~autoconv.search.prefilter`).
     """
 
     def __init__(self, backend: Backend, *, storage, families: Sequence[str], budget: Budget,
