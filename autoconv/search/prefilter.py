@@ -82,6 +82,9 @@ class PreFilter:
             [ranker.predict_ms(problem, family, configs) for family, configs in by_family.items()]
             or [numpy.zeros(0)]))
         self._predicted: dict[str, float] = {}
+        #: Valid points it skipped as repairs of invalid proposals: no later repair picks them,
+        #: so each is judged (and counted towards the patience) once.
+        self.skipped: set[str] = set()
         #: The rank correlation on the study's own timed candidates (None: too few yet).
         self.rank_correlation: float | None = None
         #: How many of those it was computed on.

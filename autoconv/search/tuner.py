@@ -354,7 +354,6 @@ class Tuner:
         self._enqueue_defaults(study, problem, points, ranker)
         prefilter = PreFilter(ranker, problem, points, seed=self.seed) \
             if self.prefilter and ranker and ranker.families else None
-        judged_slow: set[str] = set()  # valid points the prefilter skipped as repairs
         history = SearchHistory.of(study)
         self.reporter.problem_started(item, name, history.evaluated, self.budget)
 
@@ -382,7 +381,7 @@ class Tuner:
                     if polishing and polishing <= flying:
                         break  # (the variations are all in flight: wait for them, ask nothing else)
                     candidate = self._next_candidate(study, problem, points, history, in_flight, outcome,
-                                                     workspace_limit, prefilter, judged_slow)
+                                                     workspace_limit, prefilter)
                     if candidate is None:
                         stop = "every valid configuration evaluated"
                         break
@@ -505,20 +504,25 @@ class Tuner:
                                limit=TRANSFERRED_WINNERS)
 
     def _next_candidate(self, study, problem: ConvProblem, points: ValidPoints, history: SearchHistory,
-                        in_flight, outcome: ProblemOutcome, workspace_limit: int,
-                        prefilter: PreFilter | None = None, judged_slow: set[str] | None = None):
+                        in_flight, outcome: ProblemOutcome, workspace_limit: int, prefilter: PreFilter | None):
         """Ask until a valid, unevaluated config comes up that ``prefilter`` keeps; (trial,
         plan), or None when every valid config has been evaluated (or is being, here or by
         another process on the same study). A proposal that is invalid or a repeat is
         repaired: its nearest valid, unevaluated point is queued and asked next, unless
-        ``prefilter`` skips that point, in which case the proposal is told predicted slow and the
-        point joins ``judged_slow`` (no later repair picks it: each point is judged once); at most
-        :data:`MAX_SKIPS_PER_CANDIDATE` times per call."""
-        judged_slow = set() if judged_slow is None else judged_slow
+        ``prefilter`` skips that point, in which case the proposal is told predicted slow and
+        the point joins :attr:`PreFilter.skipped` (no later repair picks it); the prefilter
+        skips at most :data:`MAX_SKIPS_PER_CANDIDATE` times per call."""
         skips = 0
         pending = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
         seen = set(history.results) | pending | history.running
         best_key = history.best_key()
+
+        def predicted_slow(candidate: str) -> str | None:
+            """Why the prefilter skips ``candidate``, while it may still skip in this call."""
+            if prefilter is None or skips >= MAX_SKIPS_PER_CANDIDATE:
+                return None
+            return prefilter.verdict(candidate, best_key)
+
         for _ in range(MAX_ASKS_PER_CANDIDATE):
             trial = study.ask()
             try:
@@ -541,29 +545,28 @@ class Tuner:
                 repeat = claimed_by_another(study, trial.number, key)
                 if repeat is not None:
                     why_not = Status.REPEAT, repeat
+            seen.add(key)  # (claimed since ``history`` was read, or skipped: the repair must not pick it)
+            repair = None
             if why_not is None:
                 # A sampler's proposal is judged here; an enqueued one (it has an origin: warm start,
                 # variations, a repair judged below) is not.
-                slow = prefilter.verdict(key, best_key) if prefilter is not None and skips < MAX_SKIPS_PER_CANDIDATE \
-                    and "origin" not in trial.user_attrs else None
+                slow = None if "origin" in trial.user_attrs else predicted_slow(key)
                 if slow is None:
                     return trial, get_family(family).plan(problem, config, self.backend.device, workspace_limit)
+            else:
+                skipped = prefilter.skipped if prefilter is not None else set()
+                repair = points.nearest_unseen(family, config, seen | skipped | SearchHistory.of(study).waiting)
+                repair_key = config_key(*repair) if repair is not None else None
+                slow = predicted_slow(repair_key) if repair_key is not None else None
+                if slow is not None and repair_key is not None:
+                    skipped.add(repair_key)
+                    slow = f"{why_not[1]}; its nearest valid point is {slow}"
+            if slow is not None:
                 refuse(study, trial, Status.PREDICTED_SLOW, slow)
                 outcome.predicted_slow += 1
                 skips += 1
-                seen.add(key)
                 continue
-            seen.add(key)  # (claimed since ``history`` was read: the repair must not pick it)
-            repair = points.nearest_unseen(family, config, seen | judged_slow | SearchHistory.of(study).waiting)
-            repair_key = config_key(*repair) if repair is not None else None
-            slow = prefilter.verdict(repair_key, best_key) \
-                if prefilter is not None and repair_key and skips < MAX_SKIPS_PER_CANDIDATE else None
-            if slow is not None and repair_key is not None:
-                judged_slow.add(repair_key)
-                refuse(study, trial, Status.PREDICTED_SLOW, f"{why_not[1]}; its nearest valid point is {slow}")
-                outcome.predicted_slow += 1
-                skips += 1
-                continue
+            assert why_not is not None  # (else returned or skipped above)
             refuse(study, trial, *why_not)
             if why_not[0] is Status.INVALID:
                 outcome.invalid += 1

@@ -143,7 +143,7 @@ def test_a_filter_that_calls_everything_slow_still_lets_the_search_go_on(history
 
     class AlwaysSlow:
         def __init__(self, *args, **kwargs):
-            pass
+            self.skipped = set()
 
         def observe(self, timed):
             pass
