@@ -321,8 +321,10 @@ class CupyBackend(Backend):
                 ticket.done.set()
 
     def _run(self, ticket: CupyTicket) -> TrialResult:
+        # A candidate cut short by the run's end (the backend closed, the compile service gone)
+        # is ABANDONED, not failed: nothing is known about it, and the tuner queues it again.
         if self._closed:
-            return failed(ticket.plan, Status.RUNTIME_FAILED, "not run: the backend was closed")
+            return failed(ticket.plan, Status.ABANDONED, "not run: the backend was closed")
         compiled = ticket.compiled if ticket.job is None else self._compiler.result(ticket.job)
         assert compiled is not None  # (a ticket has a job or a cached outcome)
         if compiled.ok and ticket.job is not None:
@@ -331,10 +333,11 @@ class CupyBackend(Backend):
                 while len(self._cubins) > CUBIN_CACHE_ENTRIES:
                     self._cubins.popitem(last=False)
         if not compiled.ok:
-            return failed(ticket.plan, Status.COMPILE_FAILED, compiled.reason(), compile_s=compiled.seconds,
+            status = Status.ABANDONED if compiled.interrupted else Status.COMPILE_FAILED
+            return failed(ticket.plan, status, compiled.reason(), compile_s=compiled.seconds,
                           compile_cpu_s=compiled.cpu_seconds)
         if self._closed:
-            return failed(ticket.plan, Status.RUNTIME_FAILED, "not run: the backend was closed",
+            return failed(ticket.plan, Status.ABANDONED, "not run: the backend was closed",
                           compile_s=compiled.seconds, compile_cpu_s=compiled.cpu_seconds)
         result = self._worker.evaluate(ticket.plan, compiled.cubin, compiled.seconds, ticket.seed, ticket.screening)
         return dataclasses.replace(result, compile_cpu_s=compiled.cpu_seconds)

@@ -35,7 +35,7 @@ REPLY_THREADS = 256
 
 #: The outcome of a job whose service ended before replying.
 SERVICE_ENDED = CompileOutcome(False, b"", "error: the host's compile service ended (the tuning run is "
-                                            "ending)", 0.0)
+                                            "ending)", 0.0, interrupted=True)
 
 
 class CompileService:

@@ -40,6 +40,10 @@ class CompileOutcome:
     log: str
     seconds: float             # wall time of the compilation
     cpu_seconds: float = 0.0   # CPU time of the compiling process meanwhile (less when it waited for a core)
+    # Never compiled: dropped or cut short because its tuning process or the compile service
+    # ended. Says nothing about the source, so the candidate is abandoned (and queued again),
+    # not failed.
+    interrupted: bool = False
 
     def reason(self) -> str:
         """The first lines of the compiler log that say what is wrong."""
@@ -176,7 +180,8 @@ class Compiler(Protocol):
 
 
 #: The outcome of a job dropped before it was compiled (its owner went away).
-CANCELLED = CompileOutcome(False, b"", "error: cancelled before it was compiled (its tuning process ended)", 0.0)
+CANCELLED = CompileOutcome(False, b"", "error: cancelled before it was compiled (its tuning process ended)", 0.0,
+                           interrupted=True)
 
 
 class CompilePool:

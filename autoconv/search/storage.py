@@ -125,6 +125,10 @@ def retry_stale_trial(study, trial) -> None:
     retry_trial(study, trial, "its worker stopped sending heartbeats")
 
 
+#: How a queued retry's ``origin`` attribute begins (:func:`retry_trial`).
+RETRY_ORIGIN = "retry of trial"
+
+
 def retry_trial(study, trial, reason: str) -> bool:
     """Enqueue the params of the failed ``trial`` again, noting why; False when the
     configuration was retried :data:`MAX_RETRIES` times already."""
@@ -132,8 +136,13 @@ def retry_trial(study, trial, reason: str) -> bool:
     if retries >= MAX_RETRIES or not trial.params:
         return False
     study.enqueue_trial(dict(trial.params), user_attrs={
-        "origin": f"retry of trial {trial.number} ({reason})", "retries": retries + 1})
+        "origin": f"{RETRY_ORIGIN} {trial.number} ({reason})", "retries": retries + 1})
     return True
+
+
+def is_retry(trial) -> bool:
+    """Whether ``trial`` was queued by :func:`retry_trial`."""
+    return str(trial.user_attrs.get("origin", "")).startswith(RETRY_ORIGIN)
 
 
 #: Attempts at opening a database whose tables other processes may be creating right now.

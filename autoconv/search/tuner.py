@@ -10,7 +10,10 @@ holds), :mod:`~autoconv.search.liveness` (heartbeats, abandoned trials),
 For each problem (:class:`Tuner.tune`):
 
 1. **Cache first.** A winner cached for this problem, device and template version is
-   used as is (``retune=True`` searches anyway).
+   used as is (``retune=True`` searches anyway), unless the problem's study holds candidates of
+   a run that ended early, queued again, and its trial budget is not spent: then the study
+   resumes (a killed run's worker may have cached the winner while counting another worker's
+   candidates, which the kill then abandoned).
 2. **The study.** ``autoconv/<problem key>/<GPU>/<families>/<template hash>`` in the
    storage (an Optuna journal file by default, which several processes on one host can
    share, or a SQLAlchemy URL). Re-running the same command loads it and continues: the
@@ -20,7 +23,8 @@ For each problem (:class:`Tuner.tune`):
    database) tune one study together. Trials of a killed process are failed as
    ``abandoned`` and their configurations enqueued again
    (:mod:`~autoconv.search.liveness`: by process id on this host, by heartbeat through
-   an RDB storage); a damaged journal is an error naming the file, except a last record
+   an RDB storage), and so are the candidates a run had in flight when it was interrupted,
+   or whose compilation its end cut short; a damaged journal is an error naming the file, except a last record
    cut short, which is dropped (:func:`~autoconv.search.storage.make_storage`). Before
    anything else, a problem whose buffers cannot fit in the device's memory is refused
    (:mod:`autoconv.gpu.memory`), and the workspace its candidates may use is capped by
@@ -98,7 +102,7 @@ from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_ahead, enumerate_points
 from autoconv.search.prefilter import PreFilter
 from autoconv.search.ranker import Ranker, history_samples
-from autoconv.search.storage import make_storage
+from autoconv.search.storage import is_retry, make_storage, retry_trial
 from autoconv.search.study import (
     SearchHistory,
     claim,
@@ -304,12 +308,38 @@ class Tuner:
             if not quiet:
                 self.reporter.note(f"{item.name}: not using its cached winner ({stale}); tuning it again")
             return None
+        unfinished = self._unfinished(item.problem)
+        if unfinished:
+            if not quiet:
+                self.reporter.note(f"{item.name}: resuming its study ({unfinished})")
+            return None
         return ProblemOutcome(
             name=item.name, problem=item.problem, count=item.count, source="cache", family=entry.family,
             config=dict(entry.config), kernel_name=entry.kernel_name, time_ms=entry.time_ms,
             tflops=entry.tflops, workspace_bytes=entry.workspace_bytes, study_name=entry.study_name,
             stop_reason="cached", message=f"cached winner measured {entry.measured_at}",
             trials_total=entry.trials)
+
+    def _unfinished(self, problem: ConvProblem) -> str | None:
+        """Why ``problem``'s study is not done although a winner is cached: a run that ended early
+        (killed, interrupted) left candidates that are queued again, and the study's trial budget
+        is not spent. (Its winner was cached by a worker that stopped counting the other workers'
+        candidates as spent: those were then abandoned.) None when done, or without a study here."""
+        name = study_name(problem, self.backend.identity.gpu_name, self.families)
+        try:
+            study = optuna.load_study(study_name=name, storage=self.storage)
+        except KeyError:  # (never tuned with this storage)
+            return None
+        self.liveness.fail_abandoned(study, force=True)  # a killed run's trials: failed, queued again
+        evaluated = SearchHistory.of(study).evaluated
+        if self.budget.trials is not None and evaluated >= self.budget.trials:
+            return None
+        retries = sum(is_retry(t) for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+        if not retries:
+            return None
+        spent = f"{evaluated} of {self.budget.trials} trials" if self.budget.trials is not None else \
+            f"{evaluated} trials"
+        return f"{retries} candidate(s) of an interrupted run queued again, {spent} evaluated"
 
     def _unusable(self, entry: CacheEntry, problem: ConvProblem) -> str | None:
         """Why a cache entry of this problem's key cannot be this autoconv's kernel (it no
@@ -396,7 +426,7 @@ class Tuner:
                 in_flight.popleft()  # only now: an interrupted wait leaves it to the cleanup below
                 self._tell(study, trial, plan, result)
                 self.liveness.done(study, trial.number)
-                outcome.trials_run += 1
+                outcome.trials_run += result.status.evaluated
                 outcome.compile_s += result.compile_s
                 outcome.compile_cpu_s += result.compile_cpu_s
                 outcome.gpu_s += result.run_s
@@ -408,8 +438,9 @@ class Tuner:
                 self.reporter.trial_finished(item, trial.number, plan, result, best,
                                              SearchHistory.of(study).evaluated)
         finally:
-            for trial, _plan, _ in in_flight:  # interrupted: leave no trial running
+            for trial, _plan, _ in in_flight:  # interrupted: leave no trial running, and queue each again
                 refuse(study, trial, Status.ABANDONED, "the tuning run ended before this candidate was evaluated")
+                retry_trial(study, trial, Status.ABANDONED.value)
                 self.liveness.done(study, trial.number)
 
         outcome.trials_total = SearchHistory.of(study).evaluated
@@ -587,9 +618,12 @@ class Tuner:
         return "; ".join(broken) or f"no valid {family} configuration for this problem"
 
     def _tell(self, study, trial, plan: KernelPlan, result: TrialResult) -> None:
-        """Record ``result`` on ``trial`` (:func:`autoconv.search.study.record_evaluation`)."""
+        """Record ``result`` on ``trial`` (:func:`autoconv.search.study.record_evaluation`); an
+        abandoned one (the backend was closed, or its compilation cut short) is queued again."""
         try:
             record_evaluation(study, trial, plan, result)
+            if result.status is Status.ABANDONED:  # cut short by the run's end: evaluated by the next one
+                retry_trial(study, trial, Status.ABANDONED.value)
         except UpdateFinishedTrialError:
             # Another process ended this trial: it took this process for dead (no heartbeat
             # within the grace period) and failed it, so its configuration was queued again.

@@ -86,6 +86,7 @@ def test_a_worker_waiting_when_the_service_ends_gets_an_outcome_saying_so():
     service.close()
     assert compiler.result(job) is SERVICE_ENDED
     assert "compile service ended" in SERVICE_ENDED.reason()
+    assert SERVICE_ENDED.interrupted  # (the backend abandons the candidate: not a compile failure)
     compiler.close()
 
 
@@ -99,7 +100,7 @@ def test_the_pool_cancels_a_job_no_process_has_started():
         waiting = pool.submit("10", "waiting")
         time.sleep(0.1)
         pool.cancel(waiting)
-        assert pool.result(waiting) is CANCELLED
+        assert pool.result(waiting) is CANCELLED and CANCELLED.interrupted
         assert all(pool.result(job).ok for job in running)
     finally:
         pool.close()

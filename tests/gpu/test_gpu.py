@@ -269,6 +269,31 @@ def test_backend_rejects_a_compile_error_and_resources_beyond_the_device():
     assert "shared memory" in results[1].reason
 
 
+def test_backend_abandons_a_candidate_whose_compilation_the_run_cut_short():
+    """Not a compile failure (that would mark the configuration failed for good): abandoned, so the
+    tuner queues it again."""
+    from autoconv.gpu.backend import CupyBackend
+    from autoconv.gpu.compile_service import SERVICE_ENDED
+    from autoconv.gpu.compiler import CompileJob
+
+    class EndedService:  # a worker's handle on the host's compile service, which has ended
+        def __init__(self, arch: str):
+            self.arch = arch
+
+        def submit(self, source: str, name: str) -> CompileJob:
+            return CompileJob(source, name)
+
+        def result(self, job: CompileJob):
+            return SERVICE_ENDED
+
+        def close(self) -> None:
+            pass
+
+    with CupyBackend(compiler=EndedService) as backend:
+        result = backend.evaluate(_naive_plan(parse_spec("N=1,C=4,H=8,W=8,K=4,R=3,S=3,pad=1")))
+    assert result.status is Status.ABANDONED and "compile service ended" in result.reason
+
+
 def test_the_worker_compiles_no_cupy_kernel_for_a_new_problem_size(tmp_path, monkeypatch):
     """Once one problem has been verified, problems of the same kind and other sizes make the
     GPU worker compile no CuPy kernel: CuPy's reductions (with CUB, its default) compile a

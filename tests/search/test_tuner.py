@@ -21,7 +21,7 @@ from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
-from autoconv.search.study import EVALUATED, config_of, study_name
+from autoconv.search.study import EVALUATED, config_of, params_of, study_name, suggest
 from autoconv.search.tuner import SIGNIFICANT_IMPROVEMENT, Tuner
 from tests.helpers import dead_pid
 
@@ -277,6 +277,83 @@ def test_resume_after_interruption_repeats_no_evaluated_trial(points, tmp_path):
     again = make_tuner(third, Budget(trials=16), str(journal)).tune_problem(PROBLEM, points)
     assert again.trials_run == 0 and len(third.evaluated) == 1
     assert again.kernel_name == outcome.kernel_name
+
+
+def test_an_interrupted_run_queues_its_in_flight_candidates_again(points, tmp_path):
+    journal = str(tmp_path / "study.journal")
+
+    class Interrupted(FakeBackend):
+        def result(self, ticket):
+            if len(self.evaluated) == 5:
+                raise KeyboardInterrupt
+            return super().result(ticket)
+
+    with pytest.raises(KeyboardInterrupt):
+        make_tuner(Interrupted(), Budget(trials=16), journal, pipeline_depth=4).tune_problem(PROBLEM, points)
+    study = study_of(make_tuner(FakeBackend(), Budget(trials=16), journal))
+    abandoned = [t for t in study.trials if t.user_attrs.get("status") == "abandoned"]
+    retries = [t for t in study.trials if t.state == TrialState.WAITING
+               and str(t.user_attrs.get("origin", "")).startswith("retry of trial")]
+    assert len(abandoned) == 4  # the pipeline's candidates, none of them evaluated
+    queued = [t.system_attrs["fixed_params"] for t in retries]  # (a waiting trial's params, fixed when asked)
+    assert sorted(map(str, queued)) == sorted(map(str, (t.params for t in abandoned)))
+
+    second = FakeBackend()
+    make_tuner(second, Budget(trials=16), journal, pipeline_depth=4).tune_problem(PROBLEM, points)
+    evaluated_next = {str(params_of(plan.family, plan.config)) for plan in second.evaluated[:4]}
+    assert evaluated_next == {str(t.params) for t in abandoned}  # the queued ones come first
+
+
+def test_a_candidate_the_backend_abandons_is_queued_again_and_not_counted(points):
+    abandoned_once: set[str] = set()
+
+    def abandon_each_once(plan):
+        key = config_key(plan.family, plan.config)
+        if len(abandoned_once) < 3 and key not in abandoned_once:
+            abandoned_once.add(key)
+            return Status.ABANDONED, "not run: the backend was closed"
+        return None
+
+    backend = FakeBackend(fail=abandon_each_once)
+    tuner = make_tuner(backend, Budget(trials=12), pipeline_depth=1)
+    outcome = tuner.tune_problem(PROBLEM, points)
+    study = study_of(tuner)
+    evaluated = [t for t in study.trials if t.user_attrs.get("status") in EVALUATED]
+    assert len(evaluated) == 12 and outcome.trials_total == 12 and outcome.trials_run == 12
+    assert outcome.failures == {"abandoned": 3}
+    evaluated_keys = {config_key(*next(iter(_family_config(t)))) for t in evaluated}
+    assert abandoned_once <= evaluated_keys  # each evaluated after all, in the same run
+
+
+def _family_config(trial):
+    family = trial.params["family"]
+    yield family, config_of(trial.params, family)
+
+
+def test_a_cached_winner_whose_study_lost_candidates_to_a_kill_is_tuned_on(points, tmp_path):
+    journal, cache_path = str(tmp_path / "study.journal"), tmp_path / "cache.sqlite"
+    with WinnerCache(cache_path) as cache:
+        make_tuner(FakeBackend(), Budget(trials=6), journal, cache=cache).tune([PROBLEM])
+        # Another worker of a killed run held a candidate when this one stopped at the budget
+        # (counting it as spent) and cached its winner: a RUNNING trial whose process is gone.
+        tuner = make_tuner(FakeBackend(), Budget(trials=8), journal, cache=cache)
+        study = study_of(tuner)
+        seen = {config_key(*next(_family_config(t))) for t in study.trials if t.params}
+        family, config = points.nearest_unseen(FAMILIES[0], points.default(FAMILIES[0]), seen)
+        study.enqueue_trial(params_of(family, config))
+        orphan = study.ask()
+        orphan.set_user_attr("owner", f"{tuner.owner.rpartition(':')[0]}:{dead_pid()}")
+        suggest(orphan, FAMILIES)
+
+        untouched = FakeBackend()  # a budget of 6 was spent: the cached winner stands
+        make_tuner(untouched, Budget(trials=6), journal, cache=cache).tune([PROBLEM])
+        assert untouched.evaluated == []
+
+        resumed = FakeBackend()
+        outcome, = make_tuner(resumed, Budget(trials=8), journal, cache=cache).tune([PROBLEM])
+    assert outcome.source == "tuned" and outcome.trials_total == 8
+    assert config_key(resumed.evaluated[0].family, resumed.evaluated[0].config) == config_key(family, config)
+    assert not [t for t in study_of(tuner).trials if t.state == TrialState.RUNNING]
 
 
 def test_study_name_and_tune_all_problems(tmp_path):
