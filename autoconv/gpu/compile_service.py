@@ -39,17 +39,17 @@ SERVICE_ENDED = CompileOutcome(False, b"", "error: the host's compile service en
 
 
 class CompileService:
-    """The parent's side: one :class:`CompilePool` per GPU architecture asked for (made on its
-    first job), ``processes`` compiler processes each, serving every :meth:`connect`-ed worker.
-    A job's ``timeout_s`` counts from its arrival, its wait in the queue included: the workers'
-    pipelines queue seconds of work, the limit is minutes."""
+    """The parent's side: one :class:`CompilePool` of ``processes`` compiler processes (each job
+    names its GPU architecture), serving every :meth:`connect`-ed worker. A job's ``timeout_s``
+    counts from its arrival, its wait in the queue included: the workers' pipelines queue seconds
+    of work, the limit is minutes. :meth:`start` starts the processes before the first job."""
 
     def __init__(self, processes: int, timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
                  compile_function: CompileFunction | None = None):
         self.processes = processes
         self.timeout_s = timeout_s
         self.compile_function = compile_function
-        self._pools: dict[str, CompilePool] = {}
+        self._pool: CompilePool | None = None
         self._replies = concurrent.futures.ThreadPoolExecutor(REPLY_THREADS, "autoconv-compile-reply")
         self._serving: set[Connection] = set()  # our ends of the pipes, until their threads close them
         self._lock = threading.Lock()  # guards the pools and the pipes being served
@@ -63,11 +63,16 @@ class CompileService:
         threading.Thread(target=self._serve, args=(ours,), name="autoconv-compile-service", daemon=True).start()
         return theirs
 
-    def _pool(self, arch: str) -> CompilePool:
+    def start(self) -> None:
+        """Start the compiler processes now, while the workers start their GPUs (~1 s of imports
+        each, in parallel, that the first candidates would otherwise wait for)."""
+        self._compile_pool().start()
+
+    def _compile_pool(self) -> CompilePool:
         with self._lock:
-            if arch not in self._pools:
-                self._pools[arch] = CompilePool(arch, self.processes, self.timeout_s, self.compile_function)
-            return self._pools[arch]
+            if self._pool is None:
+                self._pool = CompilePool("", self.processes, self.timeout_s, self.compile_function)
+            return self._pool
 
     def _serve(self, connection: Connection) -> None:
         sending = threading.Lock()
@@ -89,8 +94,8 @@ class CompileService:
                 if message[0] != "compile":
                     break
                 _, number, arch, source, name = message
-                pool = self._pool(arch)
-                jobs[number] = (pool, pool.submit(source, name))
+                pool = self._compile_pool()
+                jobs[number] = (pool, pool.submit(source, name, arch))
                 self._replies.submit(reply, number)
         except (EOFError, OSError):
             pass
@@ -107,9 +112,9 @@ class CompileService:
         with self._lock:
             for connection in self._serving:  # (each one's thread then closes it)
                 _shut_down(connection)
-            for pool in self._pools.values():
-                pool.close()
-            self._pools.clear()
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
         self._replies.shutdown(wait=False, cancel_futures=True)
 
 

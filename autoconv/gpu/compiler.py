@@ -152,11 +152,12 @@ CompileFunction = Callable[[str, str, str], CompileOutcome]
 
 
 class CompileJob:
-    """A source submitted to a :class:`Compiler`."""
+    """A source submitted to a :class:`Compiler` (for ``arch``: "" is the compiler's own)."""
 
-    def __init__(self, source: str, name: str):
+    def __init__(self, source: str, name: str, arch: str = ""):
         self.source = source
         self.name = name
+        self.arch = arch
         self.future: concurrent.futures.Future | None = None
         self.submitted = 0.0
         self.restarts = 0
@@ -185,8 +186,9 @@ CANCELLED = CompileOutcome(False, b"", "error: cancelled before it was compiled 
 
 
 class CompilePool:
-    """Compiles sources for one architecture in ``workers`` processes (spawned, so no
-    CUDA state is inherited), ahead of when their results are needed.
+    """Compiles sources for ``arch`` (or the architecture each job names) in ``workers``
+    processes (spawned, so no CUDA state is inherited), ahead of when their results are needed.
+    The processes start with the first job, or all at once with :meth:`start`.
 
     A compilation that runs past ``timeout_s`` fails (the pool is restarted to free its
     process); a compiler process that dies fails the job it ran after one retry.
@@ -212,8 +214,18 @@ class CompilePool:
                 initializer=_warm_up, initargs=(os.getpid(),))
         return self._executor
 
-    def submit(self, source: str, name: str) -> CompileJob:
-        job = CompileJob(source, name)
+    def start(self) -> None:
+        """Start every compiler process now: each takes ~1 s to import CuPy and find the headers
+        (:func:`_warm_up`), which a tuning run's first candidates would otherwise wait for."""
+        with self._lock:
+            executor = self._ensure_executor()
+            # An executor spawns a process per job it cannot hand to an idle one: one empty job each.
+            for _ in range(self.workers):
+                executor.submit(int)
+
+    def submit(self, source: str, name: str, arch: str = "") -> CompileJob:
+        """Compile ``source`` for ``arch`` (default: the pool's)."""
+        job = CompileJob(source, name, arch or self.arch)
         with self._lock:
             self._start(job)
             self._pending.append(job)
@@ -221,7 +233,7 @@ class CompilePool:
 
     def _start(self, job: CompileJob) -> None:
         job.submitted = time.monotonic()
-        job.future = self._ensure_executor().submit(self.compile_function, job.source, self.arch, job.name)
+        job.future = self._ensure_executor().submit(self.compile_function, job.source, job.arch, job.name)
 
     def result(self, job: CompileJob) -> CompileOutcome:
         """Wait for ``job``; its outcome (never raises for a rejected source)."""

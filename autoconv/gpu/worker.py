@@ -1,6 +1,9 @@
 """The GPU worker process: verifies, then times, one candidate at a time.
 
-It is the only process of a tuning run that holds a CUDA context. The parent
+It is the only process of a tuning run that holds a CUDA context. Once it has one it replies
+``("ready", (limits, identity))`` and then warms up (:meth:`WorkerSession.warm_up`) before it
+reads a request: the parent goes on meanwhile (its storage, the valid points, the first
+compilations), and its first request waits in the pipe. The parent
 (:class:`autoconv.gpu.backend.GpuWorker`) sends it requests over a pipe:
 
 - ``("problem", (problem, seed))``: make the inputs for a problem -- fresh random
@@ -81,9 +84,11 @@ def worker_main(connection, options: WorkerOptions) -> None:
         except BackendUnavailable as err:
             connection.send(("unavailable", str(err)))
             return
+        connection.send(("ready", (limits, identity)))
+        # After "ready", not before: the warm-up (seconds with CuPy's kernel cache empty) then runs
+        # beside the parent's own start (results/h100/tuning_cost/startup).
         session = WorkerSession(limits, options)
         session.warm_up()
-        connection.send(("ready", (limits, identity)))
         while True:
             try:
                 kind, payload = connection.recv()
@@ -219,8 +224,9 @@ class WorkerSession:
         """Run the verification path once on a tiny problem, so CuPy compiles its own
         kernels (fill, norms, comparisons, the reference's) now: on a machine with a
         cold CuPy kernel cache that takes seconds, which must not count against the
-        first candidate's time limit. (The comparisons themselves compile once whatever the
-        sizes: :mod:`autoconv.verify.device_sums`.)"""
+        first candidate's time limit. It runs after "ready", before the first request is read,
+        so the parent waits for it under the first problem's preparation limit. (The comparisons
+        themselves compile once whatever the sizes: :mod:`autoconv.verify.device_sums`.)"""
         from autoconv.problems.problem import parse_spec
         from autoconv.verify.compare import check_result
 

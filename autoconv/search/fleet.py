@@ -46,6 +46,7 @@ parent merges each problem's outcomes over the workers
 
 from __future__ import annotations
 
+import concurrent.futures
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -282,14 +283,18 @@ def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection)
         def compiler(arch: str) -> RemoteCompiler:
             return RemoteCompiler(compile_connection, arch)
 
-        with make_backend(job.device, seed=config.seed, compiler=compiler) as backend, \
-                session.open_cache() as winners:
-            identity = backend.identity
-            events.put(WorkerStarted(job.worker, f"{identity.gpu_name} "
-                                                 f"(sm_{''.join(map(str, identity.compute_capability))})"))
-            tuner = session.tuner(backend, cache=winners, reporter=QueueReporter(events, job.worker),
-                                  workers=job.compile_workers)
-            outcomes = tuner.tune(problems)
+        reporter = QueueReporter(events, job.worker)
+        # The storage loads (seconds for a long tuning history) while the GPU worker starts.
+        with concurrent.futures.ThreadPoolExecutor(1, "autoconv-storage-load") as loader:
+            storage = loader.submit(make_storage, session.storage, on_repair=reporter.note)
+            with make_backend(job.device, seed=config.seed, compiler=compiler) as backend, \
+                    session.open_cache() as winners:
+                identity = backend.identity
+                events.put(WorkerStarted(job.worker, f"{identity.gpu_name} "
+                                                     f"(sm_{''.join(map(str, identity.compute_capability))})"))
+                tuner = session.tuner(backend, cache=winners, reporter=reporter, workers=job.compile_workers,
+                                      storage=storage.result())
+                outcomes = tuner.tune(problems)
         events.put(WorkerDone(job.worker, outcomes))
     except AutoconvError as err:
         events.put(WorkerFailed(job.worker, str(err)))
@@ -355,9 +360,6 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     """
     refuse_unshareable(storage)
     reporter = reporter or FleetReporter()
-    # Create the storage's and the cache's tables once, before the workers race to.
-    make_storage(storage, on_repair=reporter.note)
-    WinnerCache(cache).close()
     if workers_per_gpu < 1:
         raise AutoconvError(f"--workers-per-gpu {workers_per_gpu}: give 1 or more worker processes per GPU")
     context = multiprocessing.get_context("spawn")
@@ -365,6 +367,11 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     slots = [(device, copy) for copy in range(workers_per_gpu) for device in devices]
     compile_workers = max(2, (os.cpu_count() or 2) // len(slots))  # (each worker's share, as before)
     compiler = CompileService(processes=compile_workers * len(slots))
+    if backend_kind() == "cupy":  # (the fake backend compiles nothing)
+        compiler.start()  # its processes import CuPy meanwhile
+    # Create the storage's and the cache's tables once, before the workers race to.
+    make_storage(storage, on_repair=reporter.note)
+    WinnerCache(cache).close()
     workers: dict[int, WorkerState] = {
         number: WorkerState(worker=number, device=device, process=None,
                             label=f"GPU {device}" + (f" #{copy + 1}" if workers_per_gpu > 1 else ""))

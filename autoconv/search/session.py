@@ -106,12 +106,14 @@ class TuneSession:
         return WinnerCache(self.cache)
 
     def tuner(self, backend: Backend, *, cache: WinnerCache | None, reporter: Reporter | None = None,
-              workers: int = 1) -> Tuner:
+              workers: int = 1, storage: Any = None) -> Tuner:
         """A :class:`~autoconv.search.tuner.Tuner` on ``backend`` with this session's storage,
         families, budget, seed, workspace limit, ``retune``, pipeline depth, ranked count and pre-filter;
         winners go into ``cache``
-        (:meth:`open_cache`); ``workers`` processes enumerate the valid configurations."""
-        return Tuner(backend, storage=self.storage, families=self.families, budget=self.budget,
+        (:meth:`open_cache`); ``workers`` processes enumerate the valid configurations. ``storage``:
+        this session's storage already opened (:func:`~autoconv.search.storage.make_storage`)."""
+        return Tuner(backend, storage=self.storage if storage is None else storage, families=self.families,
+                     budget=self.budget,
                      seed=self.config.seed, workspace_limit=self.config.workspace_limit_bytes, cache=cache,
                      retune=self.retune, reporter=reporter, workers=workers,
                      pipeline_depth=self.pipeline_depth, ranked=self.ranked, prefilter=self.prefilter)

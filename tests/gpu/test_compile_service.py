@@ -4,6 +4,7 @@ used from threads of this process."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
 import time
@@ -35,7 +36,8 @@ def service():
 
 
 def test_workers_share_one_pool_and_get_their_own_outcomes(service):
-    compilers = [RemoteCompiler(service.connect(), "sm_90a") for _ in range(3)]
+    arches = ("sm_90a", "sm_90a", "sm_80")  # (a host with two kinds of GPU: one pool, each job its own arch)
+    compilers = [RemoteCompiler(service.connect(), arch) for arch in arches]
     outcomes: dict[int, list[CompileOutcome]] = {}
 
     def work(index: int) -> None:
@@ -48,7 +50,7 @@ def test_workers_share_one_pool_and_get_their_own_outcomes(service):
     for thread in threads:
         thread.join(timeout=60)
     for index in range(3):
-        assert [o.cubin for o in outcomes[index]] == [f"sm_90a/w{index}k{k}/20".encode() for k in range(6)]
+        assert [o.cubin for o in outcomes[index]] == [f"{arches[index]}/w{index}k{k}/20".encode() for k in range(6)]
     # 18 compilations from three workers ran in the service's two processes
     assert len({o.log for results in outcomes.values() for o in results}) <= 2
     for compiler in compilers:
@@ -104,3 +106,22 @@ def test_the_pool_cancels_a_job_no_process_has_started():
         assert all(pool.result(job).ok for job in running)
     finally:
         pool.close()
+
+
+def test_started_the_service_spawns_its_compiler_processes_before_any_job():
+    def spawned() -> set[int | None]:
+        return {child.pid for child in multiprocessing.active_children()} - before
+
+    before = {child.pid for child in multiprocessing.active_children()}  # (earlier tests' pools, exiting)
+    service = CompileService(processes=2, compile_function=stand_in_compile)
+    try:
+        service.start()
+        deadline = time.monotonic() + 30
+        while len(spawned()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(spawned()) == 2
+        compiler = RemoteCompiler(service.connect(), "sm_90a")
+        assert compiler.result(compiler.submit("1", "first")).ok
+        compiler.close()
+    finally:
+        service.close()
