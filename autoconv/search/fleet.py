@@ -69,7 +69,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.processes import exit_with_parent
 from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.session import TuneSession
-from autoconv.search.storage import make_storage
+from autoconv.search.storage import is_url, make_storage
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, DEFAULT_RANKED
 
 #: Seconds between two looks at the workers while no event arrives.
@@ -284,9 +284,8 @@ def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection)
             return RemoteCompiler(compile_connection, arch)
 
         reporter = QueueReporter(events, job.worker)
-        # The storage loads (seconds for a long tuning history) while the GPU worker starts.
         with concurrent.futures.ThreadPoolExecutor(1, "autoconv-storage-load") as loader:
-            storage = loader.submit(make_storage, session.storage, on_repair=reporter.note)
+            storage = _load_storage(loader, session.storage, reporter)
             with make_backend(job.device, seed=config.seed, compiler=compiler) as backend, \
                     session.open_cache() as winners:
                 identity = backend.identity
@@ -302,6 +301,21 @@ def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection)
         events.put(WorkerFailed(job.worker, "".join(traceback.format_exception(err)).strip()))
     finally:
         connection.close()
+
+
+def _load_storage(loader: concurrent.futures.ThreadPoolExecutor, storage: str,
+                  reporter: Reporter) -> concurrent.futures.Future:
+    """``storage`` opened: a journal file in ``loader``'s thread, so that its records (seconds of
+    them for a long tuning history) are read while the GPU worker starts; a database here and now.
+    (Only the journal in a thread: two threads importing SQLAlchemy at once, the database's
+    storage and the winners' cache, can see a module of it partly initialized.)"""
+    if is_url(storage):
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        done.set_result(make_storage(storage, on_repair=reporter.note))
+        return done
+    import optuna.storages.journal  # noqa: F401 - imported here, not in the thread (see above)
+
+    return loader.submit(make_storage, storage, on_repair=reporter.note)
 
 
 @dataclass

@@ -454,3 +454,27 @@ def test_default_workers_per_gpu_follows_the_cores(monkeypatch):
     monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
     monkeypatch.setattr(fleet, "device_count", lambda: 1)
     assert fleet.default_workers_per_gpu(1, journal, cores=16) == 1
+
+
+def test_a_worker_reads_a_journal_in_a_thread_and_opens_a_database_in_its_own(tmp_path, monkeypatch):
+    """A journal's records load beside the GPU worker's start; a database storage opens in the
+    worker's main thread: in a thread of its own it imported SQLAlchemy while the winners' cache
+    did, and the worker saw a module of it partly initialized (CI, seventeenth session)."""
+    import concurrent.futures
+    import threading
+
+    from autoconv.search import fleet
+    from autoconv.search.outcome import Reporter
+
+    opened_in = {}
+
+    def make_storage(storage, on_repair=None):
+        opened_in[str(storage)] = threading.current_thread().name
+        return storage
+
+    monkeypatch.setattr(fleet, "make_storage", make_storage)
+    journal, database = str(tmp_path / "studies.journal"), "postgresql+psycopg://user@host/db"
+    with concurrent.futures.ThreadPoolExecutor(1, "loader") as loader:
+        assert fleet._load_storage(loader, journal, Reporter()).result() == journal
+        assert fleet._load_storage(loader, database, Reporter()).result() == database
+    assert opened_in[journal].startswith("loader") and opened_in[database] == threading.current_thread().name
