@@ -6,7 +6,8 @@ problem, and which families the compile work went to (CPU, from the journals of 
 A candidate's source has the problem's sizes as compile-time constants, so the same configuration
 on another layer is compiled again. This counts, per run, the evaluated candidates (those with a
 ``compile_cpu_s``) whose family and parameters had been evaluated on an earlier problem of the
-same run (by ``datetime_start``), and their compile CPU-seconds.
+same run (by ``datetime_start``), those whose configuration a ResNet-50 tune had evaluated
+(:data:`HISTORY`), and their compile CPU-seconds.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ import optuna
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 JOURNALS = Path(__file__).parent.parent / "startup"
+#: A ResNet-50 tune's journal (H100, 8317039, the same search spaces): the history a VGG-16 tune
+#: could have drawn compiled configurations from.
+HISTORY = Path(__file__).parent.parent / "prefilter" / "call1" / "journal_rn50.gz"
 
 
 def evaluated(journal: Path) -> list[tuple]:
@@ -41,23 +45,41 @@ def evaluated(journal: Path) -> list[tuple]:
 
 def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    print("| run | evaluated | repeated config | their compile CPU-s | all compile CPU-s | by family (CPU-s, share) |")
-    print("|---|---|---|---|---|---|")
+    history = evaluated(HISTORY)
+    history_configs = {key for _start, _study, key, _cpu, _family in history}
+    first: dict[tuple, str] = {}
+    again, again_cpu = 0, 0.0
+    for _start, study, key, cpu, _family in history:
+        if key in first and first[key] != study:
+            again, again_cpu = again + 1, again_cpu + cpu
+        first.setdefault(key, study)
+    total = sum(cpu for *_, cpu, _family in history)
+    print(f"ResNet-50 history ({HISTORY.parent.name}/{HISTORY.name}): {len(history)} evaluated candidates, "
+          f"{len(history_configs)} distinct configurations; {again} repeat one evaluated on another layer, "
+          f"{again_cpu:.1f} of its {total:.1f} compile CPU-s ({again_cpu / total:.0%})\n")
+    print("| run | evaluated | repeated config (CPU-s) | config in the history (CPU-s) | either (CPU-s) "
+          "| all compile CPU-s | by family (CPU-s, share) |")
+    print("|---|---|---|---|---|---|---|")
     for journal in sorted(JOURNALS.glob("journal_*.gz")):
         first_problem: dict[tuple, str] = {}
-        repeated, repeated_cpu, total = 0, 0.0, 0.0
+        counts: collections.Counter = collections.Counter()
+        cpus: collections.Counter = collections.Counter()
         by_family: collections.Counter = collections.Counter()
         rows = evaluated(journal)
         for _start, study, key, cpu, family in rows:
-            total += cpu
             by_family[family] += cpu
-            if key in first_problem and first_problem[key] != study:
-                repeated += 1
-                repeated_cpu += cpu
+            repeated = key in first_problem and first_problem[key] != study
             first_problem.setdefault(key, study)
+            for name, holds in (("repeated", repeated), ("history", key in history_configs),
+                                ("either", repeated or key in history_configs), ("all", True)):
+                counts[name] += holds
+                cpus[name] += cpu * holds
+        total = cpus["all"]
         families = ", ".join(f"{name} {cpu:.0f} ({cpu / total:.0%})" for name, cpu in by_family.most_common())
         run = journal.name.removeprefix("journal_").removesuffix(".gz")
-        print(f"| {run} | {len(rows)} | {repeated} | {repeated_cpu:.1f} | {total:.1f} | {families} |")
+        shares = " | ".join(f"{counts[name]} ({cpus[name]:.1f}, {cpus[name] / total:.0%})"
+                            for name in ("repeated", "history", "either"))
+        print(f"| {run} | {len(rows)} | {shares} | {total:.1f} | {families} |")
 
 
 if __name__ == "__main__":
