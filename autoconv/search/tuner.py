@@ -24,8 +24,9 @@ For each problem (:class:`Tuner.tune`):
    ``abandoned`` and their configurations enqueued again
    (:mod:`~autoconv.search.liveness`: by process id on this host, by heartbeat through
    an RDB storage), and so are the candidates a run had in flight when it was interrupted,
-   or whose compilation its end cut short; a damaged journal is an error naming the file, except a last record
-   cut short, which is dropped (:func:`~autoconv.search.storage.make_storage`). Before
+   or whose compilation its end cut short. A damaged journal is an error naming the file,
+   except a last record cut short, which is dropped
+   (:func:`~autoconv.search.storage.make_storage`). Before
    anything else, a problem whose buffers cannot fit in the device's memory is refused
    (:mod:`autoconv.gpu.memory`), and the workspace its candidates may use is capped by
    what its buffers leave.
