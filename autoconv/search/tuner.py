@@ -255,16 +255,22 @@ class Tuner:
         """Leave no trial behind: while another worker's trials are still running in the
         studies of this run, wait; a dead worker's trial (killed after this process left
         its study) is failed, queued again and evaluated here (the problem is tuned once
-        more, which evaluates what the budget still holds). A problem left without a winner
-        because its only ok trials were still another worker's when this one stopped gets
-        its winner once they are done. Alone, this is one look."""
+        more, which evaluates what the budget still holds), and so are the candidates another
+        worker abandoned and queued again when its run was interrupted, while the study's trial
+        budget is unspent (:meth:`_unfinished`: this worker may have stopped counting them as
+        spent). A problem left without a winner because its only ok trials were still another
+        worker's when this one stopped gets its winner once they are done. Alone, this is one
+        look."""
         while True:
             others_running = False
             for index, item, points in tuned:
                 name = study_name(item.problem, self.backend.identity.gpu_name, self.families)
                 study = optuna.load_study(study_name=name, storage=self.storage)
-                if self.liveness.fail_abandoned(study, force=True):
-                    self.reporter.note(f"{item.name}: evaluating the candidates of a worker that died")
+                died = self.liveness.fail_abandoned(study, force=True)
+                left = self._unfinished(item.problem)
+                if died or left:
+                    self.reporter.note(f"{item.name}: evaluating the candidates of a worker that died" if died else
+                                       f"{item.name}: evaluating what another worker left ({left})")
                     again = self.tune_problem(item, points)
                     outcomes[index] = merge_outcomes([outcomes[index], again], parallel=False)
                     self.reporter.problem_finished(outcomes[index])
@@ -322,10 +328,10 @@ class Tuner:
             trials_total=entry.trials)
 
     def _unfinished(self, problem: ConvProblem) -> str | None:
-        """Why ``problem``'s study is not done although a winner is cached: a run that ended early
-        (killed, interrupted) left candidates that are queued again, and the study's trial budget
-        is not spent. (Its winner was cached by a worker that stopped counting the other workers'
-        candidates as spent: those were then abandoned.) None when done, or without a study here."""
+        """Why ``problem``'s study is not done, though its winner may be cached: a run that ended
+        early (killed, interrupted) left candidates that are queued again, and the study's trial
+        budget is not spent. (A worker that stopped counting another's candidates as spent cached
+        its winner; those candidates were then abandoned.) None when done, or without a study here."""
         name = study_name(problem, self.backend.identity.gpu_name, self.families)
         try:
             study = optuna.load_study(study_name=name, storage=self.storage)

@@ -356,6 +356,45 @@ def test_a_cached_winner_whose_study_lost_candidates_to_a_kill_is_tuned_on(point
     assert not [t for t in study_of(tuner).trials if t.state == TrialState.RUNNING]
 
 
+def test_a_worker_evaluates_what_another_abandoned_after_counting_it_as_spent(points):
+    """Another worker of the run holds two candidates when this one reaches the budget counting
+    them as spent; that worker is then interrupted and queues them again. Before leaving, this
+    worker evaluates them (:meth:`Tuner._settle`)."""
+    import os
+
+    from autoconv.search.outcome import Reporter
+    from autoconv.search.storage import retry_trial
+    from autoconv.search.study import decision_attrs, state_of
+
+    backend = FakeBackend()
+    tuner = make_tuner(backend, Budget(trials=8))
+    study = optuna.create_study(study_name=study_name(PROBLEM.problem, tuner.backend.identity.gpu_name, FAMILIES),
+                                storage=tuner.storage, direction="minimize")
+    others = []
+    for family, config in [points.nearest_unseen(FAMILIES[1], points.default(FAMILIES[1]), set())] + \
+            [points.nearest_unseen(FAMILIES[0], points.default(FAMILIES[0]), set())]:
+        study.enqueue_trial(params_of(family, config))
+        trial = study.ask()
+        trial.set_user_attr("owner", f"{tuner.owner.rpartition(':')[0]}:{os.getppid()}")  # alive
+        suggest(trial, FAMILIES)
+        others.append(trial)
+
+    class Interrupting(Reporter):
+        def problem_finished(self, outcome):  # the other worker's run ends: its candidates go back
+            for trial in others:
+                if study_of(tuner).trials[trial.number].state == TrialState.RUNNING:
+                    for name, value in decision_attrs(Status.ABANDONED, "its run was interrupted").items():
+                        trial.set_user_attr(name, value)
+                    study.tell(trial, state=state_of(Status.ABANDONED))
+                    retry_trial(study, trial, Status.ABANDONED.value)
+
+    tuner.reporter = Interrupting()
+    outcome, = tuner.tune([PROBLEM])
+    evaluated = [t for t in study_of(tuner).trials if t.user_attrs.get("status") in EVALUATED]
+    assert len(evaluated) == 8 and outcome.trials_run == 8
+    assert {str(t.params) for t in others} <= {str(t.params) for t in evaluated}
+
+
 def test_study_name_and_tune_all_problems(tmp_path):
     problem_b = NamedProblem("b", parse_spec("N=1,C=4,H=9,W=9,K=6,R=1,S=1"))
     backend = FakeBackend()
