@@ -21,10 +21,29 @@ from pathlib import Path
 import optuna
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
+from autoconv.kernels.families import get_family
+from autoconv.kernels.limits import H100
+from autoconv.problems.problem import parse_spec
+from autoconv.search.study import config_of
+
 JOURNALS = Path(__file__).parent.parent / "startup"
+#: Derived values that would still fix a family's code with the problem's sizes at run time (read
+#: off its templates, seventeenth session): a compiled kernel's key is the configuration and these.
+#: Only implicit_gemm_wgmma's are listed (~60% of the compile CPU); for the other families the
+#: share counted is an upper bound.
+STRUCTURAL = {"implicit_gemm_wgmma": ("OUT_VEC", "PRECISION_TF32", "HAS_BIAS")}
 #: A ResNet-50 tune's journal (H100, 8317039, the same search spaces): the history a VGG-16 tune
 #: could have drawn compiled configurations from.
 HISTORY = Path(__file__).parent.parent / "prefilter" / "call1" / "journal_rn50.gz"
+
+
+def structural_key(problem_spec: str, params: dict) -> tuple:
+    """The configuration and its :data:`STRUCTURAL` values on the problem ``problem_spec``."""
+    family = params["family"]
+    config = config_of(params, family)
+    names = STRUCTURAL.get(family, ())
+    values = get_family(family).space.context(config, parse_spec(problem_spec), H100) if names else {}
+    return (family, tuple(sorted(config.items())), tuple(values[name] for name in names))
 
 
 def evaluated(journal: Path) -> list[tuple]:
@@ -43,6 +62,16 @@ def evaluated(journal: Path) -> list[tuple]:
     return sorted(rows)
 
 
+def problem_specs(journal: Path) -> dict[str, str]:
+    """Each study's problem (its ``problem`` attribute) by study name."""
+    with tempfile.TemporaryDirectory() as folder:
+        plain = Path(folder, "journal")
+        with gzip.open(journal, "rb") as packed, open(plain, "wb") as out:
+            shutil.copyfileobj(packed, out)
+        storage = JournalStorage(JournalFileBackend(str(plain)))
+        return {study.study_name: study.user_attrs["problem"] for study in storage.get_all_studies()}
+
+
 def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     history = evaluated(HISTORY)
@@ -56,7 +85,17 @@ def main() -> None:
     total = sum(cpu for *_, cpu, _family in history)
     print(f"ResNet-50 history ({HISTORY.parent.name}/{HISTORY.name}): {len(history)} evaluated candidates, "
           f"{len(history_configs)} distinct configurations; {again} repeat one evaluated on another layer, "
-          f"{again_cpu:.1f} of its {total:.1f} compile CPU-s ({again_cpu / total:.0%})\n")
+          f"{again_cpu:.1f} of its {total:.1f} compile CPU-s ({again_cpu / total:.0%})")
+    specs = problem_specs(HISTORY)
+    first_kernel: dict[tuple, str] = {}
+    kernel_again_cpu = 0.0
+    for _start, study, key, cpu, _family in history:
+        kernel = structural_key(specs[study], dict(key))
+        if kernel in first_kernel and first_kernel[kernel] != study:
+            kernel_again_cpu += cpu
+        first_kernel.setdefault(kernel, study)
+    print(f"  keyed also by the values that fix the code ({', '.join(sorted(STRUCTURAL))}): "
+          f"{kernel_again_cpu:.1f} compile CPU-s ({kernel_again_cpu / total:.0%})\n")
     print("| run | evaluated | repeated config (CPU-s) | config in the history (CPU-s) | either (CPU-s) "
           "| all compile CPU-s | by family (CPU-s, share) |")
     print("|---|---|---|---|---|---|---|")
