@@ -267,7 +267,7 @@ class Tuner:
                 name = study_name(item.problem, self.backend.identity.gpu_name, self.families)
                 study = optuna.load_study(study_name=name, storage=self.storage)
                 died = self.liveness.fail_abandoned(study, force=True)
-                left = self._unfinished(item.problem)
+                left = self._unfinished(study)
                 if died or left:
                     self.reporter.note(f"{item.name}: evaluating the candidates of a worker that died" if died else
                                        f"{item.name}: evaluating what another worker left ({left})")
@@ -315,7 +315,7 @@ class Tuner:
             if not quiet:
                 self.reporter.note(f"{item.name}: not using its cached winner ({stale}); tuning it again")
             return None
-        unfinished = self._unfinished(item.problem)
+        unfinished = self._resumable(item.problem)
         if unfinished:
             if not quiet:
                 self.reporter.note(f"{item.name}: resuming its study ({unfinished})")
@@ -327,17 +327,24 @@ class Tuner:
             stop_reason="cached", message=f"cached winner measured {entry.measured_at}",
             trials_total=entry.trials)
 
-    def _unfinished(self, problem: ConvProblem) -> str | None:
-        """Why ``problem``'s study is not done, though its winner may be cached: a run that ended
-        early (killed, interrupted) left candidates that are queued again, and the study's trial
-        budget is not spent. (A worker that stopped counting another's candidates as spent cached
-        its winner; those candidates were then abandoned.) None when done, or without a study here."""
+    def _resumable(self, problem: ConvProblem) -> str | None:
+        """Why ``problem``'s study, whose winner is cached, must be tuned on (:meth:`_unfinished`),
+        once a killed run's trials in it are failed and queued again; None when it need not be, or
+        has no study here."""
         name = study_name(problem, self.backend.identity.gpu_name, self.families)
         try:
             study = optuna.load_study(study_name=name, storage=self.storage)
         except KeyError:  # (never tuned with this storage)
             return None
-        self.liveness.fail_abandoned(study, force=True)  # a killed run's trials: failed, queued again
+        self.liveness.fail_abandoned(study, force=True)
+        return self._unfinished(study)
+
+    def _unfinished(self, study) -> str | None:
+        """Why ``study`` is not done, though its winner may be cached: a run that ended early
+        (killed, interrupted) left candidates that are queued again, and the trial budget is not
+        spent. (A worker that stopped counting another's candidates as spent cached its winner;
+        those candidates were then abandoned.) None when done. The callers fail a dead process's
+        running trials first (:meth:`Liveness.fail_abandoned`), which queues them again."""
         evaluated = SearchHistory.of(study).evaluated
         if self.budget.trials is not None and evaluated >= self.budget.trials:
             return None
