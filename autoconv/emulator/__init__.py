@@ -57,7 +57,8 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
     take them (:func:`autoconv.dtypes.kernel_buffer`: the problem's layout and element type);
     ``y`` and the workspace start filled with NaN (:data:`autoconv.verify.compare.POISON`),
     so elements no kernel writes come back NaN. The plan's ``tensor_maps`` (if it has any) are
-    passed in the emulator's encoding, each describing its buffer.
+    passed in the emulator's encoding, each describing its buffer, and its ``constants`` (the
+    sizes of a source that takes them at run time) are set before the first launch.
 
     Args:
         plan: the kernels and launches to run.
@@ -91,9 +92,12 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
     if plan.workspace_bytes > 0:
         buffers["workspace"] = numpy.full(plan.workspace_elements, POISON, dtype=numpy.float32)
 
-    program = compile_program(plan.source, (launch.kernel for launch in plan.launches), name=plan.name)
+    constants = getattr(plan, "constants", None) or {}
+    program = compile_program(plan.source, (launch.kernel for launch in plan.launches), name=plan.name,
+                              constants=constants)
     result = program.run(plan.launches, buffers, workers=workers, timeout=timeout,
-                         reverse_blocks=reverse_blocks, tensor_maps=getattr(plan, "tensor_maps", None) or {})
+                         reverse_blocks=reverse_blocks, tensor_maps=getattr(plan, "tensor_maps", None) or {},
+                         constants=constants)
     for name in ("x", "w", "bias"):
         if name in buffers and not numpy.array_equal(result[name], buffers[name], equal_nan=True):
             raise EmulatedKernelFault(f"{plan.name} wrote to its input {name}, which must stay unchanged")

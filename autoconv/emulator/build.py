@@ -112,7 +112,8 @@ def _runtime_object(cxx: str, key: str, root: Path) -> Path:
     return target
 
 
-def compile_program(source: str, kernels: Iterable[str], name: str = "kernel") -> EmulatedProgram:
+def compile_program(source: str, kernels: Iterable[str], name: str = "kernel",
+                    constants: Iterable[str] = ()) -> EmulatedProgram:
     """Build (or fetch from the cache) the emulated program of a CUDA source.
 
     Args:
@@ -120,6 +121,8 @@ def compile_program(source: str, kernels: Iterable[str], name: str = "kernel") -
         kernels: the names of the ``extern "C" __global__`` functions launches will call.
         name: a file name stem for the source, so compiler messages say which kernel
             (``<name>.cu:123:5: error: ...``).
+        constants: the source's file-scope ``__constant__ int`` names that runs set
+            (:attr:`autoconv.kernels.families.KernelPlan.constants`).
 
     Raises:
         EmulatorCompileError: the source does not compile under emulation; ``unmodelled``
@@ -127,7 +130,8 @@ def compile_program(source: str, kernels: Iterable[str], name: str = "kernel") -
         EmulatorUnavailable: no working g++ with the sanitizers.
     """
     kernels = tuple(dict.fromkeys(kernels))
-    for kernel in (*kernels, name):
+    constants = tuple(dict.fromkeys(constants))
+    for kernel in (*kernels, *constants, name):
         if not _IDENTIFIER.match(kernel):
             raise EmulatorCompileError(f"{kernel!r} is not a C identifier (kernel names and the source name must be)")
     if not kernels:
@@ -135,7 +139,7 @@ def compile_program(source: str, kernels: Iterable[str], name: str = "kernel") -
     cxx = compiler()
     key = _emulator_key(cxx)
     root = cache_dir()
-    main = _main_file(name, kernels)
+    main = _main_file(name, kernels, constants)
     digest = hashlib.sha256(f"{key}\0{name}\0{main}\0".encode() + source.encode()).hexdigest()[:24]
     folder = root / "programs" / f"{name[:60]}-{digest}"
     program = folder / "program"
@@ -178,15 +182,24 @@ def compile_program(source: str, kernels: Iterable[str], name: str = "kernel") -
     return EmulatedProgram(program, kernels)
 
 
-def _main_file(name: str, kernels: tuple[str, ...]) -> str:
-    """The generated main: the source, unchanged, then its kernels by name."""
+def _main_file(name: str, kernels: tuple[str, ...], constants: tuple[str, ...] = ()) -> str:
+    """The generated main: the source, unchanged, then its kernels and constants by name."""
     entries = ",\n    ".join(f"AUTOCONV_EMU_KERNEL({kernel})" for kernel in kernels)
+    table, arguments = "", ""
+    if constants:
+        constant_entries = ",\n    ".join(f"AUTOCONV_EMU_CONSTANT({constant})" for constant in constants)
+        table = ("static const autoconv_emu::ConstantEntry autoconv_emu_constants[] = "
+                 f"{{\n    {constant_entries},\n}};\n\n")
+        arguments = (",\n                                   autoconv_emu_constants, "
+                     "sizeof(autoconv_emu_constants) / sizeof(autoconv_emu_constants[0])")
     return (
         f'#include "{name}.cu"\n\n'
         f"static const autoconv_emu::KernelEntry autoconv_emu_kernels[] = {{\n    {entries},\n}};\n\n"
+        f"{table}"
         "int main(int argc, char** argv) {\n"
         "    return autoconv_emu::host_main(argc, argv, autoconv_emu_kernels,\n"
-        "                                   sizeof(autoconv_emu_kernels) / sizeof(autoconv_emu_kernels[0]));\n"
+        "                                   sizeof(autoconv_emu_kernels) / sizeof(autoconv_emu_kernels[0])"
+        f"{arguments});\n"
         "}\n")
 
 

@@ -210,8 +210,18 @@ void invoke([[maybe_unused]] void* const* args) {
             ::autoconv_emu::KernelSignature<decltype(&name)>::value_bytes                         \
     }
 
+//! A file-scope `__constant__ int` of the source (a size it takes at run time), set by name
+//! from the manifest before the first launch.
+struct ConstantEntry {
+    const char* name;
+    int* value;
+};
+
+#define AUTOCONV_EMU_CONSTANT(name) ::autoconv_emu::ConstantEntry { #name, &name }
+
 //! The host program: runs the launches of a manifest (see emulator_runtime.cpp).
-int host_main(int argc, char** argv, const KernelEntry* kernels, std::size_t kernel_count);
+int host_main(int argc, char** argv, const KernelEntry* kernels, std::size_t kernel_count,
+              const ConstantEntry* constants = nullptr, std::size_t constant_count = 0);
 
 }  // namespace autoconv_emu
 

@@ -4,7 +4,8 @@
 // program, whose generated main file is
 //     #include "<kernel>.cu"                         // the rendered source, unchanged
 //     static const autoconv_emu::KernelEntry kernels[] = {AUTOCONV_EMU_KERNEL(name), ...};
-//     int main(int argc, char** argv) { return autoconv_emu::host_main(argc, argv, kernels, n); }
+//     static const autoconv_emu::ConstantEntry constants[] = {AUTOCONV_EMU_CONSTANT(name), ...};  // if any
+//     int main(int argc, char** argv) { return autoconv_emu::host_main(argc, argv, kernels, n, constants, m); }
 // (both compiled with -include cuda_emulation.h). The program reads a manifest naming
 // buffers (files of raw bytes) and launches, runs the launches in order like one CUDA
 // stream, and writes every buffer back to its file. Manifest lines (names without spaces):
@@ -14,6 +15,7 @@
 //     address <map> <buffer> <offset>                    writes the address `offset` bytes into buffer
 //                                                        into the tensor map in buffer <map>
 //                                                        (tensor_maps.py's encoding)
+//     constant <name> <value>                            sets the source's `__constant__ int name`
 //     launch <kernel> <gx> <gy> <gz> <bx> <by> <bz> <shared_bytes> <buffer name>...
 // A launch passes each pointer parameter its buffer's address, and each by-value parameter (a
 // tensor map) its buffer's bytes, which must be exactly the parameter's size.
@@ -1102,7 +1104,8 @@ void async_wait_prior(std::size_t pending) {
     }
 }
 
-int host_main(int argc, char** argv, const KernelEntry* kernels, std::size_t kernel_count) {
+int host_main(int argc, char** argv, const KernelEntry* kernels, std::size_t kernel_count,
+              const ConstantEntry* constants, std::size_t constant_count) {
     if (argc != 2)
         launch_error(std::string("usage: ") + argv[0] + " MANIFEST");
 #if AUTOCONV_EMU_ASAN
@@ -1115,6 +1118,7 @@ int host_main(int argc, char** argv, const KernelEntry* kernels, std::size_t ker
     bool reverse = false;
     std::vector<Buffer> buffers;
     std::vector<Launch> launches;
+    std::vector<std::string> constants_set;
     std::string line;
     for (int number = 1; std::getline(manifest, line); ++number) {
         std::istringstream fields(line);
@@ -1152,12 +1156,28 @@ int host_main(int argc, char** argv, const KernelEntry* kernels, std::size_t ker
                 return *found;
             };
             set_map_address(named(map_name), named(buffer_name), offset, where);
+        } else if (kind == "constant") {
+            std::string name;
+            long long value = 0;
+            if (!(fields >> name >> value) || value < INT32_MIN || value > INT32_MAX)
+                launch_error(where + ": expected `constant <name> <value>` with a 32-bit value");
+            const ConstantEntry* entry = std::find_if(constants, constants + constant_count,
+                                                      [&](const ConstantEntry& c) { return name == c.name; });
+            if (entry == constants + constant_count)
+                launch_error(where + ": the source declares no __constant__ int " + name);
+            *entry->value = static_cast<int>(value);
+            constants_set.push_back(entry->name);
         } else if (kind == "launch") {
             launches.push_back(parse_launch(fields, where, launches.size(), kernels, kernel_count, buffers));
         } else {
             launch_error(where + ": unknown line kind `" + kind + "`");
         }
     }
+    // A size the manifest left unset would silently read 0: refuse instead, as the GPU loader
+    // sets every one (autoconv.gpu.kernels).
+    for (std::size_t i = 0; i < constant_count; ++i)
+        if (std::find(constants_set.begin(), constants_set.end(), constants[i].name) == constants_set.end())
+            launch_error(std::string(argv[1]) + ": the manifest does not set __constant__ int " + constants[i].name);
     for (const Launch& launch : launches)
         run_launch(launch, workers, reverse);
     for (const Buffer& buffer : buffers) {

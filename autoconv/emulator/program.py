@@ -73,7 +73,8 @@ class EmulatedProgram:
     def run(self, launches: Sequence[LaunchLike], buffers: Mapping[str, numpy.ndarray], *,
             workers: int | None = None, timeout: float | None = None,
             reverse_blocks: bool = False,
-            tensor_maps: Mapping[str, TensorMap] | None = None) -> dict[str, numpy.ndarray]:
+            tensor_maps: Mapping[str, TensorMap] | None = None,
+            constants: Mapping[str, int] | None = None) -> dict[str, numpy.ndarray]:
         """Run ``launches`` in order, like one CUDA stream, on copies of ``buffers``.
 
         Each launch passes, in order, the buffers its ``args`` name (as device pointers
@@ -86,6 +87,9 @@ class EmulatedProgram:
         Args:
             tensor_maps: TMA tensor maps by name (a plan's ``tensor_maps``), each encoded
                 for the buffer it names (:func:`autoconv.emulator.tensor_maps.encode`).
+            constants: values of the source's ``__constant__ int`` sizes (a plan's
+                ``constants``), set before the first launch; each must be one the program
+                was built with (:func:`autoconv.emulator.compile_program`).
 
         Returns:
             every buffer after the last launch, by name (new arrays, same shape and dtype);
@@ -127,6 +131,8 @@ class EmulatedProgram:
                 lines.append(f"buffer {name} {array.nbytes} {work / f'{name}.bin'}")
             for name, tensor_map in (tensor_maps or {}).items():
                 lines.append(f"address {name} {tensor_map.buffer} {tensor_map.offset}")
+            for name, value in (constants or {}).items():
+                lines.append(f"constant {name} {int(value)}")
             for launch in launches:
                 lines.append(" ".join(str(v) for v in (
                     "launch", launch.kernel, *launch.grid, *launch.block, launch.shared_bytes, *launch.args)))

@@ -3,8 +3,10 @@
 :class:`LoadedPlan` loads a cubin into the current CUDA context, reads each kernel's
 registers, local memory and static shared memory from the driver, and runs the plan:
 its launches in order, each given the device pointers of the buffers it names
-(``x``, ``w``, ``bias``, ``y``, ``workspace``). The tuner's GPU worker and
-:func:`autoconv.conv2d` both run kernels through it.
+(``x``, ``w``, ``bias``, ``y``, ``workspace``). A plan whose source takes the problem's
+sizes at run time gets them written into the module's ``__constant__`` values on load: each
+``LoadedPlan`` has a module of its own, so plans of one cubin never share them. The tuner's GPU
+worker and :func:`autoconv.conv2d` both run kernels through it.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class LoadedPlan:
         names = list(dict.fromkeys(launch.kernel for launch in plan.launches))
         self._functions = {name: self._module.get_function(name) for name in names}
         self._resources = {name: _read_resources(name, function) for name, function in self._functions.items()}
+        _set_constants(self._module, plan.constants)
         self._configured = False
         self._map_slots: dict[tuple[str, str], MapSlot] = {}   # (kernel, map name) -> its encoded map
 
@@ -156,6 +159,20 @@ def _device_address(buffer) -> int:
     if isinstance(buffer, int):
         return buffer
     return int(buffer.data.ptr)
+
+
+def _set_constants(module, constants: Mapping[str, int]) -> None:
+    """Writes each ``__constant__ int`` of ``module`` named in ``constants`` (synchronously: the
+    values are in place before any launch of the module)."""
+    import numpy
+    from cupy.cuda import driver, runtime
+
+    for name, value in constants.items():
+        address = driver.moduleGetGlobal(module.ptr, name)
+        if isinstance(address, tuple):  # (address, bytes) in some CuPy versions
+            address = address[0]
+        host = numpy.array([value], dtype=numpy.int32)
+        runtime.memcpy(int(address), host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice)
 
 
 def _read_resources(name: str, function) -> KernelResources:

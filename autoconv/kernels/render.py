@@ -34,14 +34,17 @@ def environment() -> jinja2.Environment:
 def render_source(family, problem: ConvProblem, config: Mapping[str, object],
                   values: Mapping[str, object], kernel_name: str) -> str:
     """The CUDA source of one configuration, headed by a comment naming template,
-    problem and config."""
+    problem and config (only the filter's size where the others come at run time: the source then
+    serves every problem of the configuration and filter size, and so does its compilation)."""
     template = environment().get_template(family.template)
+    problem_line = (f"sizes set at run time but the filter's, {problem.R}x{problem.S}" if values.get("RUN_TIME_SIZES")
+                    else problem.spec())
     body = template.render(**values, kernel_name=kernel_name, dtype=problem.dtype)
     header = (
         f"// {GENERATED_BANNER}\n"
         f"// template: templates/{family.template}\n"
         f"// kernel:   {kernel_name}\n"
-        f"// problem:  {problem.spec()}\n"
+        f"// problem:  {problem_line}\n"
         f"// config:   {json.dumps(dict(config), sort_keys=False)}\n"
     )
     return header + body

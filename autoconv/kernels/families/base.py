@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from autoconv.errors import SearchSpaceError
 from autoconv.kernels.limits import H100, DeviceLimits
@@ -31,7 +32,8 @@ class Launch:
 
     ``args`` names the buffers passed, in order (see :data:`BUFFER_NAMES`), or the plan's
     tensor maps (:attr:`KernelPlan.tensor_maps`), passed by value; problem sizes are
-    compile-time constants of the source, so kernels take nothing else.
+    compile-time constants of the source, or ``__constant__`` values set when the module loads
+    (:attr:`KernelPlan.constants`), so kernels take nothing else.
     """
 
     kernel: str
@@ -58,6 +60,10 @@ class KernelPlan:
     #: Tensor maps the launches take by name (TMA families): each is encoded by the launcher
     #: for the buffer it names (:mod:`autoconv.kernels.tensor_maps`).
     tensor_maps: Mapping[str, TensorMap] = field(default_factory=dict)
+    #: A source built with its sizes at run time (:meth:`Family.plan`'s ``run_time_sizes``) declares them
+    #: ``__constant__ int``: each loader (GPU module, emulated program) sets them to these
+    #: values before the first launch. Empty for a source with the sizes compiled in.
+    constants: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def workspace_elements(self) -> int:
@@ -71,6 +77,16 @@ class KernelPlan:
 
 def config_hash(config: Mapping[str, object]) -> str:
     return hashlib.sha256(json.dumps(dict(config), sort_keys=True).encode()).hexdigest()[:8]
+
+
+# A template's run-time values: `__constant__ int A, B;` at the start of a line (problem.cu.j2).
+_CONSTANT_DECLARATION = re.compile(r"^__constant__ int ([A-Za-z_][A-Za-z0-9_]*(?:, *[A-Za-z_][A-Za-z0-9_]*)*);",
+                                   re.MULTILINE)
+
+
+def declared_constants(source: str) -> tuple[str, ...]:
+    """The names a rendered source declares ``__constant__ int`` at file scope, in order."""
+    return tuple(name.strip() for names in _CONSTANT_DECLARATION.findall(source) for name in names.split(","))
 
 
 class Family:
@@ -90,6 +106,10 @@ class Family:
     layouts: tuple[str, ...] = ("NCHW",)
     #: The precisions (:data:`autoconv.problems.problem.PRECISIONS`) of the problems it serves.
     precisions: tuple[str, ...] = ("fp32",)
+    #: Whether its templates build with the problem's sizes at run time (``__constant__`` values
+    #: set on load, :attr:`KernelPlan.constants`) on request (:meth:`plan`'s ``run_time_sizes``):
+    #: one compilation then serves every problem of a configuration and filter size.
+    takes_run_time_sizes: bool = False
 
     def __init__(self) -> None:
         self._space: SearchSpace | None = None
@@ -138,8 +158,15 @@ class Family:
 
     def plan(self, problem: ConvProblem, config: Mapping[str, object] | None = None,
              device: DeviceLimits = H100,
-             workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> KernelPlan:
+             workspace_limit: int = DEFAULT_WORKSPACE_LIMIT, *,
+             run_time_sizes: bool = False) -> KernelPlan:
         """Render and describe the kernels for ``config`` (the default when None).
+
+        ``run_time_sizes``: the build whose sizes (but the filter's) come at run time, where the
+        family has one (:attr:`takes_run_time_sizes`; else the sizes are compiled in anyway). The
+        tuner ranks candidates with it, to compile a configuration once for all the problems it
+        tries it on; it runs slower than the build with constants, which is what winners, the
+        cache and the runtime use.
 
         Raises:
             SearchSpaceError: the config is invalid for this problem and device, with
@@ -159,12 +186,18 @@ class Family:
                 f"{self.name} config {config} is invalid for {problem.shape_str()}:\n  "
                 + "\n  ".join(broken))
         values = self.space.context(config, problem, device, workspace_limit)
+        values = {**values, "RUN_TIME_SIZES": int(run_time_sizes and self.takes_run_time_sizes)}
         name = self.kernel_name(problem, config)
         source = render_source(self, problem, config, values, name)
+        missing = [name for name in declared_constants(source) if name not in values]
+        if missing:
+            raise SearchSpaceError(f"templates/{self.template} declares __constant__ {', '.join(missing)}, which "
+                                   f"search_spaces/{self.name}.yaml does not derive: the host could not set them")
+        constants = {name: int(cast(int, values[name])) for name in declared_constants(source)}
         return KernelPlan(family=self.name, name=name, problem=problem, config=dict(config),
                           source=source, launches=self.launches(name, values),
                           workspace_bytes=self.workspace_bytes(values), values=values,
-                          tensor_maps=self.tensor_maps(values))
+                          tensor_maps=self.tensor_maps(values), constants=constants)
 
 
 def dim3(x, y=1, z=1) -> tuple[int, int, int]:

@@ -16,3 +16,4 @@ class ImplicitGemmWgmma(ImplicitGemmMma):
     summary = ("implicit GEMM on Hopper wgmma tensor cores (sm_90a), 3xTF32 (fp32) or TF32 (tf32), A in registers, "
                "cp.async, split-K")
     precisions: tuple[str, ...] = ("fp32", "tf32")
+    takes_run_time_sizes = True
