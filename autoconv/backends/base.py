@@ -157,6 +157,8 @@ class Backend(ABC):
       submission order; each ticket is redeemed exactly once.
     - A candidate's failure is a result; a backend stays usable after any candidate
       (a crashed worker is replaced). Exceptions mean a bug or an unusable device.
+    - ``prepare(plan)`` may start compiling a plan that may be submitted later (a
+      backend without compilation ignores it).
     - ``close()`` releases processes and memory; backends are context managers.
     """
 
@@ -174,6 +176,11 @@ class Backend(ABC):
     def evaluate(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False) -> TrialResult:
         """Submit one plan and wait for its result."""
         return self.result(self.submit(plan, seed=seed, screening=screening))
+
+    def prepare(self, plan: KernelPlan) -> None:
+        """Start compiling ``plan``, which may be submitted later (its submission then waits for
+        this compilation instead of starting another). The default does nothing."""
+        return None
 
     def available_memory_bytes(self) -> int:
         """Device memory one problem's buffers may take: the tuner refuses a problem whose

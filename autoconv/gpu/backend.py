@@ -38,6 +38,8 @@ from autoconv.problems.problem import ConvProblem
 DEFAULT_CANDIDATE_TIMEOUT_S = 30.0
 #: Cubins kept by source (each a few hundred KB at most).
 CUBIN_CACHE_ENTRIES = 128
+#: Compilations started by ``prepare`` and not yet submitted, kept (the oldest forgotten beyond).
+PREPARED_ENTRIES = 32
 #: Seconds for a worker to start (import CuPy, create the CUDA context).
 STARTUP_TIMEOUT_S = 180.0
 #: Seconds to prepare a problem's inputs and float64 reference.
@@ -267,6 +269,8 @@ class CupyBackend(Backend):
         # configuration) runs without compiling again.
         self._cubins: collections.OrderedDict[str, CompileOutcome] = collections.OrderedDict()
         self._cubins_lock = threading.Lock()
+        # Compilations that prepare() started, by source, until a submit() takes one.
+        self._prepared: collections.OrderedDict[str, CompileJob] = collections.OrderedDict()
         self._queue: queue.Queue[CupyTicket | None] = queue.Queue()
         self._dispatcher = threading.Thread(target=self._dispatch, name="autoconv-gpu-dispatch", daemon=True)
         self._dispatcher.start()
@@ -291,14 +295,30 @@ class CupyBackend(Backend):
             raise RuntimeError("the backend is closed")
         with self._cubins_lock:
             cached = self._cubins.get(plan.source_hash)
+            prepared = self._prepared.pop(plan.source_hash, None)
         seed = self.problem_seed(plan.problem, seed)
         if cached is not None:
-            ticket = CupyTicket(plan, None, seed, compiled=dataclasses.replace(cached, seconds=0.0),
+            ticket = CupyTicket(plan, None, seed, compiled=dataclasses.replace(cached, seconds=0.0, cpu_seconds=0.0),
                                 screening=screening)
         else:
-            ticket = CupyTicket(plan, self._compiler.submit(plan.source, plan.name), seed, screening=screening)
+            job = prepared if prepared is not None else self._compiler.submit(plan.source, plan.name)
+            ticket = CupyTicket(plan, job, seed, screening=screening)
         self._queue.put(ticket)
         return ticket
+
+    def prepare(self, plan: KernelPlan) -> None:
+        """Start compiling ``plan`` now, unless its cubin is kept or already being prepared; the
+        tuner prepares the build with constants of its best candidate while it searches."""
+        if self._closed:
+            return
+        with self._cubins_lock:
+            if plan.source_hash in self._cubins or plan.source_hash in self._prepared:
+                return
+        job = self._compiler.submit(plan.source, plan.name)
+        with self._cubins_lock:
+            self._prepared[plan.source_hash] = job
+            while len(self._prepared) > PREPARED_ENTRIES:
+                self._prepared.popitem(last=False)
 
     def result(self, ticket: Ticket) -> TrialResult:
         assert isinstance(ticket, CupyTicket)  # (submit's)

@@ -11,6 +11,12 @@ whoever submitted it. Jobs are compiled in the order they arrive. (Measured on t
 the compilers still kept ~18 cores busy on average. The workers' own pace of asking for
 candidates, not the division of the cores, is what leaves the rest idle.)
 
+One source is compiled once: a job whose architecture, name and source another worker's job is
+compiling waits for that compilation, and a source compiled before is answered from the last
+:data:`COMPILED_ENTRIES` cubins without compiling (at no CPU cost). The workers tune different
+problems, and a family whose sources hold no problem sizes (the tuner's ranking build of
+implicit_gemm_wgmma) sends the same source for each problem it tries a configuration on.
+
 The two talk over a pipe per worker: ``("compile", number, arch, source, name)`` and
 ``("close",)`` one way, ``(number, outcome)`` the other. A worker that closes its end, or dies,
 has its jobs not yet started dropped; a parent that dies ends the workers' waits with a failed
@@ -19,7 +25,10 @@ outcome that says so (and the workers themselves: they watch their parent).
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
+import dataclasses
+import hashlib
 import itertools
 import multiprocessing
 import os
@@ -32,6 +41,9 @@ from autoconv.gpu.compiler import DEFAULT_COMPILE_TIMEOUT_S, CompileFunction, Co
 #: Threads of the service waiting on jobs' outcomes to send them back (each waits on one job;
 #: more jobs than this are in flight only when the workers' pipelines hold that many).
 REPLY_THREADS = 256
+
+#: Cubins kept for sources sent again (a wgmma cubin is ~0.1-0.3 MB).
+COMPILED_ENTRIES = 512
 
 #: The outcome of a job whose service ended before replying.
 SERVICE_ENDED = CompileOutcome(False, b"", "error: the host's compile service ended (the tuning run is "
@@ -52,7 +64,10 @@ class CompileService:
         self._pool: CompilePool | None = None
         self._replies = concurrent.futures.ThreadPoolExecutor(REPLY_THREADS, "autoconv-compile-reply")
         self._serving: set[Connection] = set()  # our ends of the pipes, until their threads close them
-        self._lock = threading.Lock()  # guards the pools and the pipes being served
+        self._lock = threading.Lock()  # guards the pool, the pipes being served and the two below
+        self._compiling: dict[tuple[str, str], _SharedJob] = {}   # by (arch, digest of name and source)
+        self._compiled: collections.OrderedDict[tuple[str, str], CompileOutcome] = collections.OrderedDict()
+        self._requests = itertools.count()   # every worker's requests, numbered apart
 
     def connect(self) -> Connection:
         """A worker's end of a new pipe to this service (pass it to the worker's process and
@@ -76,17 +91,19 @@ class CompileService:
 
     def _serve(self, connection: Connection) -> None:
         sending = threading.Lock()
-        jobs: dict[int, tuple[CompilePool, CompileJob]] = {}
+        jobs: dict[int, tuple[tuple[str, str], int]] = {}   # this worker's jobs: their key and request
 
-        def reply(number: int) -> None:
-            pool, job = jobs[number]
-            outcome = pool.result(job)
-            del jobs[number]
+        def send(number: int, outcome: CompileOutcome) -> None:
             try:
                 with sending:
                     connection.send((number, outcome))
             except (OSError, ValueError):  # (the worker is gone)
                 pass
+
+        def reply(number: int) -> None:
+            key, request = jobs[number]
+            send(number, self._outcome(key, request))
+            del jobs[number]
 
         try:
             while True:
@@ -94,18 +111,52 @@ class CompileService:
                 if message[0] != "compile":
                     break
                 _, number, arch, source, name = message
+                key, request = (arch, hashlib.sha256(f"{name}\0{source}".encode()).hexdigest()), next(self._requests)
                 pool = self._compile_pool()
-                jobs[number] = (pool, pool.submit(source, name, arch))
+                with self._lock:
+                    compiled = self._compiled.get(key)
+                    if compiled is not None:
+                        self._compiled.move_to_end(key)
+                    elif key in self._compiling:
+                        self._compiling[key].waiting.add(request)
+                    else:
+                        self._compiling[key] = _SharedJob(pool, pool.submit(source, name, arch), request, {request})
+                if compiled is not None:  # compiled before: no CPU spent on it now
+                    send(number, dataclasses.replace(compiled, seconds=0.0, cpu_seconds=0.0))
+                    continue
+                jobs[number] = (key, request)
                 self._replies.submit(reply, number)
         except (EOFError, OSError):
             pass
         except RuntimeError:  # (the reply threads were shut down: the service is closing)
             pass
-        for pool, job in list(jobs.values()):
-            pool.cancel(job)
+        for key, request in list(jobs.values()):  # dropped, unless another worker waits for it too
+            with self._lock:
+                shared = self._compiling.get(key)
+                if shared is not None and request in shared.waiting:
+                    shared.waiting.discard(request)
+                    if not shared.waiting:
+                        shared.pool.cancel(shared.job)
         with self._lock:  # (the worker's receiver sees the end; replies still due are dropped)
             self._serving.discard(connection)
             connection.close()
+
+    def _outcome(self, key: tuple[str, str], request: int) -> CompileOutcome:
+        """The outcome of the compilation of ``key`` for ``request``: the request that started
+        it carries its compile time, the others only their wait (no CPU). An ok outcome is kept
+        for the source's next request."""
+        with self._lock:
+            shared = self._compiling[key]
+        outcome = shared.pool.result(shared.job)
+        with self._lock:
+            shared.waiting.discard(request)
+            if not shared.waiting and self._compiling.get(key) is shared:
+                del self._compiling[key]
+                if outcome.ok:
+                    self._compiled[key] = outcome
+                    while len(self._compiled) > COMPILED_ENTRIES:
+                        self._compiled.popitem(last=False)
+        return outcome if request == shared.first else dataclasses.replace(outcome, cpu_seconds=0.0)
 
     def close(self) -> None:
         """End the pools' processes; workers still waiting get :data:`SERVICE_ENDED`."""
@@ -116,6 +167,16 @@ class CompileService:
                 self._pool.close()
                 self._pool = None
         self._replies.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclasses.dataclass
+class _SharedJob:
+    """One compilation of a source, and the requests (of any worker) waiting for it."""
+
+    pool: CompilePool
+    job: CompileJob
+    first: int           # the request that started it
+    waiting: set[int]
 
 
 class RemoteJob(CompileJob):

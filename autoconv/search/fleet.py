@@ -181,6 +181,7 @@ class WorkerJob:
     pipeline_depth: int
     ranked: int
     prefilter: bool
+    run_time_sizes: bool
 
 
 # ---- what a worker tells the parent ------------------------------------------------------
@@ -278,7 +279,8 @@ def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection)
         session = TuneSession(config, families=job.families, budget=job.budget, storage=job.storage,
                               cache=job.cache, retune=job.retune,
                               pipeline_depth=job.pipeline_depth, ranked=job.ranked,
-                              prefilter=job.prefilter)  # resolved by the parent
+                              prefilter=job.prefilter,  # resolved by the parent
+                              run_time_sizes=job.run_time_sizes)
         problems = config.problems[job.start:] + config.problems[:job.start]
         def compiler(arch: str) -> RemoteCompiler:
             return RemoteCompiler(compile_connection, arch)
@@ -361,7 +363,8 @@ class FleetReporter:
 def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], budget: Budget, storage: str,
                  cache: str, retune: bool = False, reporter: FleetReporter | None = None,
                  pipeline_depth: int = DEFAULT_PIPELINE_DEPTH, ranked: int = DEFAULT_RANKED,
-                 prefilter: bool = False, workers_per_gpu: int = 1) -> tuple[list[ProblemOutcome], list[WorkerState]]:
+                 prefilter: bool = False, workers_per_gpu: int = 1,
+                 run_time_sizes: bool = False) -> tuple[list[ProblemOutcome], list[WorkerState]]:
     """Tune ``config``'s problems with ``workers_per_gpu`` worker processes per device (see
     the module docstring). Workers sharing a GPU compile in parallel and take turns on it
     (:class:`autoconv.gpu.exclusive.GpuLock`): more than one per GPU keeps the host's cores
@@ -396,7 +399,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
         job = WorkerJob(worker=number, device=worker.device, start=start, config_path=str(config.origin),
                         families=tuple(families), budget=budget, storage=storage, cache=str(cache),
                         retune=retune, compile_workers=compile_workers, pipeline_depth=pipeline_depth,
-                        ranked=ranked, prefilter=prefilter)
+                        ranked=ranked, prefilter=prefilter, run_time_sizes=run_time_sizes)
         receiving, sending = context.Pipe(duplex=False)
         compiling = compiler.connect()
         process = context.Process(target=worker_main, args=(job, sending, os.getpid(), compiling),

@@ -15,6 +15,8 @@ Every command that tunes or reads what tuning wrote (``tune``, ``tune --gpus``'s
   (``--pipeline-depth``, default :data:`~autoconv.search.tuner.DEFAULT_PIPELINE_DEPTH`);
 - how many configurations ranked by the history's model a study tries first (``--rank``), and
   whether that model keeps the candidates it predicts slow from being compiled (``--prefilter``);
+- whether a family with a build whose sizes come at run time is searched with it
+  (``--run-time-sizes``);
 
 and builds the :class:`~autoconv.search.tuner.Tuner` from them (:meth:`TuneSession.tuner`),
 so that the tuner's settings are written in one place.
@@ -65,6 +67,7 @@ class TuneSession:
     pipeline_depth: int = DEFAULT_PIPELINE_DEPTH
     ranked: int = DEFAULT_RANKED
     prefilter: bool = False
+    run_time_sizes: bool = False
 
     @classmethod
     def from_config(cls, config: TuneConfig, *, families: Sequence[str] | None = None,
@@ -72,7 +75,7 @@ class TuneSession:
                     storage: str | None = None, cache: str | os.PathLike | None = None,
                     retune: bool = False, precision: str | None = None, layout: str | None = None,
                     pipeline_depth: int | None = None, ranked: int | None = None,
-                    prefilter: bool = False) -> TuneSession:
+                    prefilter: bool = False, run_time_sizes: bool = False) -> TuneSession:
         """``config`` with the command line's overrides (None or empty: the config's;
         ``precision`` and ``layout`` set every problem's)."""
         if precision is not None:
@@ -86,7 +89,8 @@ class TuneSession:
                    budget=dataclasses.replace(config.budget, **overrides), storage=storage,
                    cache=cache_location(cache, storage, config), retune=retune,
                    pipeline_depth=DEFAULT_PIPELINE_DEPTH if pipeline_depth is None else pipeline_depth,
-                   ranked=DEFAULT_RANKED if ranked is None else ranked, prefilter=prefilter)
+                   ranked=DEFAULT_RANKED if ranked is None else ranked, prefilter=prefilter,
+                   run_time_sizes=run_time_sizes)
 
     @classmethod
     def load(cls, config_path: str | os.PathLike, **overrides) -> TuneSession:
@@ -108,7 +112,8 @@ class TuneSession:
     def tuner(self, backend: Backend, *, cache: WinnerCache | None, reporter: Reporter | None = None,
               workers: int = 1, storage: Any = None) -> Tuner:
         """A :class:`~autoconv.search.tuner.Tuner` on ``backend`` with this session's storage,
-        families, budget, seed, workspace limit, ``retune``, pipeline depth, ranked count and pre-filter;
+        families, budget, seed, workspace limit, ``retune``, pipeline depth, ranked count, pre-filter
+        and run-time sizes;
         winners go into ``cache``
         (:meth:`open_cache`); ``workers`` processes enumerate the valid configurations. ``storage``:
         this session's storage already opened (:func:`~autoconv.search.storage.make_storage`)."""
@@ -116,4 +121,5 @@ class TuneSession:
                      budget=self.budget,
                      seed=self.config.seed, workspace_limit=self.config.workspace_limit_bytes, cache=cache,
                      retune=self.retune, reporter=reporter, workers=workers,
-                     pipeline_depth=self.pipeline_depth, ranked=self.ranked, prefilter=self.prefilter)
+                     pipeline_depth=self.pipeline_depth, ranked=self.ranked, prefilter=self.prefilter,
+                     run_time_sizes=self.run_time_sizes)

@@ -155,6 +155,15 @@ def test_prefilter_is_off_unless_asked_for(config, tmp_path, capsys, fake_gpu):
     assert json.loads((tmp_path / "results" / "tune.json").read_text())["prefilter"] is True
 
 
+def test_run_time_sizes_are_off_unless_asked_for(config, tmp_path, capsys, fake_gpu):
+    code, _, err = run_cli(capsys, "tune", config)
+    assert code == 0, err
+    assert json.loads((tmp_path / "results" / "tune.json").read_text())["run_time_sizes"] is False
+    code, _, err = run_cli(capsys, "tune", config, "--retune", "--trials", "14", "--run-time-sizes")
+    assert code == 0, err
+    assert json.loads((tmp_path / "results" / "tune.json").read_text())["run_time_sizes"] is True
+
+
 def test_bad_arguments_are_errors_not_tracebacks(config, tmp_path, capsys, fake_gpu):
     code, _, err = run_cli(capsys, "tune", config, "--families", "implicit_gem")
     assert code == 2 and "unknown kernel family 'implicit_gem'" in err and "implicit_gemm" in err

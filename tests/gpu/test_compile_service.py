@@ -17,15 +17,16 @@ from autoconv.gpu.compiler import CANCELLED, CompileOutcome
 
 
 def stand_in_compile(source: str, arch: str, name: str) -> CompileOutcome:
-    """``source`` is ``MILLISECONDS`` or ``MILLISECONDS:FOLDER``: takes that long, and leaves a
-    file named ``name`` in the folder when given; the "cubin" names what was compiled, the log
-    which process compiled it."""
+    """``source`` is ``MILLISECONDS`` or ``MILLISECONDS:FOLDER``: takes that long, and adds a line
+    to a file named ``name`` in the folder when given; the "cubin" names what was compiled, the log
+    which process compiled it. Names starting "broken" fail."""
     milliseconds, _, folder = source.partition(":")
     if folder:
-        Path(folder, name).touch()
+        with open(Path(folder, name), "a") as compiled:
+            compiled.write(f"{os.getpid()}\n")
     time.sleep(int(milliseconds) / 1000)
-    return CompileOutcome(ok=name != "broken", cubin=f"{arch}/{name}/{source}".encode(), log=str(os.getpid()),
-                          seconds=int(milliseconds) / 1000)
+    return CompileOutcome(ok=not name.startswith("broken"), cubin=f"{arch}/{name}/{source}".encode(),
+                          log=str(os.getpid()), seconds=int(milliseconds) / 1000, cpu_seconds=int(milliseconds) / 1000)
 
 
 @pytest.fixture
@@ -77,6 +78,46 @@ def test_a_closing_worker_drops_its_waiting_jobs_not_the_others(service, tmp_pat
     # the other seven are dropped. (After the staying job, nothing of the leaving one is left.)
     compiled = sorted(path.name for path in tmp_path.iterdir())
     assert "s" in compiled and len(compiled) - 1 <= 5, compiled
+    staying.close()
+
+
+def test_a_source_two_workers_send_is_compiled_once_and_kept(service, tmp_path):
+    """The tuner's ranking build sends one source per configuration for every problem: workers
+    asking for it while it compiles wait for that compilation, later ones get the kept cubin; the
+    first request carries the CPU time, the others none. A failure is not kept."""
+    compilers = [RemoteCompiler(service.connect(), "sm_90a") for _ in range(3)]
+    source = f"300:{tmp_path}"
+    jobs = [compiler.submit(source, "shared") for compiler in compilers]
+    outcomes = [compiler.result(job) for compiler, job in zip(compilers, jobs)]
+    assert len(Path(tmp_path, "shared").read_text().splitlines()) == 1   # compiled once
+    assert {o.cubin for o in outcomes} == {f"sm_90a/shared/{source}".encode()} and all(o.ok for o in outcomes)
+    assert sorted(o.cpu_seconds for o in outcomes) == [0.0, 0.0, 0.3]
+    again = compilers[0].result(compilers[0].submit(source, "shared"))
+    assert again.ok and again.cubin == outcomes[0].cubin and again.seconds == again.cpu_seconds == 0.0
+    assert len(Path(tmp_path, "shared").read_text().splitlines()) == 1
+    # another architecture, or another name, is another compilation
+    compilers[1].result(RemoteCompiler(service.connect(), "sm_80").submit(source, "shared"))
+    compilers[1].result(compilers[1].submit(source, "other"))
+    assert len(Path(tmp_path, "shared").read_text().splitlines()) == 2
+    assert Path(tmp_path, "other").exists()
+    for _ in range(2):
+        assert not compilers[2].result(compilers[2].submit(source, "broken")).ok
+    assert len(Path(tmp_path, "broken").read_text().splitlines()) == 2   # not kept: compiled again
+    for compiler in compilers:
+        compiler.close()
+
+
+def test_a_leaving_worker_leaves_a_compilation_another_waits_for(service, tmp_path):
+    leaving, staying = (RemoteCompiler(service.connect(), "sm_90a") for _ in range(2))
+    blockers = [leaving.submit(f"400:{tmp_path}", f"b{k}") for k in range(2)]   # both processes busy
+    shared = f"50:{tmp_path}"
+    leaving.submit(shared, "shared")
+    waiting = staying.submit(shared, "shared")
+    time.sleep(0.1)
+    leaving.close()
+    outcome = staying.result(waiting)
+    assert outcome.ok and outcome.cubin == f"sm_90a/shared/{shared}".encode()
+    assert all(job.outcome is not None for job in blockers)
     staying.close()
 
 

@@ -97,6 +97,68 @@ def test_every_family_matches_the_reference(spec, device, seed):
     assert supported and checked >= supported
 
 
+def test_one_cubin_runs_problems_of_other_sizes_each_with_its_own(device, seed):
+    """implicit_gemm_wgmma's ranking build takes the sizes at run time: the cubin compiled for one
+    problem, loaded once per problem with that problem's sizes, computes each one right, launches
+    interleaved;
+    the compiled-in build of the same configuration gives the same output bit for bit."""
+    import cupy
+
+    from autoconv.gpu.compiler import compile_source
+    from autoconv.gpu.kernels import LoadedPlan
+
+    limits, _ = device
+    if limits.compute_capability != (9, 0):
+        pytest.skip("implicit_gemm_wgmma needs sm_90a")
+    family = get_family("implicit_gemm_wgmma")
+    config = {"BM": 64, "BN": 64, "WGN": 64, "BK": 32, "STAGES": 3, "MMA_OVERLAP": "none", "SPLIT_K": 1,
+              "MIN_BLOCKS": 1, "GATHER": "rsc"}
+    problems = [parse_spec("N=2,C=64,H=31,W=29,K=33,R=3,S=3,stride=2x1,pad=1:0:2:1,bias=1"),
+                parse_spec("N=1,C=32,H=13,W=39,K=130,R=3,S=3,dilation=2,pad=2,bias=1")]
+    plans = [family.plan(problem, config, limits, run_time_sizes=True) for problem in problems]
+    assert plans[0].source == plans[1].source and plans[0].constants != plans[1].constants
+    compiled = compile_source(plans[0].source, limits.arch, plans[0].name)
+    assert compiled.ok, compiled.log
+    runs = []
+    for plan in plans:
+        x, w, bias = random_inputs(plan.problem, numpy.random.default_rng(seed))
+        buffers = {"x": cupy.asarray(x), "w": cupy.asarray(w), "bias": cupy.asarray(bias),
+                   "y": cupy.full(plan.problem.output_shape, POISON, dtype=cupy.float32),
+                   "workspace": cupy.full(plan.workspace_elements, POISON, dtype=cupy.float32)}
+        runs.append((LoadedPlan(plan, compiled.cubin), buffers, conv2d_reference(plan.problem, x, w, bias)))
+    for _ in range(2):
+        for loaded, buffers, _reference in runs:
+            loaded.launch(buffers)
+    cupy.cuda.runtime.deviceSynchronize()
+    for (loaded, buffers, reference), problem in zip(runs, problems):
+        y = cupy.asnumpy(buffers["y"])
+        verdict = check_result(y, reference)
+        assert verdict.ok, f"{loaded.plan.name} on {problem.spec()}: {verdict.message}"
+        x, w, bias = random_inputs(problem, numpy.random.default_rng(seed))
+        compiled_in = family.plan(problem, config, limits)
+        assert not compiled_in.constants
+        assert numpy.array_equal(_run_in_process(compiled_in, x, w, bias, limits), y)
+
+
+def test_backend_compiles_a_prepared_plan_once_for_its_submission(device):
+    """The tuner prepares the build with constants of its best while it searches: the submission
+    then takes that compilation (its cost is the submission's), and a kept cubin is not prepared."""
+    from autoconv.gpu.backend import CupyBackend
+
+    limits, _ = device
+    problem = parse_spec(ODD_SHAPES[0])
+    plan = get_family("implicit_gemm").plan(problem, None, limits)
+    with CupyBackend(compile_workers=2) as backend:
+        backend.prepare(plan)
+        assert list(backend._prepared) == [plan.source_hash]
+        result = backend.evaluate(plan)
+        assert result.ok and result.compile_cpu_s > 0 and not backend._prepared
+        backend.prepare(plan)  # its cubin is kept now
+        assert not backend._prepared
+        again = backend.evaluate(plan)
+        assert again.ok and again.compile_s == again.compile_cpu_s == 0.0
+
+
 def _random_awkward_problem(rng):
     """A convolution no test names: any C and K, filters up to 5x5, strides up to 3, dilation
     up to 2, asymmetric padding up to the filter's size, bias or not."""

@@ -23,7 +23,7 @@ from tests.search.fake_history import FAMILIES, TRAINED, UNTUNED, tune_history
 
 def synthetic_ms(problem, family, config) -> float:
     """The fake backend's time for a configuration (no plan needed)."""
-    return FakeBackend.synthetic_time_ms(SimpleNamespace(problem=problem, family=family, config=config))
+    return FakeBackend.synthetic_time_ms(SimpleNamespace(problem=problem, family=family, config=config, constants={}))
 
 
 @pytest.fixture(scope="module")

@@ -448,3 +448,77 @@ def test_a_new_study_starts_with_the_winners_of_the_nearest_tuned_problems(tmp_p
     assert (first.family, dict(first.config)) == (near_winner.family, dict(near_winner.config))
     trial = study_of(tuner).trials[0]
     assert trial.user_attrs["origin"].startswith(f"winner of {tuned[0].problem.spec()} (distance ")
+
+
+# ---- the ranking build with sizes at run time ----------------------------------------------------
+
+def test_a_family_ranked_with_run_time_sizes_is_decided_by_the_build_with_constants():
+    """implicit_gemm_wgmma's candidates are searched in the build whose sizes come at run time (one
+    compilation per configuration, but slower kernels, unevenly); the winner is the fastest of the
+    search's best REVERIFY_CANDIDATES when each is rebuilt with constants, and that build is cached."""
+    from autoconv.search.tuner import REVERIFY_CANDIDATES
+
+    problem = NamedProblem("c64", parse_spec("N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1"))
+    families = ("implicit_gemm_wgmma",)
+    points = ValidPoints(enumerate_points(problem.problem, families, H100, 1 << 30))
+    backend = FakeBackend()
+    cache = WinnerCache(":memory:")
+    tuner = Tuner(backend, storage=storage(), families=families, budget=Budget(trials=30), seed=9, cache=cache,
+                  run_time_sizes=True)
+    outcome = tuner.tune_problem(problem, points)
+
+    searched, finals = backend.evaluated[:-REVERIFY_CANDIDATES], backend.evaluated[-REVERIFY_CANDIDATES:]
+    assert len(searched) == 30 and all(plan.constants for plan in searched)
+    assert not any(plan.constants for plan in finals)
+    ranked = sorted(searched, key=FakeBackend.synthetic_time_ms)[:REVERIFY_CANDIDATES]
+    assert keys(finals) == keys(ranked)   # the search's best three, in its order, rebuilt
+    # each new best's build with constants was prepared (compiled ahead) during the search
+    assert backend.prepared and not any(plan.constants for plan in backend.prepared)
+    assert keys(backend.prepared[-1:]) == keys(ranked[:1])
+    best = min(finals, key=FakeBackend.synthetic_time_ms)
+    assert (outcome.family, dict(outcome.config)) == (best.family, dict(best.config))
+    assert outcome.time_ms == FakeBackend.synthetic_time_ms(best)
+    entry = cache.get(tuner._cache_key(problem.problem))
+    assert entry is not None and entry.source_hash == best.source_hash and entry.kernel_name == best.name
+    # the run-time sizes reorder the top here, or the test would not tell the two rules apart
+    assert keys([best]) != keys(ranked[:1]), "pick another seed: the search's best is also the rebuilt best"
+
+
+def test_without_run_time_sizes_the_search_builds_with_constants():
+    problem = NamedProblem("c64", parse_spec("N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1"))
+    families = ("implicit_gemm_wgmma",)
+    points = ValidPoints(enumerate_points(problem.problem, families, H100, 1 << 30))
+    backend = FakeBackend()
+    Tuner(backend, storage=storage(), families=families, budget=Budget(trials=10), seed=9).tune_problem(problem, points)
+    assert len(backend.evaluated) == 11 and not any(plan.constants for plan in backend.evaluated)
+    assert not backend.prepared
+
+
+class _SlowRankingBuild(FakeBackend):
+    """implicit_gemm_wgmma three times slower than the other family in its run-time-size build,
+    twice as fast with constants: the search's top is all the other family's."""
+
+    @staticmethod
+    def synthetic_time_ms(plan) -> float:
+        time_ms = FakeBackend.synthetic_time_ms(plan)
+        if plan.family == "implicit_gemm_wgmma":
+            return time_ms * (30.0 if plan.constants else 0.05)
+        return time_ms
+
+
+def test_the_best_of_a_family_ranked_in_its_slower_build_is_rebuilt_though_others_rank_ahead():
+    from autoconv.search.tuner import REVERIFY_CANDIDATES
+
+    problem = NamedProblem("c64", parse_spec("N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1"))
+    families = ("implicit_gemm_mma", "implicit_gemm_wgmma")
+    points = ValidPoints(enumerate_points(problem.problem, families, H100, 1 << 30))
+    backend = _SlowRankingBuild()
+    tuner = Tuner(backend, storage=storage(), families=families, budget=Budget(trials=20), seed=9,
+                  run_time_sizes=True)
+    outcome = tuner.tune_problem(problem, points)
+    searched, finals = backend.evaluated[:20], backend.evaluated[20:]
+    assert sorted(searched, key=backend.synthetic_time_ms)[0].family == "implicit_gemm_mma"
+    assert len(finals) == REVERIFY_CANDIDATES + 1 and not any(plan.constants for plan in finals)
+    best_wgmma = min((p for p in searched if p.family == "implicit_gemm_wgmma"), key=backend.synthetic_time_ms)
+    assert keys(finals[-1:]) == keys([best_wgmma])
+    assert outcome.family == "implicit_gemm_wgmma" and dict(outcome.config) == dict(best_wgmma.config)
