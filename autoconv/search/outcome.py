@@ -13,12 +13,14 @@ One problem is tuned several times in two ways, and :func:`merge_outcomes` serve
   the study's best), wall times added.
 
 Either way the work is added up: trials run, invalid proposals, repeats, proposals skipped as
-predicted slow, failures by status, compile and GPU seconds.
+predicted slow, failures by status, compile and GPU seconds, and the seconds per phase
+(:data:`PHASES`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
@@ -28,6 +30,29 @@ from autoconv.kernels.families import KernelPlan
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
+
+#: Where a tuning process's wall time on a problem goes (``ProblemOutcome.phases_s``): ``start``
+#: (the study opened, stalled trials failed, the warm start queued), ``ask`` (the sampler's
+#: proposals, the budget's checks, each candidate's plan rendered and submitted), ``wait`` (for a
+#: candidate's result: its compilation, its turn on the GPU and its run), ``record`` (results told
+#: to the study and reported), ``finish`` (the winner re-verified, and cached).
+PHASES = ("start", "ask", "wait", "record", "finish")
+
+
+class PhaseClock:
+    """Adds up wall seconds per phase: :meth:`enter` ends the current phase and starts another."""
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+        self._phase: str | None = None
+        self._since = 0.0
+
+    def enter(self, phase: str | None) -> None:
+        """Start ``phase`` (one of :data:`PHASES`), or stop counting (None)."""
+        now = time.monotonic()
+        if self._phase is not None:
+            self.seconds[self._phase] += now - self._since
+        self._phase, self._since = phase, now
 
 
 @dataclass
@@ -58,6 +83,7 @@ class ProblemOutcome:
     compile_cpu_s: float = 0.0  # their compiling processes' CPU time
     gpu_s: float = 0.0
     wall_s: float = 0.0
+    phases_s: dict[str, float] = field(default_factory=dict)  # this process's wall time by phase (PHASES)
     valid_points: int = 0
     workers: int = 1           # processes whose trials are counted here (``tune --gpus``)
 
@@ -89,7 +115,8 @@ def merge_outcomes(outcomes: Sequence[ProblemOutcome], *, parallel: bool = True)
         repeats=sum(o.repeats for o in outcomes), predicted_slow=sum(o.predicted_slow for o in outcomes),
         failures=failures,
         compile_s=sum(o.compile_s for o in outcomes), compile_cpu_s=sum(o.compile_cpu_s for o in outcomes),
-        gpu_s=sum(o.gpu_s for o in outcomes))
+        gpu_s=sum(o.gpu_s for o in outcomes),
+        phases_s={phase: sum(o.phases_s.get(phase, 0.0) for o in outcomes) for phase in PHASES})
     with_winner = [o for o in outcomes if o.time_ms is not None]
     if not parallel:
         chosen = with_winner[-1] if with_winner else outcomes[0]

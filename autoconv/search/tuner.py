@@ -106,7 +106,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
 from autoconv.processes import process_owner
 from autoconv.search.liveness import Liveness
-from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
+from autoconv.search.outcome import PhaseClock, ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_ahead, enumerate_points
 from autoconv.search.prefilter import PreFilter
 from autoconv.search.ranker import Ranker, history_samples
@@ -395,6 +395,8 @@ class Tuner:
         outcome = ProblemOutcome(name=item.name, problem=problem, count=item.count, study_name=name,
                                  valid_points=len(points))
         started = time.monotonic()
+        clock = PhaseClock()
+        clock.enter("start")
         if not points.families:
             outcome.stop_reason = "no valid configuration"
             outcome.message = (f"no configuration of {', '.join(self.families)} is valid for "
@@ -418,6 +420,7 @@ class Tuner:
         self.reporter.problem_started(item, name, history.evaluated, self.budget)
 
         in_flight: deque = deque()
+        clock.enter("ask")
         best: TrialResult | None = None
         polished: dict[str, int] = {}  # bests whose variations were queued -> the significant best then
         polishing: set[str] = set()    # those variations, until evaluated
@@ -452,7 +455,9 @@ class Tuner:
                     outcome.stop_reason = stop or "done"
                     break
                 trial, plan, ticket = in_flight[0]
+                clock.enter("wait")
                 result = self.backend.result(ticket)
+                clock.enter("record")
                 in_flight.popleft()  # only now: an interrupted wait leaves it to the cleanup below
                 self._tell(study, trial, plan, result)
                 self.liveness.done(study, trial.number)
@@ -470,6 +475,7 @@ class Tuner:
                     outcome.failures[result.status.value] = outcome.failures.get(result.status.value, 0) + 1
                 self.reporter.trial_finished(item, trial.number, plan, result, best,
                                              SearchHistory.of(study).evaluated)
+                clock.enter("ask")
         finally:
             for trial, _plan, _ in in_flight:  # interrupted: leave no trial running, and queue each again
                 refuse(study, trial, Status.ABANDONED, "the tuning run ended before this candidate was evaluated")
@@ -477,7 +483,10 @@ class Tuner:
                 self.liveness.done(study, trial.number)
 
         outcome.trials_total = SearchHistory.of(study).evaluated
+        clock.enter("finish")
         self._finish(study, problem, outcome)
+        clock.enter(None)
+        outcome.phases_s = {phase: round(seconds, 3) for phase, seconds in clock.seconds.items()}
         outcome.wall_s = time.monotonic() - started
         return outcome
 

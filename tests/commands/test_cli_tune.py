@@ -158,7 +158,12 @@ def test_prefilter_is_off_unless_asked_for(config, tmp_path, capsys, fake_gpu):
 def test_run_time_sizes_are_off_unless_asked_for(config, tmp_path, capsys, fake_gpu):
     code, _, err = run_cli(capsys, "tune", config)
     assert code == 0, err
-    assert json.loads((tmp_path / "results" / "tune.json").read_text())["run_time_sizes"] is False
+    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+    assert summary["run_time_sizes"] is False
+    # (and the tuning processes' time by phase, summed over the problems)
+    assert list(summary["phases_s"]) == ["start", "ask", "wait", "record", "finish"]
+    assert sum(summary["phases_s"].values()) == pytest.approx(
+        sum(sum(problem["phases_s"].values()) for problem in summary["problems"]), abs=0.01)
     code, _, err = run_cli(capsys, "tune", config, "--retune", "--trials", "14", "--run-time-sizes")
     assert code == 0, err
     assert json.loads((tmp_path / "results" / "tune.json").read_text())["run_time_sizes"] is True

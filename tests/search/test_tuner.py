@@ -536,3 +536,16 @@ def test_the_best_of_a_family_ranked_in_its_slower_build_is_rebuilt_though_other
     assert keys(finals[-1:]) == keys([best_wgmma])
     assert outcome.family == "implicit_gemm_wgmma" and dict(outcome.config) == dict(best_wgmma.config)
 
+
+def test_a_problems_wall_time_is_accounted_by_phase(points):
+    """phases_s splits the tuning process's time on a problem: waiting for results (here the fake
+    backend's sleep per result) is ``wait``, and the phases add up to the wall time."""
+    from autoconv.search.outcome import PHASES
+
+    backend = FakeBackend(delay_s=0.02)
+    outcome = make_tuner(backend, Budget(trials=10)).tune_problem(PROBLEM, points)
+    assert set(outcome.phases_s) == set(PHASES) and all(seconds >= 0 for seconds in outcome.phases_s.values())
+    results = len(backend.evaluated)   # the search's and the winner's re-verification
+    assert outcome.phases_s["wait"] >= 0.02 * (results - 1)
+    assert outcome.phases_s["finish"] >= 0.02   # the re-verification's result
+    assert sum(outcome.phases_s.values()) == pytest.approx(outcome.wall_s, abs=0.02)
