@@ -34,7 +34,7 @@ from autoconv.problems.config import BUDGET_RULES, argument_type, count_problem
 from autoconv.problems.problem import LAYOUTS, PRECISIONS
 from autoconv.search.dry_run import dry_run
 from autoconv.search.fleet import default_workers_per_gpu, parse_gpus, tune_on_gpus
-from autoconv.search.outcome import PHASES, ProblemOutcome
+from autoconv.search.outcome import ProblemOutcome, phase_totals
 from autoconv.search.session import TuneSession
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH
 
@@ -265,8 +265,7 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
         "config": config.origin, **run, "families": list(session.families),
         "budget": dataclasses.asdict(session.budget), "pipeline_depth": session.pipeline_depth,
         "ranked": session.ranked, "prefilter": session.prefilter, "run_time_sizes": session.run_time_sizes,
-        "wall_s": wall_s, "phases_s": {phase: round(sum(o.phases_s.get(phase, 0.0) for o in outcomes), 3)
-                                       for phase in PHASES},
+        "wall_s": wall_s, "phases_s": {phase: round(seconds, 3) for phase, seconds in phase_totals(outcomes).items()},
         "problems": [outcome.as_dict() for outcome in outcomes]}, indent=1) + "\n")
     stdout.print(f"summary written to {summary_path}")
     return 0 if all(outcome.time_ms is not None for outcome in outcomes) else 1

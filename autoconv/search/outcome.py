@@ -55,6 +55,11 @@ class PhaseClock:
         self._phase, self._since = phase, now
 
 
+def phase_totals(outcomes: Sequence[ProblemOutcome]) -> dict[str, float]:
+    """The outcomes' seconds per phase (:data:`PHASES`), added up."""
+    return {phase: sum(o.phases_s.get(phase, 0.0) for o in outcomes) for phase in PHASES}
+
+
 @dataclass
 class ProblemOutcome:
     """What tuning one problem gave. ``source``: ``tuned``, ``cache`` or ``none`` (no
@@ -116,7 +121,7 @@ def merge_outcomes(outcomes: Sequence[ProblemOutcome], *, parallel: bool = True)
         failures=failures,
         compile_s=sum(o.compile_s for o in outcomes), compile_cpu_s=sum(o.compile_cpu_s for o in outcomes),
         gpu_s=sum(o.gpu_s for o in outcomes),
-        phases_s={phase: sum(o.phases_s.get(phase, 0.0) for o in outcomes) for phase in PHASES})
+        phases_s=phase_totals(outcomes))
     with_winner = [o for o in outcomes if o.time_ms is not None]
     if not parallel:
         chosen = with_winner[-1] if with_winner else outcomes[0]

@@ -689,11 +689,13 @@ class Tuner:
         if not fastest:
             outcome.message = "no candidate passed verification"
             return
-        rebuilt = self.run_time_sizes and any(get_family(trial.family).takes_run_time_sizes for trial in ranked)
-        if rebuilt:  # and the best of each family ranked in its slower build, should the others hide it
-            slowed = {trial.family for trial in ranked if get_family(trial.family).takes_run_time_sizes}
-            fastest += [next(trial for trial in ranked if trial.family == family)
-                        for family in sorted(slowed - {trial.family for trial in fastest})]
+        # The families ranked in their slower build: the best of each is rebuilt too, should the
+        # others hide it.
+        slowed = {trial.family for trial in ranked if get_family(trial.family).takes_run_time_sizes} \
+            if self.run_time_sizes else set()
+        rebuilt = bool(slowed)
+        fastest += [next(trial for trial in ranked if trial.family == family)
+                    for family in sorted(slowed - {trial.family for trial in fastest})]
         plans = [get_family(trial.family).plan(problem, trial.config, self.backend.device, self.workspace_limit)
                  for trial in fastest]
         seed = self.seed + REVERIFY_SEED_OFFSET
@@ -701,7 +703,7 @@ class Tuner:
         # best is usually compiled already: prepared when it became the best).
         tickets = [self.backend.submit(plan, seed=seed) for plan in plans] if rebuilt else []
         rejected: list[str] = []
-        passed: list[tuple[float, int, TrialRecord, KernelPlan, TrialResult]] = []
+        passed: list[tuple[TrialRecord, KernelPlan, TrialResult]] = []
         for index, (trial, plan) in enumerate(zip(fastest, plans)):
             check = self.backend.result(tickets[index]) if rebuilt else self.backend.evaluate(plan, seed=seed)
             outcome.compile_s += check.compile_s
@@ -710,12 +712,11 @@ class Tuner:
             if not check.ok:
                 rejected.append(f"trial {trial.number} ({plan.name}): {check.status.value}: {check.reason}")
                 continue
-            assert check.time_ms is not None and check.tflops is not None  # (ok: timed)
-            passed.append((check.time_ms, len(passed), trial, plan, check))
+            passed.append((trial, plan, check))
             if not rebuilt:
                 break
-        if passed:
-            _time, _order, trial, plan, check = min(passed)
+        if passed:  # the fastest, the first of equals
+            trial, plan, check = min(passed, key=lambda entry: cast(float, entry[2].time_ms))  # (ok: timed)
             family, config = trial.family, trial.config
             assert check.time_ms is not None and check.tflops is not None  # (passed: timed)
             outcome.source = "tuned"

@@ -454,6 +454,10 @@ def test_a_new_study_starts_with_the_winners_of_the_nearest_tuned_problems(tmp_p
 
 # ---- the ranking build with sizes at run time ----------------------------------------------------
 
+#: A problem implicit_gemm_wgmma serves (C a multiple of its K tiles), for the tests of its ranking build.
+WGMMA_PROBLEM = NamedProblem("c64", parse_spec("N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1"))
+
+
 class _InvertedRankingBuild(FakeBackend):
     """The run-time-size build ranks implicit_gemm_wgmma's configurations in the reverse order of
     their times with constants: whatever the search evaluates, its fastest three rebuilt are
@@ -471,7 +475,7 @@ def test_a_family_ranked_with_run_time_sizes_is_decided_by_the_build_with_consta
     search's best REVERIFY_CANDIDATES when each is rebuilt with constants, and that build is cached."""
     from autoconv.search.tuner import REVERIFY_CANDIDATES
 
-    problem = NamedProblem("c64", parse_spec("N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1"))
+    problem = WGMMA_PROBLEM
     families = ("implicit_gemm_wgmma",)
     points = ValidPoints(enumerate_points(problem.problem, families, H100, 1 << 30))
     backend = _InvertedRankingBuild()
@@ -498,7 +502,7 @@ def test_a_family_ranked_with_run_time_sizes_is_decided_by_the_build_with_consta
 
 
 def test_without_run_time_sizes_the_search_builds_with_constants():
-    problem = NamedProblem("c64", parse_spec("N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1"))
+    problem = WGMMA_PROBLEM
     families = ("implicit_gemm_wgmma",)
     points = ValidPoints(enumerate_points(problem.problem, families, H100, 1 << 30))
     backend = FakeBackend()
@@ -522,7 +526,7 @@ class _SlowRankingBuild(FakeBackend):
 def test_the_best_of_a_family_ranked_in_its_slower_build_is_rebuilt_though_others_rank_ahead():
     from autoconv.search.tuner import REVERIFY_CANDIDATES
 
-    problem = NamedProblem("c64", parse_spec("N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1"))
+    problem = WGMMA_PROBLEM
     families = ("implicit_gemm_mma", "implicit_gemm_wgmma")
     points = ValidPoints(enumerate_points(problem.problem, families, H100, 1 << 30))
     backend = _SlowRankingBuild()
