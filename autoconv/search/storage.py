@@ -34,6 +34,7 @@ import os
 import random
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -78,9 +79,28 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
     try:
         # (JournalFlock has the acquire and release of Optuna's lock class, not the class:
         # subclassing it would import Optuna with this module.)
-        return JournalStorage(JournalFileBackend(str(path), lock_obj=_journal_lock(path)))  # type: ignore[arg-type]
+        lock = _journal_lock(path)
+        if lock is None:  # (no fcntl: Optuna's own lock and appends)
+            return JournalStorage(JournalFileBackend(str(path)))
+        from autoconv.search.journal_file import GroupCommitJournal
+        journal = GroupCommitJournal(str(path), lock)
+        opened = JournalStorage(journal)
+        _JOURNALS[opened] = journal
+        return opened
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, AssertionError) as err:  # replaying junk
         raise StorageError(_journal_damage(path, f"Optuna cannot replay it ({first_line(err)})")) from None
+
+
+#: The journals make_storage opened, by their storage (JournalStorage has no public accessor).
+_JOURNALS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def sync_storage(storage) -> None:
+    """Force the records of a journal file opened by :func:`make_storage` to the disk now
+    (:mod:`autoconv.search.journal_file`); other storages commit each write themselves."""
+    journal = _JOURNALS.get(storage)
+    if journal is not None:
+        journal.sync()
 
 
 #: Environment variable: seconds between two heartbeats of a trial being evaluated.
@@ -387,11 +407,14 @@ class JournalFlock:
         self._held = _acquire_flock(self.path)
         return True
 
-    def release(self) -> None:
+    def release(self, mark: bool | None = None) -> None:
+        """Release the lock; first record the journal's length in the lock file if ``mark``
+        (None: :attr:`mark`). A writer that has not forced the journal to the disk passes
+        False (:mod:`autoconv.search.journal_file`)."""
         held, self._held = self._held, None
         if held is not None:
             try:
-                if self.mark:
+                if self.mark if mark is None else mark:
                     _write_mark(held, self.path)
             finally:
                 _release_flock(held)

@@ -110,7 +110,7 @@ from autoconv.search.outcome import PhaseClock, ProblemOutcome, Reporter, merge_
 from autoconv.search.points import ValidPoints, config_key, enumerate_ahead, enumerate_points
 from autoconv.search.prefilter import PreFilter
 from autoconv.search.ranker import Ranker, history_samples
-from autoconv.search.storage import is_retry, make_storage, retry_trial
+from autoconv.search.storage import is_retry, make_storage, retry_trial, sync_storage
 from autoconv.search.study import (
     SearchHistory,
     TrialRecord,
@@ -485,6 +485,7 @@ class Tuner:
         outcome.trials_total = SearchHistory.of(study).evaluated
         clock.enter("finish")
         self._finish(study, problem, outcome)
+        sync_storage(self.storage)  # (the study on the disk, whatever happens to the host next)
         clock.enter(None)
         outcome.phases_s = {phase: round(seconds, 3) for phase, seconds in clock.seconds.items()}
         outcome.wall_s = time.monotonic() - started
