@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
@@ -69,7 +69,10 @@ class TrialResult:
     ``compile_s`` is compiler time (wall, in a compiler process) and ``compile_cpu_s`` that
     process's CPU time meanwhile (less when the compilation waited for a core), ``run_s``
     GPU-worker time
-    (load, verify, time). Resource fields are the largest over the plan's kernels.
+    (load, verify, time). Where the rest of a candidate's time from submission to result went:
+    ``compile_queue_s`` waiting for a compiler process, ``gpu_queue_s`` from its cubin's arrival
+    to the GPU's start on it (behind this process's earlier candidates, and other processes'
+    for the GPU). Resource fields are the largest over the plan's kernels.
     """
 
     status: Status
@@ -83,6 +86,9 @@ class TrialResult:
     compile_s: float = 0.0
     compile_cpu_s: float = 0.0
     run_s: float = 0.0
+    compile_queue_s: float = 0.0
+    gpu_queue_s: float = 0.0
+    cut_short: bool = False              # timed once: slower than the submission's cut-off
     registers: int | None = None
     spill_bytes: int | None = None
     shared_bytes: int | None = None      # static + dynamic, per block, largest launch
@@ -134,9 +140,12 @@ class BackendIdentity:
 class Ticket:
     """A candidate handed to :meth:`Backend.submit`, to be passed to :meth:`Backend.result`."""
 
-    def __init__(self, plan: KernelPlan, screening: bool = False):
+    def __init__(self, plan: KernelPlan, screening: bool = False, cutoff_ms: float | None = None):
         self.plan = plan
         self.screening = screening  # timed with the search's shorter effort (see Backend)
+        # (see Backend; lowered while the ticket waits when the search's best improves: the
+        # backend reads it when the candidate reaches the GPU)
+        self.cutoff_ms = cutoff_ms
 
 
 class Backend(ABC):
@@ -151,10 +160,14 @@ class Backend(ABC):
       parallel. ``seed`` selects other verification inputs than the problem's usual
       ones (the tuner re-verifies its winner on fresh inputs). ``screening`` asks for a
       shorter timing, good enough to rank candidates (the search's); without it the time
-      is measured in full (what is cached and reported).
+      is measured in full (what is cached and reported). A screened candidate whose one call,
+      timed alone after its verification, takes longer than ``cutoff_ms`` has that time for
+      its result (``cut_short``: ranked, not timed in full).
     - ``result(ticket)`` finishes that candidate (waits for its compilation, then runs
-      it on the device) and returns its :class:`TrialResult`. Results are asked for in
-      submission order; each ticket is redeemed exactly once.
+      it on the device) and returns its :class:`TrialResult`; each ticket is redeemed
+      exactly once, in any order. ``first_done(tickets)`` says which of several submitted
+      tickets to redeem first: one whose result is ready (the GPU backend's candidates
+      finish in the order their compilations do).
     - A candidate's failure is a result; a backend stays usable after any candidate
       (a crashed worker is replaced). Exceptions mean a bug or an unusable device.
     - ``prepare(plan)`` may start compiling a plan that may be submitted later (a
@@ -166,12 +179,18 @@ class Backend(ABC):
     identity: BackendIdentity
 
     @abstractmethod
-    def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False) -> Ticket:
+    def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False,
+               cutoff_ms: float | None = None) -> Ticket:
         ...
 
     @abstractmethod
     def result(self, ticket: Ticket) -> TrialResult:
         ...
+
+    def first_done(self, tickets: Sequence[Ticket]) -> int:
+        """The index in ``tickets`` (submitted, not yet redeemed) of one whose result is ready,
+        waiting until one is. The default: the first (results computed when redeemed)."""
+        return 0
 
     def evaluate(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False) -> TrialResult:
         """Submit one plan and wait for its result."""

@@ -70,8 +70,9 @@ class FakeBackend(Backend):
     def prepare(self, plan: KernelPlan) -> None:
         self.prepared.append(plan)
 
-    def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False) -> Ticket:
-        return Ticket(plan, screening)
+    def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False,
+               cutoff_ms: float | None = None) -> Ticket:
+        return Ticket(plan, screening, cutoff_ms if screening else None)
 
     def result(self, ticket: Ticket) -> TrialResult:
         plan = ticket.plan
@@ -84,7 +85,9 @@ class FakeBackend(Backend):
             status, reason = injected
             return failed(plan, status, reason, compile_s=0.01, compile_cpu_s=0.008, run_s=0.001)
         time_ms = self.synthetic_time_ms(plan)
-        return TrialResult(status=Status.OK, reason="synthetic timing", kernel_name=plan.name,
+        cut_short = ticket.cutoff_ms is not None and time_ms > ticket.cutoff_ms
+        return TrialResult(status=Status.OK, reason="synthetic timing" + (", cut short" if cut_short else ""),
+                           kernel_name=plan.name, cut_short=cut_short,
                            time_ms=time_ms, min_ms=time_ms, max_ms=time_ms, error=0.0,
                            tflops=plan.problem.flops / (time_ms * 1e-3) / 1e12,
                            compile_s=0.01, compile_cpu_s=0.008, run_s=0.001, registers=64, spill_bytes=0,

@@ -266,6 +266,8 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
         "budget": dataclasses.asdict(session.budget), "pipeline_depth": session.pipeline_depth,
         "ranked": session.ranked, "prefilter": session.prefilter, "run_time_sizes": session.run_time_sizes,
         "wall_s": wall_s, "phases_s": {phase: round(seconds, 3) for phase, seconds in phase_totals(outcomes).items()},
+        "compile_queue_s": round(sum(o.compile_queue_s for o in outcomes), 3),
+        "gpu_queue_s": round(sum(o.gpu_queue_s for o in outcomes), 3),
         "problems": [outcome.as_dict() for outcome in outcomes]}, indent=1) + "\n")
     stdout.print(f"summary written to {summary_path}")
     return 0 if all(outcome.time_ms is not None for outcome in outcomes) else 1

@@ -17,13 +17,13 @@ import collections
 import dataclasses
 import importlib.util
 import multiprocessing
-import queue
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from typing import Generic, TypeVar, cast
 
 from autoconv.backends.base import Backend, BackendIdentity, Status, Ticket, TrialResult, failed
 from autoconv.errors import AutoconvError, BackendUnavailable
@@ -40,6 +40,9 @@ DEFAULT_CANDIDATE_TIMEOUT_S = 30.0
 CUBIN_CACHE_ENTRIES = 128
 #: Compilations started by ``prepare`` and not yet submitted, kept (the oldest forgotten beyond).
 PREPARED_ENTRIES = 32
+#: Seconds between the dispatcher's looks at compilations that give no notice when they are
+#: ready (a hung one past its limit); others wake it at once.
+READY_POLL_S = 1.0
 #: Seconds for a worker to start (import CuPy, create the CUDA context).
 STARTUP_TIMEOUT_S = 180.0
 #: Seconds to prepare a problem's inputs and float64 reference.
@@ -48,6 +51,9 @@ PROBLEM_TIMEOUT_S = 300.0
 #: (:mod:`autoconv.gpu.exclusive`). Not part of the per-candidate limit: each holder's own
 #: candidate is limited by its worker's, so only something wrong outlasts this.
 GPU_WAIT_TIMEOUT_S = 600.0
+
+
+T = TypeVar("T")
 
 
 class WorkerFailure(RuntimeError):
@@ -155,7 +161,7 @@ class GpuWorker:
 
     # ---- requests ------------------------------------------------------------------
     def evaluate(self, plan: KernelPlan, cubin: bytes, compile_s: float, seed: int,
-                 screening: bool = False) -> TrialResult:
+                 screening: bool = False, cutoff_ms: float | None = None) -> TrialResult:
         """Verify and time ``plan`` in the worker (``screening``: with the search's shorter
         timing); a lost or hung worker is a failed result (and replaced for the next candidate)."""
         if self._process is None:
@@ -163,12 +169,12 @@ class GpuWorker:
             self.restarts += 1
         if self._problem != (plan.problem, seed):
             self._prepare(plan.problem, seed)
-        started = time.perf_counter()
+        sent = started = time.perf_counter()
         assert self._process is not None and self._connection is not None  # (started above)
         try:
             # The worker says "started" once it holds the GPU: the per-candidate limit counts
             # from there, not from a wait for other workers' candidates.
-            self._connection.send(("evaluate", (plan, cubin, compile_s, screening)))
+            self._connection.send(("evaluate", (plan, cubin, compile_s, screening, cutoff_ms)))
             reply = self._receive(GPU_WAIT_TIMEOUT_S, f"waiting for the GPU to evaluate {plan.name}")
             limit = f"{GPU_WAIT_TIMEOUT_S:g} s of waiting for the GPU (held by another process)"
             if reply is not None and reply[0] == "started":
@@ -193,7 +199,7 @@ class GpuWorker:
             self._process.join(timeout=30)
             self._kill()
             self._reap()
-        return TrialResult.from_dict(data)
+        return TrialResult.from_dict(data).with_(gpu_queue_s=started - sent)
 
     def _prepare(self, problem, seed: int) -> None:
         assert self._connection is not None  # (a live worker)
@@ -215,13 +221,53 @@ class GpuWorker:
         self._problem = (problem, seed)
 
 
+class ReadyFirst(Generic[T]):
+    """Submitted items not yet taken, in submission order; :meth:`take` gives the first that
+    ``ready`` says is ready. Whoever makes one ready calls :meth:`wake`; an item that becomes
+    ready without notice (a hung compilation past its limit) is found within
+    :data:`READY_POLL_S`."""
+
+    def __init__(self, ready: Callable[[T], bool]):
+        self._ready = ready
+        self._items: list[T] = []
+        self._closed = False
+        self._changed = threading.Condition()
+
+    def put(self, item: T) -> None:
+        with self._changed:
+            self._items.append(item)
+            self._changed.notify()
+
+    def wake(self) -> None:
+        with self._changed:
+            self._changed.notify()
+
+    def close(self) -> None:
+        """From now on :meth:`take` gives every item left, ready or not, then None."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify()
+
+    def take(self) -> T | None:
+        """The first ready item, once one is (see :meth:`close`)."""
+        with self._changed:
+            while True:
+                if self._closed:
+                    return self._items.pop(0) if self._items else None
+                for index, item in enumerate(self._items):
+                    if self._ready(item):
+                        return self._items.pop(index)
+                self._changed.wait(timeout=READY_POLL_S)
+
+
 class CupyTicket(Ticket):
     def __init__(self, plan: KernelPlan, job: CompileJob | None, seed: int, compiled: CompileOutcome | None = None,
-                 screening: bool = False):
-        super().__init__(plan, screening)
+                 screening: bool = False, cutoff_ms: float | None = None):
+        super().__init__(plan, screening, cutoff_ms if screening else None)
         self.job = job            # the compilation under way, or None when ``compiled`` came from the cache
         self.compiled = compiled
         self.seed = seed
+        self.submitted = time.monotonic()
         self.done = threading.Event()
         self.value: TrialResult | None = None
         self.error: BaseException | None = None
@@ -231,9 +277,10 @@ class CupyBackend(Backend):
     """Candidates compiled by NVRTC in ``compile_workers`` processes and run by one GPU
     worker process on CUDA device ``device_id``.
 
-    A dispatcher thread takes submitted candidates in order, waits for each one's cubin
-    and has the GPU worker evaluate it, so the GPU works while the caller asks and tells
-    its sampler; :meth:`result` waits for a candidate's turn.
+    A dispatcher thread has the GPU worker evaluate each submitted candidate once its cubin
+    is ready, the earliest submitted of those first (a slow compilation holds back no
+    candidate compiled after it), so the GPU works while the caller asks and tells its
+    sampler; :meth:`result` waits for a candidate's turn, :meth:`first_done` for any.
 
     Args:
         device_id: the CUDA device.
@@ -271,10 +318,11 @@ class CupyBackend(Backend):
         self._cubins_lock = threading.Lock()
         # Compilations that prepare() started, by source, until a submit() takes one.
         self._prepared: collections.OrderedDict[str, CompileJob] = collections.OrderedDict()
-        self._queue: queue.Queue[CupyTicket | None] = queue.Queue()
+        self._pending: ReadyFirst[CupyTicket] = ReadyFirst(self._ready)
+        self._finished = threading.Condition()  # a ticket done
+        self._closed = False
         self._dispatcher = threading.Thread(target=self._dispatch, name="autoconv-gpu-dispatch", daemon=True)
         self._dispatcher.start()
-        self._closed = False
 
     @property
     def worker_restarts(self) -> int:
@@ -286,7 +334,8 @@ class CupyBackend(Backend):
         base = self.seed if seed is None else seed
         return (base * 1_000_003 + zlib.crc32(problem.key().encode())) % 2**32
 
-    def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False) -> CupyTicket:
+    def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False,
+               cutoff_ms: float | None = None) -> CupyTicket:
         """Start compiling ``plan`` and queue it for the GPU; ``seed`` picks other
         verification inputs than the problem's usual ones (the final re-verification of
         a winner uses this); ``screening`` times it with the search's shorter effort
@@ -299,11 +348,13 @@ class CupyBackend(Backend):
         seed = self.problem_seed(plan.problem, seed)
         if cached is not None:
             ticket = CupyTicket(plan, None, seed, compiled=dataclasses.replace(cached, seconds=0.0, cpu_seconds=0.0),
-                                screening=screening)
+                                screening=screening, cutoff_ms=cutoff_ms)
         else:
             job = prepared if prepared is not None else self._compiler.submit(plan.source, plan.name)
-            ticket = CupyTicket(plan, job, seed, screening=screening)
-        self._queue.put(ticket)
+            ticket = CupyTicket(plan, job, seed, screening=screening, cutoff_ms=cutoff_ms)
+        self._pending.put(ticket)
+        if ticket.job is not None:
+            ticket.job.when_finished(self._pending.wake)
         return ticket
 
     def prepare(self, plan: KernelPlan) -> None:
@@ -328,9 +379,21 @@ class CupyBackend(Backend):
         assert ticket.value is not None  # (done: a value or an error)
         return ticket.value
 
+    def first_done(self, tickets: Sequence[Ticket]) -> int:
+        """The index of the first of ``tickets`` whose result is ready, once one is."""
+        with self._finished:
+            while True:
+                for index, ticket in enumerate(tickets):
+                    if cast(CupyTicket, ticket).done.is_set():
+                        return index
+                self._finished.wait()
+
+    def _ready(self, ticket: CupyTicket) -> bool:
+        return ticket.job is None or self._compiler.ready(ticket.job)
+
     def _dispatch(self) -> None:
         while True:
-            ticket = self._queue.get()
+            ticket = self._pending.take()  # (once closed, each left: _run abandons it)
             if ticket is None:
                 return
             try:
@@ -339,6 +402,8 @@ class CupyBackend(Backend):
                 ticket.error = err
             finally:
                 ticket.done.set()
+                with self._finished:
+                    self._finished.notify_all()
 
     def _run(self, ticket: CupyTicket) -> TrialResult:
         # A candidate cut short by the run's end (the backend closed, the compile service gone)
@@ -359,15 +424,23 @@ class CupyBackend(Backend):
         if self._closed:
             return failed(ticket.plan, Status.ABANDONED, "not run: the backend was closed",
                           compile_s=compiled.seconds, compile_cpu_s=compiled.cpu_seconds)
-        result = self._worker.evaluate(ticket.plan, compiled.cubin, compiled.seconds, ticket.seed, ticket.screening)
-        return dataclasses.replace(result, compile_cpu_s=compiled.cpu_seconds)
+        # Where the candidate waited (instruments tune.json): for a compiler process, from its
+        # submission (or an earlier prepare()'s) to its cubin less the compiling; then for this
+        # process's earlier candidates and the GPU, until the GPU took it.
+        ready = ticket.job.finished if ticket.job is not None and ticket.job.finished else ticket.submitted
+        compile_queue_s = max(0.0, ready - ticket.submitted - compiled.seconds)
+        backlog_s = max(0.0, time.monotonic() - ready)
+        result = self._worker.evaluate(ticket.plan, compiled.cubin, compiled.seconds, ticket.seed, ticket.screening,
+                                       ticket.cutoff_ms)
+        return dataclasses.replace(result, compile_cpu_s=compiled.cpu_seconds, compile_queue_s=compile_queue_s,
+                                   gpu_queue_s=backlog_s + result.gpu_queue_s)
 
     def close(self) -> None:
         """Stop: candidates not yet on the GPU are not run; one running is cut short."""
         if self._closed:
             return
         self._closed = True
-        self._queue.put(None)
+        self._pending.close()
         self._dispatcher.join(timeout=1.0)
         if self._dispatcher.is_alive():
             self._worker.kill()  # a candidate is running: do not wait for it

@@ -211,6 +211,10 @@ class RemoteCompiler:
                 self._finish(job.number, SERVICE_ENDED)
         return job
 
+    def ready(self, job: CompileJob) -> bool:
+        assert isinstance(job, RemoteJob)  # (this compiler's submit's)
+        return job.done.is_set()
+
     def result(self, job: CompileJob) -> CompileOutcome:
         """Wait for ``job``; its outcome (never raises for a rejected source)."""
         assert isinstance(job, RemoteJob)  # (this compiler's submit's)
@@ -224,6 +228,7 @@ class RemoteCompiler:
         if job is not None:
             job.outcome = outcome
             job.done.set()
+            job.mark_finished()
 
     def _receive(self) -> None:
         try:

@@ -160,8 +160,27 @@ class CompileJob:
         self.arch = arch
         self.future: concurrent.futures.Future | None = None
         self.submitted = 0.0
+        self.finished = 0.0   # when its outcome arrived (time.monotonic(); 0 until then)
         self.restarts = 0
         self.outcome: CompileOutcome | None = None
+        self._callbacks: list[Callable[[], None]] = []
+        self._callbacks_lock = threading.Lock()
+
+    def when_finished(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (from any thread) once the job's outcome has arrived; now if it has."""
+        with self._callbacks_lock:
+            if not self.finished:
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def mark_finished(self) -> None:
+        """(The compiler's:) the outcome has arrived; tell whoever waits for that."""
+        with self._callbacks_lock:
+            self.finished = time.monotonic()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
 
 
 class Compiler(Protocol):
@@ -172,6 +191,11 @@ class Compiler(Protocol):
     arch: str
 
     def submit(self, source: str, name: str) -> CompileJob: ...
+
+    def ready(self, job: CompileJob) -> bool:
+        """Whether :meth:`result` would return ``job``'s outcome without waiting for a compiler
+        (also once a hung compilation is past its limit: ``result`` then fails it)."""
+        ...
 
     def result(self, job: CompileJob) -> CompileOutcome:
         """Wait for ``job``; its outcome (never raises for a rejected source)."""
@@ -234,6 +258,12 @@ class CompilePool:
     def _start(self, job: CompileJob) -> None:
         job.submitted = time.monotonic()
         job.future = self._ensure_executor().submit(self.compile_function, job.source, job.arch, job.name)
+        job.future.add_done_callback(lambda _: job.mark_finished())
+
+    def ready(self, job: CompileJob) -> bool:
+        future = job.future
+        return (job.outcome is not None or (future is not None and future.done())
+                or time.monotonic() - job.submitted > self.timeout_s)
 
     def result(self, job: CompileJob) -> CompileOutcome:
         """Wait for ``job``; its outcome (never raises for a rejected source)."""

@@ -61,6 +61,7 @@ class Timing:
     samples_ms: tuple[float, ...]
     calls_per_sample: int
     graph: bool  # captured in a CUDA graph (True) or enqueued back-to-back (False)
+    cut_short: bool = False  # one call, timed alone: it took longer than the caller's cut-off
 
     def tflops(self, flops: int) -> float:
         return flops / (self.median_ms * 1e-3) / 1e12
@@ -80,13 +81,23 @@ def buffer_sets_for(bytes_per_set: int, l2_bytes: int, max_sets: int = 256) -> i
 
 def time_calls(enqueue: Callable[[int], None], buffer_sets: int, *, samples: int = FULL.samples,
                warmup: int = FULL.warmup, target_ms: float = FULL.target_ms,
-               use_graph: bool = True) -> Timing:
-    """Time ``enqueue`` (see the module docstring). Raises whatever the calls raise
-    (a CUDA error from a faulting kernel, say): callers decide what a failure means."""
+               use_graph: bool = True, cutoff_ms: float | None = None) -> Timing:
+    """Time ``enqueue`` (see the module docstring). With ``cutoff_ms``, one call is timed
+    alone first, and if it takes longer, that is the result (``cut_short``): a candidate many
+    times slower than the search's best needs no precise time, and its replays took most of a
+    tune's GPU time (80% of a ResNet-50 tune's went to candidates over twice their layer's best).
+    The caller has run the calls once already (a first launch loads the module). Raises
+    whatever the calls raise (a CUDA error from a faulting kernel, say): callers decide what a
+    failure means."""
     import cupy
 
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
+        if cutoff_ms is not None:
+            probe_ms = _elapsed_ms(stream, lambda: enqueue(0))
+            if probe_ms > cutoff_ms:
+                return Timing(median_ms=probe_ms, min_ms=probe_ms, max_ms=probe_ms, samples_ms=(probe_ms,),
+                              calls_per_sample=1, graph=False, cut_short=True)
         # One untimed call per buffer set: first-launch costs (module load, lazy
         # allocations, cuDNN plan set-up) stay out of the numbers.
         for i in range(buffer_sets):

@@ -12,13 +12,14 @@ compilations), and its first request waits in the pipe. The parent
   ``("ok", None)``, or ``("problem_failed", why)`` when they do not fit in memory
   (compared with the free memory before anything is allocated:
   :func:`autoconv.gpu.memory.check_fits`).
-- ``("evaluate", (plan, cubin, compile_s, screening))``: load the cubin, read each kernel's
+- ``("evaluate", (plan, cubin, compile_s, screening, cutoff_ms))``: load the cubin, read each kernel's
   registers, local memory and shared memory and reject what does not fit or spills;
   run the plan once on NaN-poisoned output and workspace and compare with the
   reference (relative L2 within the precision's tolerance, :mod:`autoconv.verify.tolerance`);
   check the inputs were not written; then time it
   with :func:`autoconv.gpu.timing.time_calls` (the options' samples and warm-up, or the
-  shorter :data:`~autoconv.gpu.timing.SCREENING` effort when ``screening``). Replies
+  shorter :data:`~autoconv.gpu.timing.SCREENING` effort when ``screening``, cut short past
+  ``cutoff_ms``). Replies
   ``("started", None)`` once it holds the GPU's lock (:mod:`autoconv.gpu.exclusive`; the
   parent's per-candidate limit counts from there), then ``("result", result_dict, fatal)``.
 - ``("shutdown", None)``.
@@ -110,8 +111,8 @@ def worker_main(connection, options: WorkerOptions) -> None:
                     continue
                 connection.send(("ok", None))
             elif kind == "evaluate":
-                plan, cubin, compile_s, screening = payload
-                result, fatal = session.evaluate(plan, cubin, compile_s, screening,
+                plan, cubin, compile_s, screening, cutoff_ms = payload
+                result, fatal = session.evaluate(plan, cubin, compile_s, screening, cutoff_ms,
                                                  on_start=lambda: connection.send(("started", None)))
                 connection.send(("result", result.as_dict(), fatal))
                 if fatal:
@@ -258,18 +259,21 @@ class WorkerSession:
             self.buffers = ProblemBuffers(problem, seed, self.limits.l2_bytes, self.options.max_buffer_sets)
 
     def evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool = False,
+                 cutoff_ms: float | None = None,
                  on_start: Callable[[], None] | None = None) -> tuple[TrialResult, bool]:
         """Verify and time ``plan`` (in full, or with the search's shorter ``screening``
-        effort), holding the GPU's lock, ``on_start`` called once it is held; (result,
-        whether the CUDA context is lost)."""
+        effort, and then only once if that one call takes longer than ``cutoff_ms``), holding
+        the GPU's lock, ``on_start`` called once it is held; (result, whether the CUDA context
+        is lost)."""
         if self.buffers is None or self.buffers.problem != plan.problem:
             raise RuntimeError(f"evaluate {plan.name}: no buffers for its problem (send 'problem' first)")
         with self.gpu_lock:
             if on_start is not None:
                 on_start()
-            return self._evaluate(plan, cubin, compile_s, screening)
+            return self._evaluate(plan, cubin, compile_s, screening, cutoff_ms if screening else None)
 
-    def _evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool) -> tuple[TrialResult, bool]:
+    def _evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool,
+                  cutoff_ms: float | None) -> tuple[TrialResult, bool]:
         import cupy
 
         from autoconv.gpu.kernels import LoadedPlan
@@ -325,7 +329,7 @@ class WorkerSession:
 
             effort = SCREENING if screening else self.full_effort
             timing = time_calls(enqueue, len(sets), samples=effort.samples, warmup=effort.warmup,
-                                target_ms=effort.target_ms)
+                                target_ms=effort.target_ms, cutoff_ms=cutoff_ms)
         except cupy.cuda.memory.OutOfMemoryError as err:
             return result(Status.OUT_OF_RESOURCES, f"out of GPU memory during {stage}: {err}"), False
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as err:
@@ -334,8 +338,12 @@ class WorkerSession:
             note = ("; the CUDA context is lost, the GPU worker is replaced" if fatal else "")
             return result(Status.RUNTIME_FAILED, f"CUDA error during {stage}: {err}{note}"), fatal
 
+        reason = verdict.message
+        if timing.cut_short:
+            reason += (f"; timed once, not in full: {timing.median_ms:.4g} ms, over the cut-off of "
+                       f"{cutoff_ms:.4g} ms (a multiple of the search's best)")
         return TrialResult(
-            status=Status.OK, reason=verdict.message, kernel_name=plan.name,
+            status=Status.OK, reason=reason, kernel_name=plan.name, cut_short=timing.cut_short,
             time_ms=timing.median_ms, min_ms=timing.min_ms, max_ms=timing.max_ms,
             tflops=timing.tflops(plan.problem.flops), error=verdict.error,
             compile_s=compile_s, run_s=time.perf_counter() - started,

@@ -83,10 +83,13 @@ class ProblemOutcome:
     invalid: int = 0           # proposals repaired because they broke a constraint
     repeats: int = 0           # proposals of configs evaluated before
     predicted_slow: int = 0    # candidates not compiled: the history's model ranks them among the slowest
+    cut_short: int = 0         # candidates timed once, not in full: slower than a multiple of the best (cutoff_ms)
     failures: dict[str, int] = field(default_factory=dict)  # this run's failed candidates by status
     compile_s: float = 0.0      # the candidates' compilations, wall time summed over them
     compile_cpu_s: float = 0.0  # their compiling processes' CPU time
     gpu_s: float = 0.0
+    compile_queue_s: float = 0.0  # the candidates' waits for a compiler process, summed
+    gpu_queue_s: float = 0.0      # their waits from cubin to GPU (earlier candidates, other processes), summed
     wall_s: float = 0.0
     phases_s: dict[str, float] = field(default_factory=dict)  # this process's wall time by phase (PHASES)
     valid_points: int = 0
@@ -118,9 +121,11 @@ def merge_outcomes(outcomes: Sequence[ProblemOutcome], *, parallel: bool = True)
     work: dict[str, Any] = dict(
         trials_run=sum(o.trials_run for o in outcomes), invalid=sum(o.invalid for o in outcomes),
         repeats=sum(o.repeats for o in outcomes), predicted_slow=sum(o.predicted_slow for o in outcomes),
+        cut_short=sum(o.cut_short for o in outcomes),
         failures=failures,
         compile_s=sum(o.compile_s for o in outcomes), compile_cpu_s=sum(o.compile_cpu_s for o in outcomes),
         gpu_s=sum(o.gpu_s for o in outcomes),
+        compile_queue_s=sum(o.compile_queue_s for o in outcomes), gpu_queue_s=sum(o.gpu_queue_s for o in outcomes),
         phases_s=phase_totals(outcomes))
     with_winner = [o for o in outcomes if o.time_ms is not None]
     if not parallel:

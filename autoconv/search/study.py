@@ -167,6 +167,11 @@ def evaluation_attrs(plan: KernelPlan, result: TrialResult) -> dict[str, Any]:
         value = getattr(result, name)
         if value is not None:
             details[name] = value
+    for name in ("compile_queue_s", "gpu_queue_s"):
+        if getattr(result, name):
+            details[name] = round(getattr(result, name), 4)
+    if result.cut_short:
+        details["cut_short"] = True
     attrs = {"status": result.status.value, "reason": result.reason[:MAX_REASON_CHARS],
              "compile_s": round(result.compile_s, 4), "compile_cpu_s": round(result.compile_cpu_s, 4),
              "run_s": round(result.run_s, 4),

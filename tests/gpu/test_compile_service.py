@@ -58,6 +58,21 @@ def test_workers_share_one_pool_and_get_their_own_outcomes(service):
         compiler.close()
 
 
+def test_a_job_says_when_its_outcome_arrived(service):
+    """(The backend's measure of a candidate's wait for a compiler process, in tune.json.)"""
+    compiler = RemoteCompiler(service.connect(), "sm_90a")
+    submitted = time.monotonic()
+    jobs = [compiler.submit("200", f"k{k}") for k in range(3)]
+    assert all(job.finished == 0.0 for job in jobs)  # (not yet)
+    for job in jobs:
+        compiler.result(job)
+        assert submitted + 0.2 <= job.finished <= time.monotonic()
+    # two processes for three 200-ms jobs: the last arrived at least 200 ms after the first
+    first, _, last = sorted(job.finished for job in jobs)
+    assert last - first >= 0.19
+    compiler.close()
+
+
 def test_a_rejected_source_is_an_outcome_and_the_service_goes_on(service):
     compiler = RemoteCompiler(service.connect(), "sm_90a")
     broken, good = compiler.submit("1", "broken"), compiler.submit("1", "good")

@@ -151,8 +151,12 @@ def test_backend_compiles_a_prepared_plan_once_for_its_submission(device):
     with CupyBackend(compile_workers=2) as backend:
         backend.prepare(plan)
         assert list(backend._prepared) == [plan.source_hash]
+        started = time.monotonic()
         result = backend.evaluate(plan)
         assert result.ok and result.compile_cpu_s > 0 and not backend._prepared
+        # where it waited (tune.json): both measured, within the evaluation's wall time
+        assert 0.0 <= result.compile_queue_s and 0.0 < result.gpu_queue_s
+        assert result.compile_queue_s + result.gpu_queue_s + result.run_s < time.monotonic() - started
         backend.prepare(plan)  # its cubin is kept now
         assert not backend._prepared
         again = backend.evaluate(plan)
@@ -245,6 +249,13 @@ def test_timer_replays_a_graph_over_sets_that_defeat_the_l2(device):
     assert cached.median_ms < rotating.median_ms
     assert 0.5 < plain.median_ms / rotating.median_ms < 3.0  # plain launches add launch gaps
     assert bool(cupy.allclose(ys[-1], 2 * xs[-1]))
+    # A cut-off below one call's time: that one call, timed alone, is the result; above it, the
+    # full timing. (The call is a few us: 1 ms is far above, 0.1 us far below.)
+    cut = time_calls(enqueue, sets, cutoff_ms=1e-4)
+    assert cut.cut_short and cut.samples_ms == (cut.median_ms,) and cut.calls_per_sample == 1
+    assert 0.5 * rotating.median_ms < cut.median_ms < 20 * rotating.median_ms + 0.02
+    whole = time_calls(enqueue, sets, cutoff_ms=1.0)
+    assert not whole.cut_short and len(whole.samples_ms) == 7
     print(f"timer: rotating {rotating.median_ms * 1e3:.2f} us ({bandwidth / 1e12:.2f} TB/s, {sets} sets, "
           f"spread {rotating.spread:.3f}); plain launches {plain.median_ms * 1e3:.2f} us; "
           f"one set in L2 {cached.median_ms * 1e3:.2f} us")
@@ -331,6 +342,43 @@ def test_backend_rejects_a_compile_error_and_resources_beyond_the_device():
     assert "shared memory" in results[1].reason
 
 
+def test_backend_runs_a_candidate_compiled_first_before_one_submitted_first():
+    """A slow compilation holds back no candidate compiled after it: the GPU runs the first
+    ready, and first_done points the tuner at its result."""
+    from autoconv.gpu.backend import CupyBackend
+    from autoconv.gpu.compiler import CompileJob, CompilePool
+
+    class SlowFirstJob(CompilePool):  # the first job's cubin arrives 2 s after its submission
+        def __init__(self, arch: str):
+            super().__init__(arch, workers=2)
+            self.slow: CompileJob | None = None
+
+        def submit(self, source: str, name: str, arch: str = "") -> CompileJob:
+            job = super().submit(source, name, arch)
+            self.slow = self.slow or job
+            return job
+
+        def ready(self, job: CompileJob) -> bool:
+            late = job is self.slow and time.monotonic() < job.submitted + 2.0
+            return not late and super().ready(job)
+
+        def result(self, job: CompileJob):
+            if job is self.slow:
+                time.sleep(max(0.0, job.submitted + 2.0 - time.monotonic()))
+            return super().result(job)
+
+    problem = parse_spec("N=1,C=4,H=8,W=8,K=4,R=3,S=3,pad=1")
+    slow = _naive_plan(problem)
+    fast = replace(slow, name="naive_conv_fast", source=slow.source + "\n// (another source: compiled apart)\n")
+    with CupyBackend(compiler=SlowFirstJob) as backend:
+        submitted = time.monotonic()
+        tickets = [backend.submit(slow), backend.submit(fast)]
+        assert backend.first_done(tickets) == 1
+        first = backend.result(tickets[1])
+        assert first.ok and time.monotonic() - submitted < 1.9
+        assert backend.result(tickets[0]).ok and time.monotonic() - submitted >= 2.0
+
+
 def test_backend_abandons_a_candidate_whose_compilation_the_run_cut_short():
     """Not a compile failure (that would mark the configuration failed for good): abandoned, so the
     tuner queues it again."""
@@ -344,6 +392,9 @@ def test_backend_abandons_a_candidate_whose_compilation_the_run_cut_short():
 
         def submit(self, source: str, name: str) -> CompileJob:
             return CompileJob(source, name)
+
+        def ready(self, job: CompileJob) -> bool:
+            return True
 
         def result(self, job: CompileJob):
             return SERVICE_ENDED

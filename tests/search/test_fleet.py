@@ -42,13 +42,15 @@ def test_merged_outcome_is_the_fastest_winner_with_the_work_of_all():
     problem = parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1")
     slow = ProblemOutcome(name="p", problem=problem, source="tuned", family="direct", time_ms=2.0, tflops=1.0,
                           trials_run=7, trials_total=20, failures={"compile_failed": 1}, compile_s=3.0,
-                          gpu_s=1.0, wall_s=5.0, phases_s={"ask": 1.0, "wait": 3.5, "finish": 0.5})
+                          gpu_s=1.0, compile_queue_s=2.0, gpu_queue_s=0.25, wall_s=5.0,
+                          phases_s={"ask": 1.0, "wait": 3.5, "finish": 0.5})
     fast = dataclasses.replace(slow, family="im2col_gemm", time_ms=1.5, trials_run=13, failures={
-        "compile_failed": 2, "wrong_result": 1}, wall_s=4.0, phases_s={"start": 0.5, "wait": 3.5})
+        "compile_failed": 2, "wrong_result": 1}, gpu_queue_s=0.5, wall_s=4.0, phases_s={"start": 0.5, "wait": 3.5})
     merged = merge_outcomes([slow, fast])
     assert (merged.family, merged.time_ms, merged.trials_run, merged.trials_total) == ("im2col_gemm", 1.5, 20, 20)
     assert merged.failures == {"compile_failed": 3, "wrong_result": 1}
     assert (merged.compile_s, merged.gpu_s, merged.wall_s, merged.workers) == (6.0, 2.0, 5.0, 2)
+    assert (merged.compile_queue_s, merged.gpu_queue_s) == (4.0, 0.75)
     # every process's time by phase, added up (each worker spent it)
     assert merged.phases_s == {"start": 0.5, "ask": 1.0, "wait": 7.0, "record": 0.0, "finish": 0.5}
 

@@ -9,6 +9,7 @@ that a resumed study repeats no evaluated configuration.
 from __future__ import annotations
 
 import dataclasses
+import zlib
 
 import optuna
 import pytest
@@ -24,7 +25,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.study import EVALUATED, config_of, params_of, study_name, suggest
-from autoconv.search.tuner import SIGNIFICANT_IMPROVEMENT, Tuner
+from autoconv.search.tuner import LAUNCH_SLACK_MS, SIGNIFICANT_IMPROVEMENT, SLOW_CUTOFF, Tuner, cutoff_ms
 from tests.helpers import dead_pid
 
 #: Small, awkward problem; the two families with quick-to-enumerate spaces.
@@ -553,3 +554,95 @@ def test_a_problems_wall_time_is_accounted_by_phase(points):
     assert outcome.phases_s["wait"] >= 0.02 * (results - 1)
     assert outcome.phases_s["finish"] >= 0.02   # the re-verification's result
     assert sum(outcome.phases_s.values()) == pytest.approx(outcome.wall_s, abs=0.02)
+
+
+class _LastFirstBackend(FakeBackend):
+    """Results ready newest first (a backend whose earlier candidates compile slowest)."""
+
+    def __init__(self):
+        super().__init__()
+        self.redeemed: list[int] = []   # submission numbers, in the order the tuner redeemed them
+        self._submitted = 0
+
+    def submit(self, plan, *, seed=None, screening=False, cutoff_ms=None):
+        ticket = super().submit(plan, seed=seed, screening=screening, cutoff_ms=cutoff_ms)
+        ticket.number = self._submitted  # type: ignore[attr-defined]
+        self._submitted += 1
+        return ticket
+
+    def first_done(self, tickets):
+        return len(tickets) - 1
+
+    def result(self, ticket):
+        self.redeemed.append(ticket.number)
+        return super().result(ticket)
+
+
+def test_the_tuner_takes_results_in_the_order_the_backend_has_them(points):
+    """first_done, not submission order, decides which result the tuner waits for: each
+    candidate is told once, the study ends with no trial left running, the winner is the fastest."""
+    backend = _LastFirstBackend()
+    tuner = make_tuner(backend, Budget(trials=20), pipeline_depth=6)
+    outcome = tuner.tune_problem(PROBLEM, points)
+    assert outcome.trials_run == 20
+    assert sorted(backend.redeemed) == list(range(len(backend.redeemed)))  # (each once)
+    assert backend.redeemed[:2] != [0, 1] and backend.redeemed != sorted(backend.redeemed)
+    study = study_of(tuner)
+    assert not study.get_trials(states=(TrialState.RUNNING,))
+    timed = [t.value for t in study.trials if t.state == TrialState.COMPLETE]
+    assert outcome.time_ms == pytest.approx(min(timed))
+
+
+class _CutoffRecorder(FakeBackend):
+    """Records each submission's cut-off; a third of the configurations run 10x slower."""
+
+    def __init__(self):
+        super().__init__()
+        self.cutoffs: list[tuple[bool, float | None]] = []   # (screening, cutoff_ms) per submission
+        self.applied: list[float | None] = []  # the cut-off each ticket had when evaluated
+
+    def submit(self, plan, *, seed=None, screening=False, cutoff_ms=None):
+        self.cutoffs.append((screening, cutoff_ms))
+        return super().submit(plan, seed=seed, screening=screening, cutoff_ms=cutoff_ms)
+
+    def result(self, ticket):
+        self.applied.append(ticket.cutoff_ms)
+        return super().result(ticket)
+
+    @staticmethod
+    def synthetic_time_ms(plan):
+        slow = zlib.crc32(config_key(plan.family, plan.config).encode()) % 3 == 0
+        return FakeBackend.synthetic_time_ms(plan) * (10.0 if slow else 1.0)
+
+
+def test_candidates_far_slower_than_the_best_are_cut_short_and_never_win(points):
+    """Each screened candidate is submitted with the cut-off of the best known when it was asked
+    (none before the first result); the ones past it count as cut short; the winner's timing in
+    full has no cut-off."""
+    backend = _CutoffRecorder()
+    tuner = make_tuner(backend, Budget(trials=40), pipeline_depth=1)
+    outcome = tuner.tune_problem(PROBLEM, points)
+    screened = [cutoff for screening, cutoff in backend.cutoffs if screening]
+    assert screened[0] is None and all(cutoff is not None for cutoff in screened[1:])
+    assert backend.cutoffs[-1] == (False, None)  # (the winner's re-verification, timed in full)
+    times = [backend.synthetic_time_ms(plan) for plan in backend.evaluated[:-1]]
+    for index, cutoff in enumerate(screened[1:], start=1):  # (depth 1: the best of all before it)
+        assert cutoff == pytest.approx(SLOW_CUTOFF * min(times[:index]) + LAUNCH_SLACK_MS)
+    cut = sum(cutoff is not None and time > cutoff for time, cutoff in zip(times, screened))
+    assert outcome.cut_short == cut > 0, "no candidate was 3x slower than the best: the test proves nothing"
+    study = study_of(tuner)
+    marked = [t for t in study.trials if t.user_attrs.get("details", {}).get("cut_short")]
+    assert len(marked) == cut and all(t.value > outcome.time_ms * SLOW_CUTOFF for t in marked)
+
+
+def test_a_new_best_lowers_the_cut_off_of_candidates_waiting_for_the_gpu(points):
+    """A study's first candidates are submitted before any result: once one is timed, those
+    still waiting are cut off by it."""
+    backend = _CutoffRecorder()
+    tuner = make_tuner(backend, Budget(trials=12), pipeline_depth=6)
+    tuner.tune_problem(PROBLEM, points)
+    assert [cutoff for _, cutoff in backend.cutoffs[:6]] == [None] * 6
+    assert backend.applied[0] is None and all(cutoff is not None for cutoff in backend.applied[1:6])
+    times = [backend.synthetic_time_ms(plan) for plan in backend.evaluated]
+    for index in range(1, 6):  # (each redeemed with the best of those before it, the fake's order)
+        assert backend.applied[index] == pytest.approx(cutoff_ms(min(times[:index])))

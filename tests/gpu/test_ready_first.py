@@ -1,0 +1,102 @@
+"""The GPU backend's order of evaluation, on the CPU: a candidate runs once its cubin is ready,
+the earliest submitted of the ready ones first (autoconv.gpu.backend.ReadyFirst), and the
+compilers say when a job is ready and call back when it is (CompileJob.when_finished)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from autoconv.gpu import backend as backend_module
+from autoconv.gpu.backend import ReadyFirst
+from autoconv.gpu.compile_service import CompileService, RemoteCompiler
+from autoconv.gpu.compiler import CompileJob, CompilePool
+from tests.gpu.test_compile_service import stand_in_compile
+
+
+def test_the_first_ready_item_is_taken_whatever_was_submitted_before_it():
+    ready: set[str] = set()
+    items = ReadyFirst(lambda item: item in ready)
+    for name in ("slow", "fast", "faster"):
+        items.put(name)
+    ready |= {"faster", "fast"}
+    assert items.take() == "fast"    # (the earliest submitted of the ready ones)
+    assert items.take() == "faster"
+    ready.add("slow")
+    assert items.take() == "slow"
+
+
+def test_a_take_waits_until_an_item_is_made_ready_and_woken():
+    ready: set[str] = set()
+    items = ReadyFirst(lambda item: item in ready)
+    items.put("a")
+    taken: list[str | None] = []
+    taker = threading.Thread(target=lambda: taken.append(items.take()))
+    taker.start()
+    time.sleep(0.1)
+    assert not taken  # (nothing ready yet)
+    ready.add("a")
+    items.wake()
+    taker.join(timeout=0.5)  # (well before READY_POLL_S: woken, not found by polling)
+    assert taken == ["a"]
+
+
+def test_an_item_ready_without_notice_is_found_by_looking_again(monkeypatch):
+    monkeypatch.setattr(backend_module, "READY_POLL_S", 0.05)
+    deadline = time.monotonic() + 0.2
+    items = ReadyFirst(lambda item: time.monotonic() > deadline)  # (a hung compilation past its limit)
+    items.put("hung")
+    assert items.take() == "hung" and time.monotonic() < deadline + 0.5
+
+
+def test_once_closed_every_item_left_is_taken_in_order_then_none():
+    items = ReadyFirst(lambda item: False)
+    items.put("a")
+    items.put("b")
+    items.close()
+    assert [items.take(), items.take(), items.take()] == ["a", "b", None]
+
+
+def test_a_job_calls_back_when_finished_or_at_once_if_it_has():
+    job = CompileJob("source", "name")
+    calls: list[str] = []
+    job.when_finished(lambda: calls.append("early"))
+    assert calls == [] and not job.finished
+    job.mark_finished()
+    assert calls == ["early"] and job.finished
+    job.when_finished(lambda: calls.append("late"))
+    assert calls == ["early", "late"]
+
+
+@pytest.mark.parametrize("kind", ["pool", "service"])
+def test_compilers_say_when_a_job_is_ready_and_call_back(kind):
+    """Both compilers: a job is not ready while it compiles, is ready once its outcome has
+    arrived, and its callback ran by then."""
+    service = CompileService(processes=1, compile_function=stand_in_compile) if kind == "service" else None
+    compiler = (RemoteCompiler(service.connect(), "sm_90a") if service is not None
+                else CompilePool("sm_90a", workers=1, compile_function=stand_in_compile))
+    try:
+        job = compiler.submit("300", "k")
+        woken = threading.Event()
+        job.when_finished(woken.set)
+        assert not compiler.ready(job)
+        assert woken.wait(timeout=30)
+        assert compiler.ready(job) and compiler.result(job).ok
+    finally:
+        compiler.close()
+        if service is not None:
+            service.close()
+
+
+def test_the_pool_calls_a_job_past_its_limit_ready_so_that_its_result_fails_it():
+    pool = CompilePool("sm_90a", workers=1, timeout_s=0.5, compile_function=stand_in_compile)
+    try:
+        job = pool.submit("5000", "hung")
+        assert not pool.ready(job)
+        time.sleep(0.6)
+        assert pool.ready(job)
+        assert "did not finish within" in pool.result(job).log
+    finally:
+        pool.close()
