@@ -34,7 +34,7 @@ from autoconv.problems.config import BUDGET_RULES, argument_type, count_problem
 from autoconv.problems.problem import LAYOUTS, PRECISIONS
 from autoconv.search.dry_run import dry_run
 from autoconv.search.fleet import default_workers_per_gpu, parse_gpus, tune_on_gpus
-from autoconv.search.outcome import ProblemOutcome, phase_totals
+from autoconv.search.outcome import Milestones, ProblemOutcome, phase_totals
 from autoconv.search.session import TuneSession
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH
 
@@ -203,6 +203,8 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
         return _dry_run(session, per_family, stdout)
 
     started = time.monotonic()
+    milestones = Milestones(time.time())
+    milestones.mark("process")  # (the command's arguments read: the tune starts here)
     devices = [session.config.device]
     if gpus is not None:
         try:
@@ -212,7 +214,7 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
     if workers_per_gpu is None:
         workers_per_gpu = default_workers_per_gpu(len(devices), session.storage)
     if len(devices) > 1 or workers_per_gpu > 1:
-        return _tune_on_gpus(session, devices, started, stdout, workers_per_gpu)
+        return _tune_on_gpus(session, devices, started, milestones.started_at, stdout, workers_per_gpu)
     if gpus is not None:
         session = session.on_device(devices[0])
     config = session.config
@@ -222,6 +224,7 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
         raise BackendUnavailable(f"{err}. `autoconv tune` measures kernels on a CUDA GPU; "
                                  "`autoconv tune --dry-run` renders and compiles the candidates "
                                  "with nvcc instead") from None
+    milestones.mark("backend")
     with backend, session.open_cache() as winners:
         identity = backend.identity
         reporter = RichReporter()
@@ -229,20 +232,26 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
                       f"CUDA runtime {identity.cuda_runtime}, driver {identity.cuda_driver}); "
                       f"cache {shown(session.cache)}; storage {shown(session.storage)}")
         tuner = session.tuner(backend, cache=winners, reporter=reporter, workers=os.cpu_count() or 1)
+        milestones.mark("storage")
         outcomes = tuner.tune(config.problems)
+        tuner.mark_search(milestones)
+        milestones.mark("tuned")
+    milestones.mark("closed")
     wall_s = time.monotonic() - started
-    return _summarise(session, outcomes, wall_s, stdout, {"device": identity.gpu_name, "gpus": [config.device]})
+    return _summarise(session, outcomes, wall_s, stdout, {"device": identity.gpu_name, "gpus": [config.device],
+                                                          "milestones_s": milestones.in_order()})
 
 
-def _tune_on_gpus(session: TuneSession, devices: Sequence[int], started: float, stdout: Console,
-                  workers_per_gpu: int) -> int:
+def _tune_on_gpus(session: TuneSession, devices: Sequence[int], started: float, started_at: float,
+                  stdout: Console, workers_per_gpu: int) -> int:
     reporter = RichFleetReporter()
     reporter.note(f"cache {shown(session.cache)}; storage {shown(session.storage)}")
     outcomes, workers = tune_on_gpus(session.config, devices, families=session.families, budget=session.budget,
                                      storage=session.storage, cache=session.cache, retune=session.retune,
                                      reporter=reporter, pipeline_depth=session.pipeline_depth,
                                      ranked=session.ranked, prefilter=session.prefilter,
-                                     run_time_sizes=session.run_time_sizes, workers_per_gpu=workers_per_gpu)
+                                     run_time_sizes=session.run_time_sizes, workers_per_gpu=workers_per_gpu,
+                                     started_at=started_at)
     wall_s = time.monotonic() - started
     for worker in workers:
         if worker.status != "done":
@@ -251,7 +260,7 @@ def _tune_on_gpus(session: TuneSession, devices: Sequence[int], started: float, 
         "device": sorted({w.gpu for w in workers if w.gpu}), "gpus": list(devices),
         "workers_per_gpu": workers_per_gpu,
         "workers": [{"name": w.name, "gpu": w.device, "device": w.gpu, "status": w.status, "error": w.error,
-                     "problems_finished": len(w.finished)} for w in workers]})
+                     "problems_finished": len(w.finished), "milestones_s": w.milestones_s} for w in workers]})
 
 
 def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s: float, stdout: Console,

@@ -52,6 +52,7 @@ import multiprocessing.connection
 import os
 import pickle
 import threading
+import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -67,7 +68,7 @@ from autoconv.kernels.families import KernelPlan
 from autoconv.problems.config import Budget, load_config
 from autoconv.problems.models import NamedProblem
 from autoconv.processes import exit_with_parent
-from autoconv.search.outcome import ProblemOutcome, Reporter, merge_outcomes
+from autoconv.search.outcome import Milestones, ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.session import TuneSession
 from autoconv.search.storage import is_url, make_storage
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, DEFAULT_RANKED
@@ -182,6 +183,7 @@ class WorkerJob:
     ranked: int
     prefilter: bool
     run_time_sizes: bool
+    started_at: float       # when the run started (time.time()): its milestones count from there
 
 
 # ---- what a worker tells the parent ------------------------------------------------------
@@ -227,6 +229,7 @@ class WorkerNote(WorkerMessage):
 @dataclass(frozen=True)
 class WorkerDone(WorkerMessage):
     outcomes: list[ProblemOutcome]
+    milestones_s: dict[str, float] = field(default_factory=dict)  # (outcome.MILESTONES)
 
 
 @dataclass(frozen=True)
@@ -274,6 +277,8 @@ def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection)
     ``compile_connection`` (its pipe to the parent's :class:`CompileService`)."""
     exit_with_parent(parent_pid)
     events = WorkerChannel(connection)
+    milestones = Milestones(job.started_at)
+    milestones.mark("process")
     try:
         config = load_config(job.config_path)
         session = TuneSession(config, families=job.families, budget=job.budget, storage=job.storage,
@@ -290,13 +295,19 @@ def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection)
             storage = _load_storage(loader, session.storage, reporter)
             with make_backend(job.device, seed=config.seed, compiler=compiler) as backend, \
                     session.open_cache() as winners:
+                milestones.mark("backend")
                 identity = backend.identity
                 events.put(WorkerStarted(job.worker, f"{identity.gpu_name} "
                                                      f"(sm_{''.join(map(str, identity.compute_capability))})"))
+                opened = storage.result()
+                milestones.mark("storage")
                 tuner = session.tuner(backend, cache=winners, reporter=reporter, workers=job.compile_workers,
-                                      storage=storage.result())
+                                      storage=opened)
                 outcomes = tuner.tune(problems)
-        events.put(WorkerDone(job.worker, outcomes))
+                tuner.mark_search(milestones)
+                milestones.mark("tuned")
+        milestones.mark("closed")
+        events.put(WorkerDone(job.worker, outcomes, milestones.in_order()))
     except AutoconvError as err:
         events.put(WorkerFailed(job.worker, str(err)))
     except BaseException as err:  # noqa: BLE001 - reported to the parent, which goes on
@@ -334,6 +345,7 @@ class WorkerState:
     outcomes: list[ProblemOutcome] | None = None
     error: str = ""
     label: str = ""   # how the progress and the summary name it: "GPU 0", or "GPU 0 #2" when it shares the GPU
+    milestones_s: dict[str, float] = field(default_factory=dict)  # (outcome.MILESTONES), once done
 
     @property
     def name(self) -> str:
@@ -364,17 +376,20 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
                  cache: str, retune: bool = False, reporter: FleetReporter | None = None,
                  pipeline_depth: int = DEFAULT_PIPELINE_DEPTH, ranked: int = DEFAULT_RANKED,
                  prefilter: bool = False, workers_per_gpu: int = 1,
-                 run_time_sizes: bool = False) -> tuple[list[ProblemOutcome], list[WorkerState]]:
+                 run_time_sizes: bool = False,
+                 started_at: float | None = None) -> tuple[list[ProblemOutcome], list[WorkerState]]:
     """Tune ``config``'s problems with ``workers_per_gpu`` worker processes per device (see
     the module docstring). Workers sharing a GPU compile in parallel and take turns on it
     (:class:`autoconv.gpu.exclusive.GpuLock`): more than one per GPU keeps the host's cores
     compiling while each worker's own loop (sampling, the journal, a problem's start and end)
     would leave them idle. Returns the merged outcome per problem (:func:`merge_outcomes`) and
-    each worker's final state (``status`` done or failed, ``error``).
+    each worker's final state (``status`` done or failed, ``error``, ``milestones_s`` counted from
+    ``started_at``, a :func:`time.time`: now if not given).
 
     Raises:
         AutoconvError: every worker failed (their errors in the message).
     """
+    started_at = time.time() if started_at is None else started_at
     refuse_unshareable(storage)
     reporter = reporter or FleetReporter()
     if workers_per_gpu < 1:
@@ -399,7 +414,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
         job = WorkerJob(worker=number, device=worker.device, start=start, config_path=str(config.origin),
                         families=tuple(families), budget=budget, storage=storage, cache=str(cache),
                         retune=retune, compile_workers=compile_workers, pipeline_depth=pipeline_depth,
-                        ranked=ranked, prefilter=prefilter, run_time_sizes=run_time_sizes)
+                        ranked=ranked, prefilter=prefilter, run_time_sizes=run_time_sizes, started_at=started_at)
         receiving, sending = context.Pipe(duplex=False)
         compiling = compiler.connect()
         process = context.Process(target=worker_main, args=(job, sending, os.getpid(), compiling),
@@ -497,6 +512,7 @@ def _apply(message: WorkerMessage, workers: dict[int, WorkerState], finished_by:
         reporter.note(f"{worker.name}: {message.text}")
     elif isinstance(message, WorkerDone):
         worker.outcomes = message.outcomes
+        worker.milestones_s = message.milestones_s
         worker.problem = ""
     elif isinstance(message, WorkerFailed):
         worker.error = message.error

@@ -55,6 +55,33 @@ class PhaseClock:
         self._phase, self._since = phase, now
 
 
+#: A tuning process's moments (``tune.json``: ``milestones_s``, per worker with ``--gpus``), in
+#: the order they come: the process started (``process``), its GPU backend answered
+#: (``backend``), its study storage was read (``storage``), its first candidate was submitted
+#: (``first_submit``), its last result came (``last_result``), its problems were done (``tuned``),
+#: its backend's processes were closed (``closed``). What comes before the first submission and
+#: after the last result is paid by every tune, on any number of GPUs.
+MILESTONES = ("process", "backend", "storage", "first_submit", "last_result", "tuned", "closed")
+
+
+class Milestones:
+    """Seconds from a run's start (``started_at``, :func:`time.time`: the moments of several
+    processes compare) to each of :data:`MILESTONES` reached."""
+
+    def __init__(self, started_at: float):
+        self.started_at = started_at
+        self.seconds: dict[str, float] = {}
+
+    def mark(self, name: str, at: float | None = None) -> None:
+        """``name`` (one of :data:`MILESTONES`) reached now, or at ``at`` (a :func:`time.time`)."""
+        if name not in MILESTONES:
+            raise ValueError(f"unknown milestone {name!r}")
+        self.seconds[name] = round((time.time() if at is None else at) - self.started_at, 3)
+
+    def in_order(self) -> dict[str, float]:
+        return {name: self.seconds[name] for name in MILESTONES if name in self.seconds}
+
+
 def phase_totals(outcomes: Sequence[ProblemOutcome]) -> dict[str, float]:
     """The outcomes' seconds per phase (:data:`PHASES`), added up."""
     return {phase: sum(o.phases_s.get(phase, 0.0) for o in outcomes) for phase in PHASES}

@@ -106,7 +106,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
 from autoconv.processes import process_owner
 from autoconv.search.liveness import Liveness
-from autoconv.search.outcome import PhaseClock, ProblemOutcome, Reporter, merge_outcomes
+from autoconv.search.outcome import Milestones, PhaseClock, ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_ahead, enumerate_points
 from autoconv.search.prefilter import PreFilter
 from autoconv.search.ranker import Ranker, history_samples
@@ -240,6 +240,17 @@ class Tuner:
         self.run_time_sizes = run_time_sizes
         self.owner = process_owner()
         self.liveness = Liveness(self.storage, self.owner)
+        # When this tuner submitted its first candidate and received its last result
+        # (time.time(); None until then): the edges of its search (outcome.MILESTONES).
+        self.first_submit_at: float | None = None
+        self.last_result_at: float | None = None
+
+    def mark_search(self, milestones: Milestones) -> None:
+        """The edges of this tuner's search in ``milestones``, if it searched."""
+        if self.first_submit_at is not None:
+            milestones.mark("first_submit", self.first_submit_at)
+        if self.last_result_at is not None:
+            milestones.mark("last_result", self.last_result_at)
 
     # ---- all problems --------------------------------------------------------------
     def tune(self, problems: Sequence[NamedProblem]) -> list[ProblemOutcome]:
@@ -473,6 +484,8 @@ class Tuner:
                         break
                     trial, plan = candidate
                     self.liveness.evaluating(study, trial.number)
+                    if self.first_submit_at is None:
+                        self.first_submit_at = time.time()
                     in_flight.append((trial, plan, self.backend.submit(plan, screening=True,
                                                                        cutoff_ms=cutoff_ms(history.best_ms))))
                 if not in_flight:
@@ -483,6 +496,7 @@ class Tuner:
                 index = self.backend.first_done([ticket for _, _, ticket in in_flight])
                 trial, plan, ticket = in_flight[index]
                 result = self.backend.result(ticket)
+                self.last_result_at = time.time()
                 clock.enter("record")
                 del in_flight[index]  # only now: an interrupted wait leaves it to the cleanup below
                 self._tell(study, trial, plan, result)

@@ -164,6 +164,10 @@ def test_run_time_sizes_are_off_unless_asked_for(config, tmp_path, capsys, fake_
     assert list(summary["phases_s"]) == ["start", "ask", "wait", "record", "finish"]
     assert sum(summary["phases_s"].values()) == pytest.approx(
         sum(sum(problem["phases_s"].values()) for problem in summary["problems"]), abs=0.01)
+    # (and the process's moments: before the first candidate and after the last result)
+    moments = summary["milestones_s"]
+    assert list(moments) == ["process", "backend", "storage", "first_submit", "last_result", "tuned", "closed"]
+    assert list(moments.values()) == sorted(moments.values()) and moments["closed"] <= summary["wall_s"] + 0.1
     code, _, err = run_cli(capsys, "tune", config, "--retune", "--trials", "14", "--run-time-sizes")
     assert code == 0, err
     assert json.loads((tmp_path / "results" / "tune.json").read_text())["run_time_sizes"] is True

@@ -21,7 +21,7 @@ from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError
 from autoconv.problems.problem import parse_spec
 from autoconv.search.fleet import parse_gpus
-from autoconv.search.outcome import ProblemOutcome, merge_outcomes
+from autoconv.search.outcome import MILESTONES, Milestones, ProblemOutcome, merge_outcomes
 from autoconv.search.points import config_key
 from autoconv.search.study import EVALUATED, config_of
 from tests.helpers import TWO_PROBLEMS, repo_env, run_cli
@@ -53,6 +53,15 @@ def test_merged_outcome_is_the_fastest_winner_with_the_work_of_all():
     assert (merged.compile_queue_s, merged.gpu_queue_s) == (4.0, 0.75)
     # every process's time by phase, added up (each worker spent it)
     assert merged.phases_s == {"start": 0.5, "ask": 1.0, "wait": 7.0, "record": 0.0, "finish": 0.5}
+
+
+def test_milestones_count_from_the_runs_start_and_come_out_in_their_order():
+    milestones = Milestones(started_at=1000.0)
+    milestones.mark("tuned", at=1012.5)
+    milestones.mark("process", at=1000.25)
+    assert milestones.in_order() == {"process": 0.25, "tuned": 12.5}
+    with pytest.raises(ValueError, match="unknown milestone 'begun'"):
+        milestones.mark("begun")
 
 
 def test_passes_one_after_another_merge_into_the_last_winner_with_the_work_of_both():
@@ -239,6 +248,13 @@ def test_two_workers_share_one_gpu(tmp_path):
     assert summary["gpus"] == [0] and summary["workers_per_gpu"] == 2
     assert [(w["name"], w["gpu"], w["status"]) for w in summary["workers"]] == [("GPU 0 #1", 0, "done"),
                                                                                ("GPU 0 #2", 0, "done")]
+    # each worker's moments, from the command's start: all of them, in order, within the run
+    for worker in summary["workers"]:
+        moments = worker["milestones_s"]
+        assert list(moments) == list(MILESTONES), moments
+        assert moments["process"] <= moments["backend"] <= moments["first_submit"] < moments["last_result"]
+        assert moments["storage"] <= moments["first_submit"] and moments["last_result"] <= moments["tuned"]
+        assert 0 < moments["process"] and moments["tuned"] <= moments["closed"] <= summary["wall_s"] + 0.5
 
 
 def test_workers_per_gpu_must_be_positive(tmp_path, capsys):
