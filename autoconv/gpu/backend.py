@@ -248,6 +248,13 @@ class ReadyFirst(Generic[T]):
             self._closed = True
             self._changed.notify()
 
+    def close_and_drain(self) -> list[T]:
+        """Close, and take every item left at once."""
+        with self._changed:
+            self._closed = True
+            items, self._items = self._items, []
+            return items
+
     def take(self) -> T | None:
         """The first ready item, once one is (see :meth:`close`)."""
         with self._changed:
@@ -393,7 +400,15 @@ class CupyBackend(Backend):
 
     def _dispatch(self) -> None:
         while True:
-            ticket = self._pending.take()  # (once closed, each left: _run abandons it)
+            try:
+                ticket = self._pending.take()  # (once closed, each left: _run abandons it)
+            except BaseException as err:  # a bug in a compiler's ready(): every waiting caller hears of it
+                for left in self._pending.close_and_drain():
+                    left.error = err
+                    left.done.set()
+                with self._finished:
+                    self._finished.notify_all()
+                return
             if ticket is None:
                 return
             try:
@@ -425,9 +440,10 @@ class CupyBackend(Backend):
             return failed(ticket.plan, Status.ABANDONED, "not run: the backend was closed",
                           compile_s=compiled.seconds, compile_cpu_s=compiled.cpu_seconds)
         # Where the candidate waited (instruments tune.json): for a compiler process, from its
-        # submission (or an earlier prepare()'s) to its cubin less the compiling; then for this
-        # process's earlier candidates and the GPU, until the GPU took it.
-        ready = ticket.job.finished if ticket.job is not None and ticket.job.finished else ticket.submitted
+        # submission to its cubin less the compiling; then for this process's other candidates
+        # and the GPU, until the GPU took it.
+        finished = ticket.job.finished if ticket.job is not None else 0.0
+        ready = max(finished, ticket.submitted)  # (a prepared compilation may have finished before)
         compile_queue_s = max(0.0, ready - ticket.submitted - compiled.seconds)
         backlog_s = max(0.0, time.monotonic() - ready)
         result = self._worker.evaluate(ticket.plan, compiled.cubin, compiled.seconds, ticket.seed, ticket.screening,

@@ -204,6 +204,14 @@ class Compiler(Protocol):
     def close(self) -> None: ...
 
 
+def _finished(job: CompileJob, future: concurrent.futures.Future) -> None:
+    """A pool's future of ``job`` done: its outcome has arrived, unless the future was ended by
+    a restart of the pool (cancelled, or its process pool broken), which compiles it again."""
+    if future.cancelled() or isinstance(future.exception(), BrokenProcessPool):
+        return
+    job.mark_finished()
+
+
 #: The outcome of a job dropped before it was compiled (its owner went away).
 CANCELLED = CompileOutcome(False, b"", "error: cancelled before it was compiled (its tuning process ended)", 0.0,
                            interrupted=True)
@@ -258,7 +266,7 @@ class CompilePool:
     def _start(self, job: CompileJob) -> None:
         job.submitted = time.monotonic()
         job.future = self._ensure_executor().submit(self.compile_function, job.source, job.arch, job.name)
-        job.future.add_done_callback(lambda _: job.mark_finished())
+        job.future.add_done_callback(lambda future: _finished(job, future))
 
     def ready(self, job: CompileJob) -> bool:
         future = job.future
@@ -266,12 +274,13 @@ class CompilePool:
                 or time.monotonic() - job.submitted > self.timeout_s)
 
     def result(self, job: CompileJob) -> CompileOutcome:
-        """Wait for ``job``; its outcome (never raises for a rejected source)."""
+        """Wait for ``job``; its outcome (never raises for a rejected source). Its limit counts
+        from its submission (or its resubmission after a restart)."""
         while job.outcome is None:
             future = job.future
             assert future is not None  # (submit started it)
             try:
-                job.outcome = future.result(timeout=self.timeout_s)
+                job.outcome = future.result(timeout=max(0.0, job.submitted + self.timeout_s - time.monotonic()))
             except concurrent.futures.CancelledError:
                 job.outcome = CANCELLED
             except concurrent.futures.TimeoutError:

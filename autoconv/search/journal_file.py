@@ -9,9 +9,11 @@ attribute, its end), and every worker of a host writes to the one journal: on tw
 lock as before, but forces the file to the disk at most every :data:`SYNC_INTERVAL_S`.
 
 What that gives up: nothing when a process is killed (what it wrote is in the operating
-system's cache, which the next reader sees); after a crash of the host, at most the last
-second's records, which the next run evaluates again; and a problem's study is forced to the
-disk when its tuning ends (:meth:`GroupCommitJournal.sync`). The length recorded in the lock file
+system's cache, which the next reader sees). After a crash of the host, the records a process
+appended since its last fsync, which the next run evaluates again: a second's while it keeps
+writing; those of a process that stopped writing are as durable as the kernel's own writeback
+makes them. A problem's study is forced to the disk when its search ends, however it ends
+(:meth:`GroupCommitJournal.sync`). The length recorded in the lock file
 (:class:`autoconv.search.storage.JournalFlock`, read by
 :func:`autoconv.search.storage.check_journal`) is written only by an append that forced the
 file to the disk, so a journal that lost its unforced tail in a crash is never taken for

@@ -48,9 +48,11 @@ For each problem (:class:`Tuner.tune`):
    family's default config and its seeds (the search space's list of configs measured best
    elsewhere), each as its nearest valid point, are enqueued first (warm start).
 4. **Pipelined evaluation.** Up to ``pipeline_depth`` candidates are asked ahead and
-   submitted to the backend, which compiles them in parallel while the GPU evaluates
-   the oldest (TPE's constant liar treats the pending ones as bad, so the batch stays
-   diverse). With ``run_time_sizes`` (``autoconv tune --run-time-sizes``) a family with a build
+   submitted to the backend, which compiles them in parallel while the GPU evaluates the
+   earliest submitted of those compiled; the tuner takes each result as it is ready (TPE's
+   constant liar treats the pending ones as bad, so the batch stays diverse). A candidate
+   over :data:`SLOW_CUTOFF` times the best is timed once, not in full (``cut_short``). With
+   ``run_time_sizes`` (``autoconv tune --run-time-sizes``) a family with a build
    whose sizes come at run time (implicit_gemm_wgmma) is searched with it: a configuration tried
    on several problems compiles once (the backend
    keeps compiled sources; the compile service shares them between workers), for kernels
@@ -160,9 +162,10 @@ SIGNIFICANT_IMPROVEMENT = 0.02
 #: Bests whose variations are evaluated (:meth:`Tuner._polish`) between two
 #: significant improvements.
 POLISH_ROUNDS = 2
-#: A candidate whose one call, timed alone after its verification, takes longer than this many
-#: times the study's best (plus :data:`LAUNCH_SLACK_MS` for the launch a lone call is timed
-#: with) keeps that time and is not timed in full (``cut_short``). 80% of a ResNet-50 tune's GPU
+#: A candidate whose one call, timed alone after its verification (twice, if the first is over),
+#: takes longer than this many times the study's best (plus :data:`LAUNCH_SLACK_MS` per launch of
+#: its plan, for the host's launches inside a lone call's timing) keeps that time and is not
+#: timed in full (``cut_short``). 80% of a ResNet-50 tune's GPU
 #: time went to candidates over twice their layer's best (two H200s, nineteenth session,
 #: results/h200x2/tune_latency), up to 0.7 s each; none of them can win, and one call ranks
 #: them well enough.
@@ -170,17 +173,17 @@ SLOW_CUTOFF = 3.0
 LAUNCH_SLACK_MS = 0.02
 
 
-def cutoff_ms(best_ms: float | None) -> float | None:
-    """The cut-off of a candidate screened while ``best_ms`` is the study's best (None: no
-    best yet, no cut-off)."""
-    return None if best_ms is None else SLOW_CUTOFF * best_ms + LAUNCH_SLACK_MS
+def cutoff_ms(best_ms: float | None, launches: int = 1) -> float | None:
+    """The cut-off of a candidate of ``launches`` kernel launches screened while ``best_ms`` is the
+    study's best (None: no best yet, no cut-off)."""
+    return None if best_ms is None else SLOW_CUTOFF * best_ms + LAUNCH_SLACK_MS * launches
 
 
 def lower_cutoffs(in_flight, best_ms: float) -> None:
     """A new best: the candidates submitted before it and not yet on the GPU are cut off by it
     (a study's first candidates are all submitted before any best is known)."""
-    new = cast(float, cutoff_ms(best_ms))
-    for _, _, ticket in in_flight:
+    for _, plan, ticket in in_flight:
+        new = cast(float, cutoff_ms(best_ms, len(plan.launches)))
         if ticket.screening and (ticket.cutoff_ms is None or new < ticket.cutoff_ms):
             ticket.cutoff_ms = new
 
@@ -487,7 +490,8 @@ class Tuner:
                     if self.first_submit_at is None:
                         self.first_submit_at = time.time()
                     in_flight.append((trial, plan, self.backend.submit(plan, screening=True,
-                                                                       cutoff_ms=cutoff_ms(history.best_ms))))
+                                                                       cutoff_ms=cutoff_ms(history.best_ms,
+                                                                                           len(plan.launches)))))
                 if not in_flight:
                     outcome.stop_reason = stop or "done"
                     break
@@ -525,6 +529,7 @@ class Tuner:
                 refuse(study, trial, Status.ABANDONED, "the tuning run ended before this candidate was evaluated")
                 retry_trial(study, trial, Status.ABANDONED.value)
                 self.liveness.done(study, trial.number)
+            sync_storage(self.storage)  # (the study's trials on the disk, however the search ended)
 
         outcome.trials_total = SearchHistory.of(study).evaluated
         clock.enter("finish")

@@ -90,13 +90,43 @@ def test_compilers_say_when_a_job_is_ready_and_call_back(kind):
             service.close()
 
 
-def test_the_pool_calls_a_job_past_its_limit_ready_so_that_its_result_fails_it():
+def test_the_pool_calls_a_job_past_its_limit_ready_and_its_result_fails_it_at_once():
+    """The limit counts from the submission: a dispatcher that takes the job once it is past
+    its limit is not held up for another one."""
     pool = CompilePool("sm_90a", workers=1, timeout_s=0.5, compile_function=stand_in_compile)
     try:
         job = pool.submit("5000", "hung")
         assert not pool.ready(job)
         time.sleep(0.6)
         assert pool.ready(job)
+        asked = time.monotonic()
         assert "did not finish within" in pool.result(job).log
+        assert time.monotonic() - asked < 0.3
     finally:
         pool.close()
+
+
+@pytest.mark.slow
+def test_a_job_compiled_again_after_a_restart_calls_back_when_that_compilation_ends():
+    """A restart of the pool (here: another job past its limit) ends the old compilation of each
+    job without an outcome, and compiles it again; the job's callback waits for the new one.
+    (The limit leaves the restarted pool's process time to start: it counts in the limit.)"""
+    pool = CompilePool("sm_90a", workers=1, timeout_s=2.0, compile_function=stand_in_compile)
+    try:
+        hung, waiting = pool.submit("8000", "hung"), pool.submit("300", "waiting")
+        called: list[float] = []
+        waiting.when_finished(lambda: called.append(time.monotonic()))
+        pool.result(hung)  # (past its limit: the pool restarts, and compiles `waiting` again)
+        restarted = time.monotonic()
+        assert pool.result(waiting).ok
+        assert len(called) == 1 and called[0] >= restarted + 0.25
+    finally:
+        pool.close()
+
+
+def test_closing_and_draining_takes_every_item_at_once():
+    items = ReadyFirst(lambda item: False)
+    items.put("a")
+    items.put("b")
+    assert items.close_and_drain() == ["a", "b"]
+    assert items.take() is None

@@ -625,9 +625,11 @@ def test_candidates_far_slower_than_the_best_are_cut_short_and_never_win(points)
     screened = [cutoff for screening, cutoff in backend.cutoffs if screening]
     assert screened[0] is None and all(cutoff is not None for cutoff in screened[1:])
     assert backend.cutoffs[-1] == (False, None)  # (the winner's re-verification, timed in full)
-    times = [backend.synthetic_time_ms(plan) for plan in backend.evaluated[:-1]]
+    plans = backend.evaluated[:-1]
+    times = [backend.synthetic_time_ms(plan) for plan in plans]
+    assert {len(plan.launches) for plan in plans} == {1, 2}  # (im2col_gemm's two: a slack per launch)
     for index, cutoff in enumerate(screened[1:], start=1):  # (depth 1: the best of all before it)
-        assert cutoff == pytest.approx(SLOW_CUTOFF * min(times[:index]) + LAUNCH_SLACK_MS)
+        assert cutoff == pytest.approx(SLOW_CUTOFF * min(times[:index]) + LAUNCH_SLACK_MS * len(plans[index].launches))
     cut = sum(cutoff is not None and time > cutoff for time, cutoff in zip(times, screened))
     assert outcome.cut_short == cut > 0, "no candidate was 3x slower than the best: the test proves nothing"
     study = study_of(tuner)
@@ -643,6 +645,7 @@ def test_a_new_best_lowers_the_cut_off_of_candidates_waiting_for_the_gpu(points)
     tuner.tune_problem(PROBLEM, points)
     assert [cutoff for _, cutoff in backend.cutoffs[:6]] == [None] * 6
     assert backend.applied[0] is None and all(cutoff is not None for cutoff in backend.applied[1:6])
-    times = [backend.synthetic_time_ms(plan) for plan in backend.evaluated]
+    plans = backend.evaluated
+    times = [backend.synthetic_time_ms(plan) for plan in plans]
     for index in range(1, 6):  # (each redeemed with the best of those before it, the fake's order)
-        assert backend.applied[index] == pytest.approx(cutoff_ms(min(times[:index])))
+        assert backend.applied[index] == pytest.approx(cutoff_ms(min(times[:index]), len(plans[index].launches)))
