@@ -18,12 +18,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from autoconv.emulator.check import sample_configs
 from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
 from autoconv.kernels.tensor_maps import Im2colMap, TiledMap, check_map
 from autoconv.problems.problem import parse_spec
 from tests.emulator.family_checks import emulated_failures, gpu_failures
-from tests.emulator.test_families_emulated import PROBLEMS, _describe
+from tests.emulator.test_families_emulated import CONFIGS_PER_PROBLEM, PROBLEMS, _describe
 from tests.emulator.test_wgmma_f16_family import problem_16bit
 
 FAMILY = get_family("implicit_gemm_wgmma_tma")
@@ -45,11 +46,20 @@ TF32_PROBLEMS = (
     "N=2,C=3,H=13,W=17,K=24,R=3,S=5,stride=2x3,pad=2:1:3:1,dilation=1x2,bias=1,layout=NHWC,precision=tf32",
     "N=1,C=3,H=20,W=22,K=16,R=7,S=7,stride=2,pad=3,layout=NHWC,precision=tf32",
 )
-SHAPES = list(PROBLEMS) + list(VECTOR_STORE_PROBLEMS) + list(TF32_PROBLEMS)
+#: Filter counts wide enough for every tile width (BN up to 256 needs GEMM_N >= 128), each with a
+#: tail of columns past the last whole tile: 16-bit with 16-byte stores and bias, tf32 with
+#: one-value stores.
+WIDE_PROBLEMS = (
+    "N=1,C=16,H=5,W=6,K=200,R=3,S=3,pad=1,bias=1,layout=NHWC,precision=bf16",
+    "N=1,C=8,H=5,W=5,K=197,R=1,S=3,pad=0:0:1:1,layout=NHWC,precision=tf32",
+)
+SHAPES = list(PROBLEMS) + list(VECTOR_STORE_PROBLEMS) + list(TF32_PROBLEMS) + list(WIDE_PROBLEMS)
 
 
 def problem_of(shape: str, seed: int):
-    return parse_spec(shape) if shape in VECTOR_STORE_PROBLEMS + TF32_PROBLEMS else problem_16bit(shape, seed)
+    if shape in VECTOR_STORE_PROBLEMS + TF32_PROBLEMS + WIDE_PROBLEMS:
+        return parse_spec(shape)
+    return problem_16bit(shape, seed)
 
 
 def test_the_shapes_take_every_branch_the_problem_decides(seed):
@@ -61,6 +71,11 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
             taken.setdefault(name, set()).add(values[name])
         taken.setdefault("STORE_VEC > 1", set()).add(int(values["STORE_VEC"] > 1))
     assert all(values == {0, 1} for values in taken.values()), taken
+    # every tile width (each its own wgmma asm statement) in some shape's sampled configurations
+    widths = {config["BN"] for shape in SHAPES
+              for config in sample_configs(FAMILY, problem_of(shape, seed), CONFIGS_PER_PROBLEM,
+                                           np.random.default_rng(seed))}
+    assert widths == set(FAMILY.space.params["BN"]), widths
 
 
 def test_the_maps_describe_the_convolution():
