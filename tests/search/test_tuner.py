@@ -453,6 +453,38 @@ def test_a_new_study_starts_with_the_winners_of_the_nearest_tuned_problems(tmp_p
     assert trial.user_attrs["origin"].startswith(f"winner of {tuned[0].problem.spec()} (distance ")
 
 
+def test_a_neighbours_winner_cached_during_a_study_is_tried_before_it_stops(tmp_path, points):
+    """A study begun before its neighbour's winner was cached (another worker of the run tuned
+    it meanwhile) tries that winner before its patience ends it, as its warm start would have."""
+    from autoconv.cache.neighbours import Neighbour
+
+    near = NamedProblem("near", parse_spec("N=2,C=13,H=29,W=29,K=17,R=3,S=3,stride=2x1,pad=1"))
+    backend = FakeBackend()
+    with WinnerCache(tmp_path / "cache.sqlite") as cache:
+        Tuner(backend, storage=storage(), families=FAMILIES, budget=Budget(trials=4), seed=3,
+              cache=cache).tune([near])
+        entry = next(e for e in cache.entries() if e.key.problem_key == near.problem.key())
+        # its winner, as far as this test is concerned: a valid point of PROBLEM no search would
+        # come to in a few trials (the last of thousands in the listing's order)
+        config = points.points["direct"][-1]
+        entry = dataclasses.replace(entry, family="direct", config=config)
+        tuner = make_tuner(backend, Budget(trials=200, patience=4), cache=cache)
+        cached: list[Neighbour] = []  # (empty when the study begins)
+        tuner._neighbours = lambda problem: list(cached)  # type: ignore[method-assign]
+        original_polish = tuner._polish
+
+        def cache_it_once_the_study_runs(*args, **kwargs):
+            cached[:] = [Neighbour(near.problem, entry, 0.5)]
+            return original_polish(*args, **kwargs)
+
+        tuner._polish = cache_it_once_the_study_runs  # type: ignore[method-assign]
+        outcome = tuner.tune_problem(PROBLEM, points)
+    late = [t for t in study_of(tuner).trials if "cached since the study began" in t.user_attrs.get("origin", "")]
+    assert len(late) == 1 and late[0].user_attrs["origin"].startswith(f"winner of {near.problem.spec()}")
+    assert config_of(late[0].params, "direct") == config and late[0].user_attrs.get("status") in EVALUATED
+    assert outcome.stop_reason.startswith("no improvement")
+
+
 # ---- the ranking build with sizes at run time ----------------------------------------------------
 
 #: A problem implicit_gemm_wgmma serves (C a multiple of its K tiles), for the tests of its ranking build.
