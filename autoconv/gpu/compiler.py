@@ -282,8 +282,15 @@ class CompilePool:
             try:
                 job.outcome = future.result(timeout=max(0.0, job.submitted + self.timeout_s - time.monotonic()))
             except concurrent.futures.CancelledError:
-                job.outcome = CANCELLED
+                with self._lock:  # (a restart holds it until every job it cancelled is resubmitted)
+                    restarted = job.future is not future
+                if not restarted:  # cancelled for good (cancel(), or the pool closing)
+                    job.outcome = CANCELLED
             except concurrent.futures.TimeoutError:
+                with self._lock:
+                    restarted = job.future is not future
+                if restarted:  # (another job's restart compiles this one again, with a new limit)
+                    continue
                 job.outcome = CompileOutcome(False, b"", f"error: NVRTC did not finish within "
                                              f"{self.timeout_s:g} s", self.timeout_s)
                 self._restart()

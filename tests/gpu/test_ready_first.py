@@ -130,3 +130,27 @@ def test_closing_and_draining_takes_every_item_at_once():
     items.put("b")
     assert items.close_and_drain() == ["a", "b"]
     assert items.take() is None
+
+
+@pytest.mark.slow
+def test_a_result_awaited_across_a_restart_is_the_new_compilations():
+    """Threads waiting for jobs whose compilations a restart of the pool ended (another job past
+    its limit) wait for their new compilations, instead of reporting them cancelled or failed.
+    (The restart ends a queued job's future as cancelled or as broken, whichever the executor
+    gets to first: before the fix this failed in about a third of the runs, not all.)"""
+    pool = CompilePool("sm_90a", workers=1, timeout_s=2.0, compile_function=stand_in_compile)
+    try:
+        hung = pool.submit("8000", "hung")
+        time.sleep(1.0)  # (their limits end after the hung job's)
+        waiting = [pool.submit("100", f"waiting{k}") for k in range(8)]  # (queued behind it)
+        outcomes: dict[int, object] = {}
+        threads = [threading.Thread(target=lambda k=k: outcomes.__setitem__(k, pool.result(waiting[k])))
+                   for k in range(8)]
+        for thread in threads:
+            thread.start()
+        assert "did not finish within" in pool.result(hung).log  # (the restart)
+        for thread in threads:
+            thread.join(timeout=30)
+        assert all(outcomes[k].ok for k in range(8)), outcomes
+    finally:
+        pool.close()
