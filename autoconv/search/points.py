@@ -16,7 +16,8 @@ import json
 import multiprocessing
 import os
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import cast
 
 import numpy
 
@@ -63,24 +64,30 @@ def enumerate_all(problems: Sequence[ConvProblem], families: Sequence[str], devi
     """:func:`enumerate_points` for several problems, one (problem, family) per job in
     ``workers`` processes (a large space takes seconds to enumerate). ``workspace_limit``
     is one limit for all problems, or one per problem."""
-    return list(enumerate_ahead(problems, families, device, workspace_limit, workers, ahead=len(problems)))
+    return [cast(dict, points)  # (nothing skipped)
+            for points in enumerate_ahead(problems, families, device, workspace_limit, workers, ahead=len(problems))]
 
 
 def enumerate_ahead(problems: Sequence[ConvProblem], families: Sequence[str], device: DeviceLimits,
-                    workspace_limit: int | Sequence[int], workers: int = 1,
-                    ahead: int = 2) -> Iterator[dict[str, list[dict]]]:
+                    workspace_limit: int | Sequence[int], workers: int = 1, ahead: int = 2,
+                    skip: Callable[[int], bool] | None = None) -> Iterator[dict[str, list[dict]] | None]:
     """:func:`enumerate_points` of each of ``problems`` in turn, as soon as it is done, while the
     next ``ahead`` problems are enumerated in the background (one (problem, family) per job in
     ``workers`` processes). The tuner takes a problem's points when it comes to it: tuning starts
     after the first problem's enumeration instead of everyone's, and a tuning worker of a fleet
     does not enumerate far ahead the problems other workers will have finished by then.
-    ``workspace_limit`` is one limit for all problems, or one per problem."""
+    ``workspace_limit`` is one limit for all problems, or one per problem. ``skip(index)``, asked
+    when a problem's turn comes, says it is no longer wanted (another worker has finished it):
+    None is yielded for it at once, and its enumeration is dropped instead of waited for."""
     limits = [workspace_limit] * len(problems) if isinstance(workspace_limit, int) else list(workspace_limit)
     if len(limits) != len(problems):
         raise ValueError(f"{len(limits)} workspace limits for {len(problems)} problems")
     jobs = [[(problem, family, device, limit) for family in families] for problem, limit in zip(problems, limits)]
     if workers <= 1 or sum(map(len, jobs)) <= 1:
-        for problem_jobs in jobs:
+        for index, problem_jobs in enumerate(jobs):
+            if skip is not None and skip(index):
+                yield None
+                continue
             yield {family: _enumerate_job(job) for family, job in zip(families, problem_jobs)}
         return
     with concurrent.futures.ProcessPoolExecutor(
@@ -95,6 +102,11 @@ def enumerate_ahead(problems: Sequence[ConvProblem], families: Sequence[str], de
         try:
             for index in range(len(jobs)):
                 submit_through(index + ahead)
+                if skip is not None and skip(index):
+                    for future in submitted[index]:
+                        future.cancel()
+                    yield None
+                    continue
                 yield {family: future.result() for family, future in zip(families, submitted[index])}
         finally:  # the caller stopped early (an error, an interrupt): drop what was not started
             for futures in submitted:

@@ -282,14 +282,23 @@ class Tuner:
         if to_tune:
             self.reporter.note(f"enumerating the valid configurations of {len(to_tune)} problem(s), "
                                f"{ENUMERATED_AHEAD} ahead of the one tuned")
-            all_points = enumerate_ahead([item.problem for _, item in to_tune], self.families, self.backend.device,
-                                         [limit for _, _, limit in fitting], self.workers, ahead=ENUMERATED_AHEAD)
-            tuned = []
-            for (index, item), points in zip(to_tune, all_points):
-                cached = self._cached(item, quiet=True)  # another process may have finished it since
+            finished_since: dict[int, ProblemOutcome] = {}
+
+            def finished_by_another(position: int) -> bool:
+                """(another process may have finished it since: then its points are not waited for)"""
+                cached = self._cached(to_tune[position][1], quiet=True)
                 if cached is not None:
-                    outcomes[index] = cached
-                    self.reporter.problem_finished(cached)
+                    finished_since[position] = cached
+                return cached is not None
+
+            all_points = enumerate_ahead([item.problem for _, item in to_tune], self.families, self.backend.device,
+                                         [limit for _, _, limit in fitting], self.workers, ahead=ENUMERATED_AHEAD,
+                                         skip=finished_by_another)
+            tuned = []
+            for position, ((index, item), points) in enumerate(zip(to_tune, all_points)):
+                if points is None:
+                    outcomes[index] = finished_since[position]
+                    self.reporter.problem_finished(outcomes[index])
                     continue
                 try:
                     valid = ValidPoints(points)

@@ -122,6 +122,66 @@ def test_enumerate_ahead_gives_each_problem_in_turn_and_stops_cleanly(workers):
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_enumerate_ahead_skips_a_problem_finished_elsewhere_without_waiting_for_it(workers):
+    """A problem that ``skip`` says another worker has finished yields None when its turn comes,
+    and is asked about only then (its enumeration, already submitted, is dropped)."""
+    problems = [PROBLEM, parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1"), parse_spec("N=2,C=3,H=7,W=5,K=4,R=2,S=3")]
+    asked: list[int] = []
+
+    def skip(index: int) -> bool:
+        asked.append(index)
+        return index == 1
+
+    stream = enumerate_ahead(problems, FAMILIES, H100, 1 << 30, workers, ahead=2, skip=skip)
+    assert next(stream) == enumerate_points(problems[0], FAMILIES, H100, 1 << 30) and asked == [0]
+    assert next(stream) is None and asked == [0, 1]
+    assert next(stream) == enumerate_points(problems[2], FAMILIES, H100, 1 << 30)
+
+
+def test_a_tuner_does_not_enumerate_a_problem_another_worker_finished_meanwhile(points, monkeypatch):
+    """Its turn come, a problem whose winner another process has cached since this one started is
+    reported from the cache; its valid points are not waited for."""
+    import optuna
+
+    from autoconv.backends.fake import FakeBackend
+    from autoconv.problems.config import Budget
+    from autoconv.problems.models import NamedProblem
+    from autoconv.search.outcome import ProblemOutcome
+    from autoconv.search.tuner import Tuner
+
+    first, second = NamedProblem("first", PROBLEM), NamedProblem("second", parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1"))
+    tuner = Tuner(FakeBackend(), storage=optuna.storages.InMemoryStorage(), families=FAMILIES,
+                  budget=Budget(trials=4), seed=1)
+    tuned: list[str] = []
+    finished_elsewhere = ProblemOutcome(name="second", problem=second.problem, source="cache", time_ms=1.0)
+
+    def cached(item, quiet=False):  # (nothing cached when the run starts; `second` once `first` is tuned)
+        return finished_elsewhere if item is second and tuned else None
+
+    original = tuner.tune_problem
+
+    def tune_problem(item, valid=None):
+        tuned.append(item.name)
+        return original(item, valid)
+
+    import autoconv.search.tuner as tuner_module
+
+    yielded: list[object] = []
+
+    def recorded(*args, **kwargs):
+        for points in enumerate_ahead(*args, **kwargs):
+            yielded.append(points)
+            yield points
+
+    monkeypatch.setattr(tuner, "_cached", cached)
+    monkeypatch.setattr(tuner, "tune_problem", tune_problem)
+    monkeypatch.setattr(tuner_module, "enumerate_ahead", recorded)
+    outcomes = tuner.tune([first, second])
+    assert tuned == ["first"] and outcomes[1] is finished_elsewhere
+    assert isinstance(yielded[0], dict) and yielded[1] is None  # (skipped, not enumerated)
+
+
 def test_sample_valid_starts_with_the_default_and_repeats_nothing(points):
     sampled = sample_valid("direct", PROBLEM, H100, 1 << 30, count=5, seed=3)
     assert sampled[0] == get_family("direct").space.default_config(PROBLEM, H100, 1 << 30)
