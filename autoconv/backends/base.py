@@ -143,9 +143,15 @@ class Ticket:
     def __init__(self, plan: KernelPlan, screening: bool = False, cutoff_ms: float | None = None):
         self.plan = plan
         self.screening = screening  # timed with the search's shorter effort (see Backend)
-        # (see Backend; lowered while the ticket waits when the search's best improves: the
-        # backend reads it when the candidate reaches the GPU)
-        self.cutoff_ms = cutoff_ms
+        # (see Backend: a screened candidate's only; the backend reads it when the candidate
+        # reaches the GPU, so it may be lowered meanwhile)
+        self.cutoff_ms = cutoff_ms if screening else None
+
+    def lower_cutoff(self, cutoff_ms: float) -> None:
+        """The search's best improved while this candidate waits: cut it off at ``cutoff_ms``, if
+        lower (a screened candidate's only)."""
+        if self.screening and (self.cutoff_ms is None or cutoff_ms < self.cutoff_ms):
+            self.cutoff_ms = cutoff_ms
 
 
 class Backend(ABC):

@@ -72,7 +72,7 @@ class FakeBackend(Backend):
 
     def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False,
                cutoff_ms: float | None = None) -> Ticket:
-        return Ticket(plan, screening, cutoff_ms if screening else None)
+        return Ticket(plan, screening, cutoff_ms)
 
     def result(self, ticket: Ticket) -> TrialResult:
         plan = ticket.plan

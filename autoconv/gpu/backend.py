@@ -270,7 +270,7 @@ class ReadyFirst(Generic[T]):
 class CupyTicket(Ticket):
     def __init__(self, plan: KernelPlan, job: CompileJob | None, seed: int, compiled: CompileOutcome | None = None,
                  screening: bool = False, cutoff_ms: float | None = None):
-        super().__init__(plan, screening, cutoff_ms if screening else None)
+        super().__init__(plan, screening, cutoff_ms)
         self.job = job            # the compilation under way, or None when ``compiled`` came from the cache
         self.compiled = compiled
         self.seed = seed

@@ -270,7 +270,7 @@ class WorkerSession:
         with self.gpu_lock:
             if on_start is not None:
                 on_start()
-            return self._evaluate(plan, cubin, compile_s, screening, cutoff_ms if screening else None)
+            return self._evaluate(plan, cubin, compile_s, screening, cutoff_ms)
 
     def _evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool,
                   cutoff_ms: float | None) -> tuple[TrialResult, bool]:

@@ -181,13 +181,24 @@ def cutoff_ms(best_ms: float | None, launches: int = 1) -> float | None:
     return None if best_ms is None else SLOW_CUTOFF * best_ms + LAUNCH_SLACK_MS * launches
 
 
+def enqueue_new(study, starts: Sequence[tuple[str, Mapping[str, object], str]], known: set[str]) -> set[str]:
+    """Queue each (family, config, origin) of ``starts`` whose config key is not in ``known``
+    (evaluated, queued or in flight), once; the keys queued (added to ``known``)."""
+    queued = set()
+    for family, config, origin in starts:
+        key = config_key(family, config)
+        if key not in known:
+            known.add(key)
+            enqueue(study, family, config, origin)
+            queued.add(key)
+    return queued
+
+
 def lower_cutoffs(in_flight, best_ms: float) -> None:
     """A new best: the candidates submitted before it and not yet on the GPU are cut off by it
     (a study's first candidates are all submitted before any best is known)."""
     for _, plan, ticket in in_flight:
-        new = cast(float, cutoff_ms(best_ms, len(plan.launches)))
-        if ticket.screening and (ticket.cutoff_ms is None or new < ticket.cutoff_ms):
-            ticket.cutoff_ms = new
+        ticket.lower_cutoff(cast(float, cutoff_ms(best_ms, len(plan.launches))))
 
 
 class Tuner:
@@ -595,13 +606,8 @@ class Tuner:
         best = fastest[0]
         polished[best.key] = mark
         known = set(history.results) | history.waiting | history.running | flying
-        queued = set()
-        for config in points.variations(best.family, best.config):
-            key = config_key(best.family, config)
-            if key not in known:
-                enqueue(study, best.family, config, f"a variation of the best (trial {best.number})")
-                queued.add(key)
-        return queued
+        return enqueue_new(study, [(best.family, config, f"a variation of the best (trial {best.number})")
+                                   for config in points.variations(best.family, best.config)], known)
 
     def _transfer_late(self, study, problem: ConvProblem, points: ValidPoints, history: SearchHistory,
                        flying: set[str]) -> set[str]:
@@ -612,19 +618,7 @@ class Tuner:
         layer so begun ended 12% slower in three runs of four, lacking the split-K configuration
         its neighbour's winner had (results/h200x2/tune_latency)."""
         known = set(history.results) | history.waiting | history.running | flying
-        queued = set()
-        for neighbour in self._neighbours(problem):
-            if neighbour.entry.family not in points.families:
-                continue
-            config = points.nearest(neighbour.entry.family, neighbour.entry.config)
-            key = config_key(neighbour.entry.family, config)
-            if key not in known:
-                known.add(key)
-                enqueue(study, neighbour.entry.family, config,
-                        f"winner of {neighbour.problem.spec()} (distance {neighbour.distance:.2f}), cached since "
-                        "the study began")
-                queued.add(key)
-        return queued
+        return enqueue_new(study, self._neighbour_starts(problem, points, ", cached since the study began"), known)
 
     def _history_model(self, problem: ConvProblem) -> Ranker:
         """The model of this storage's tuning history on this GPU, for ``problem``'s precision."""
@@ -637,9 +631,7 @@ class Tuner:
         evaluated or queued already."""
         history = SearchHistory.of(study)
         known = set(history.results) | history.waiting | history.running
-        starts = [(n.entry.family, points.nearest(n.entry.family, n.entry.config),
-                   f"winner of {n.problem.spec()} (distance {n.distance:.2f})")
-                  for n in self._neighbours(problem) if n.entry.family in points.families]
+        starts = self._neighbour_starts(problem, points)
         for family in points.families:
             starts.append((family, points.default(family), "family default"))
             starts += [(family, points.nearest(family, seed), "family seed")
@@ -648,11 +640,15 @@ class Tuner:
             best = ranker.best(problem, points.points, self.ranked)
             starts += [(family, config, f"ranked {place} by the tuning history's model ({ms:.4g} ms predicted)")
                        for place, (family, config, ms) in enumerate(best, 1)]
-        for family, config, origin in starts:
-            key = config_key(family, config)
-            if key not in known:
-                known.add(key)
-                enqueue(study, family, config, origin)
+        enqueue_new(study, starts, known)
+
+    def _neighbour_starts(self, problem: ConvProblem, points: ValidPoints,
+                          note: str = "") -> list[tuple[str, dict, str]]:
+        """The winners of the problems nearest to ``problem`` in the cache, each as the valid
+        point nearest to it: (family, config, origin), ``note`` ending the origin."""
+        return [(n.entry.family, points.nearest(n.entry.family, n.entry.config),
+                 f"winner of {n.problem.spec()} (distance {n.distance:.2f}){note}")
+                for n in self._neighbours(problem) if n.entry.family in points.families]
 
     def _neighbours(self, problem: ConvProblem) -> list[Neighbour]:
         """The cache's winners of the problems nearest to ``problem`` (none without a cache)."""
