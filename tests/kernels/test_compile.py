@@ -175,6 +175,34 @@ def test_fallback_default_compiles_without_spills_where_the_default_does_not_fit
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.slow
+@needs_nvcc
+def test_wide_tma_tiles_the_space_allows_compile_without_spills():
+    """The widest tiles (BN 192, 256) of implicit_gemm_wgmma_tma on the family check's wide shapes,
+    with and without bias: each the space admits compiles without spills, since the GPU check
+    (tests/emulator/test_wgmma_tma_family.py) fails a spilling configuration. Its register
+    estimate once admitted BN 256 x two consumers with bias in the staged epilogue, which met
+    ptxas's 168-register cap and spilled 76-80 bytes."""
+    import itertools
+
+    from tests.emulator.test_wgmma_tma_family import WIDE_PROBLEMS
+
+    family = get_family("implicit_gemm_wgmma_tma")
+    jobs = []
+    for spec in WIDE_PROBLEMS:
+        for bias in (0, 1):
+            problem = parse_spec(spec).with_(bias=bool(bias))
+            for bn, consumers, schedule, epilogue in itertools.product(
+                    (192, 256), (1, 2, 3), ("cooperative", "pingpong"), ("staged", "direct")):
+                config = {"BN": bn, "CONSUMERS": consumers, "STAGES": 3, "SPLIT_K": 1,
+                          "SCHEDULE": schedule, "EPILOGUE": epilogue, "PAD_PITCH": 16}
+                if family.space.is_valid(config, problem, H100):
+                    jobs.append(Compiled(family.plan(problem, config), is_default=True))
+    assert len(jobs) >= 8
+    failures, _ = _check(_compile_all(jobs))
+    assert not failures, "\n".join(failures)
+
+
 # ---- nvcc's behaviour on failure ------------------------------------------------------------
 
 @needs_nvcc
