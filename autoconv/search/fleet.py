@@ -70,7 +70,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.processes import exit_with_parent
 from autoconv.search.outcome import Milestones, ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.session import TuneSession
-from autoconv.search.storage import is_url, make_storage
+from autoconv.search.storage import is_url, make_storage, prepare_storage
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, DEFAULT_RANKED
 
 #: Seconds between two looks at the workers while no event arrives.
@@ -402,7 +402,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     if backend_kind() == "cupy":  # (the fake backend compiles nothing)
         compiler.start()  # its processes import CuPy meanwhile
     # Create the storage's and the cache's tables once, before the workers race to.
-    make_storage(storage, on_repair=reporter.note)
+    prepare_storage(storage, on_repair=reporter.note)
     WinnerCache(cache).close()
     workers: dict[int, WorkerState] = {
         number: WorkerState(worker=number, device=device, process=None,
@@ -468,8 +468,11 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
         reporter.run_finished()
     report_complete_problems()
     if all(w.status == "failed" for w in workers.values()):
+        by_error: dict[str, list[str]] = {}  # (workers failing alike, e.g. on a damaged storage: one line)
+        for w in workers.values():
+            by_error.setdefault(w.error, []).append(w.name)
         raise AutoconvError("every tuning worker failed:\n" + "\n".join(
-            f"  {w.name}: {w.error}" for w in workers.values()))
+            f"  {', '.join(names)}: {error}" for error, names in by_error.items()))
     merged = []
     for item in config.problems:
         outcomes = list(finished_by.get(item.name, {}).values())

@@ -71,11 +71,7 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
     if is_url(text):
         return _rdb_storage(text)
     path = Path(text).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    dropped = check_journal(path)
-    if dropped and on_repair is not None:
-        on_repair(f"study journal {path}: removed an incomplete last record ({dropped} bytes) left by "
-                  "an interrupted write")
+    prepare_storage(path, on_repair)
     try:
         # (JournalFlock has the acquire and release of Optuna's lock class, not the class:
         # subclassing it would import Optuna with this module.)
@@ -89,6 +85,28 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
         return opened
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, AssertionError) as err:  # replaying junk
         raise StorageError(_journal_damage(path, f"Optuna cannot replay it ({first_line(err)})")) from None
+
+
+def prepare_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | None = None) -> None:
+    """What must happen once before several processes open ``storage`` at once: a database's
+    tables are created (:func:`make_storage`); a journal file's folder is created and a record
+    cut short is removed (:func:`check_journal`, ``on_repair`` told so). A journal is not replayed
+    here: each process that opens it does, and a ResNet-50 tune's journal (12 MB) takes a second
+    to replay, which a fleet's parent process would pay before starting its workers.
+
+    Raises:
+        StorageError: as :func:`make_storage`, for damage that :func:`check_journal` finds.
+    """
+    text = str(storage)
+    if is_url(text):
+        make_storage(text, on_repair)
+        return
+    path = Path(text).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dropped = check_journal(path)
+    if dropped and on_repair is not None:
+        on_repair(f"study journal {path}: removed an incomplete last record ({dropped} bytes) left by "
+                  "an interrupted write")
 
 
 #: The journals make_storage opened, by their storage (JournalStorage has no public accessor).

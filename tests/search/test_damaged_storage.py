@@ -52,6 +52,23 @@ def test_a_damaged_journal_stops_tune_with_the_file_and_the_way_out(tmp_path, ca
     assert run_cli(capsys, "tune", config)[0] == 0
 
 
+def test_a_journal_that_cannot_be_replayed_stops_a_fleet_with_one_line(tmp_path, capsys, fake_gpu):
+    """A fleet's parent process does not replay the journal (each worker does, once): the workers
+    all fail on it, and the error says so once, naming them, the file and the way out."""
+    config = tmp_path / "tune.yaml"
+    config.write_text(ONE_PROBLEM)
+    journal = tmp_path / "state" / "studies.journal"
+    journal.parent.mkdir()
+    journal.write_bytes(GOOD_RECORD + b'{"op_code": 0, "worker_id": "w"}\n')
+    code, out, err = run_cli(capsys, "tune", config, "--workers-per-gpu", "2")
+    assert code == 2, out + err
+    assert (f"every tuning worker failed:\n  GPU 0 #1, GPU 0 #2: study storage {journal}: "
+            "Optuna cannot replay it") in err, err
+    failed = err.split("every tuning worker failed:\n", 1)[1].splitlines()
+    assert len(failed) == 1 and "Move it away or delete it" in failed[0]
+    assert "Traceback" not in err
+
+
 def test_a_journal_cut_short_is_repaired_and_the_study_resumes(tmp_path, capsys, fake_gpu, seed):
     config = tmp_path / "tune.yaml"
     config.write_text(ONE_PROBLEM)
@@ -77,6 +94,29 @@ def test_a_journal_cut_short_is_repaired_and_the_study_resumes(tmp_path, capsys,
     keys = [trial_key(t) for trials in after.values() for t in completed(trials)]
     assert len(keys) == len(set(keys)) == 3
     assert before <= set(keys)  # nothing completed was lost
+
+
+def test_prepare_storage_repairs_a_journal_without_replaying_it(tmp_path):
+    """A fleet's parent prepares the storage for its workers: the journal's cut-short last record
+    is removed (and said), but the journal is not replayed (a record Optuna cannot replay is the
+    workers' error, each of which replays it anyway); a database gets its tables."""
+    from autoconv.search.storage import prepare_storage
+
+    journal = tmp_path / "new" / "studies.journal"
+    unreplayable = GOOD_RECORD + b'{"op_code": 0, "worker_id": "w"}\n'
+    journal.parent.mkdir()
+    journal.write_bytes(unreplayable + GOOD_RECORD[:20])
+    notes: list[str] = []
+    prepare_storage(journal, notes.append)
+    assert journal.read_bytes() == unreplayable
+    assert notes == [f"study journal {journal}: removed an incomplete last record (20 bytes) left by an "
+                     "interrupted write"]
+    with pytest.raises(StorageError, match="Optuna cannot replay it"):
+        make_storage(journal)
+    prepare_storage(tmp_path / "folder" / "made.journal")
+    assert (tmp_path / "folder").is_dir()
+    prepare_storage(f"sqlite:///{tmp_path / 'studies.db'}")
+    assert optuna.get_all_study_summaries(make_storage(f"sqlite:///{tmp_path / 'studies.db'}")) == []
 
 
 def load_studies_from_bytes(tmp_path: Path, content: bytes) -> dict[str, list]:
