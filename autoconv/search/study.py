@@ -211,7 +211,6 @@ class TrialRecord:
     status: Status | None = None
     value: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
-    origin: str = ""  # why it was queued (warm start, polish...; "": the sampler proposed it)
 
     @property
     def key(self) -> str:
@@ -237,12 +236,10 @@ def read_trial(trial: FrozenTrial) -> TrialRecord | None:
         return None
     raw = trial.user_attrs.get("status")
     details = trial.user_attrs.get("details")
-    origin = trial.user_attrs.get("origin")
     return TrialRecord(number=trial.number, state=trial.state, family=family,
                        config=config_of(trial.params, family),
                        status=_STATUSES.get(raw) if isinstance(raw, str) else None,
-                       value=trial.value, details=details if isinstance(details, dict) else {},
-                       origin=origin if isinstance(origin, str) else "")
+                       value=trial.value, details=details if isinstance(details, dict) else {})
 
 
 def read_trials(study: optuna.Study, states: Sequence[TrialState] | None = None) -> list[TrialRecord]:
@@ -256,9 +253,7 @@ class SearchHistory:
     """The evaluated trials of a study (all runs, all processes), in trial order, and the
     configurations queued (``waiting``) or being evaluated (``running``) by anyone.
     ``judged`` counts the evaluated trials and the proposals skipped as predicted slow;
-    ``since_best`` counts those of them after the last significant improvement, and
-    ``best_origin`` is the origin of the trial that made it (:func:`enqueue`'s; "": proposed by
-    the sampler)."""
+    ``since_best`` counts those of them after the last significant improvement."""
 
     results: dict[str, tuple[int, Status, float | None]]  # config key -> (trial, status, ms)
     evaluated: int
@@ -267,7 +262,6 @@ class SearchHistory:
     waiting: set[str]
     running: set[str]
     judged: int = 0
-    best_origin: str = ""
 
     @classmethod
     def of(cls, study: optuna.Study, min_improvement: float = 0.0) -> SearchHistory:
@@ -282,7 +276,6 @@ class SearchHistory:
         evaluated, judged, since = 0, 0, 0
         best: float | None = None
         mark: float | None = None  # the best when ``since`` was last reset
-        mark_origin = ""           # (and the origin of its trial)
         waiting: set[str] = set()
         running: set[str] = set()
         for record in read_trials(study):
@@ -303,12 +296,12 @@ class SearchHistory:
             evaluated += 1
             judged += 1
             if value is not None and (mark is None or value < mark * (1.0 - min_improvement)):
-                mark, since, mark_origin = value, 0, record.origin
+                mark, since = value, 0
             else:
                 since += 1
             if value is not None and (best is None or value < best):
                 best = value
-        return cls(results, evaluated, best, since, waiting, running, judged, mark_origin)
+        return cls(results, evaluated, best, since, waiting, running, judged)
 
     def timed(self) -> dict[str, float]:
         """The ok trials' times by config key."""

@@ -73,8 +73,7 @@ For each problem (:class:`Tuner.tune`):
    configuration (:meth:`Tuner._polish`); one of them beating the best by that much restarts it.
    Candidates in flight count towards the patience too: no more are asked while those pending
    would complete it, so a problem ends ``patience`` trials after its best, not ``patience`` plus a pipeline's
-   worth (one of them improving the best lets the asking resume). While the best is a tuned
-   neighbour's winner, :data:`TRANSFERRED_PATIENCE` of the patience ends the study.
+   worth (one of them improving the best lets the asking resume).
    With ``prefilter`` (``autoconv tune --prefilter``) the history's model skips compiling the
    candidates it predicts among the slowest (:mod:`~autoconv.search.prefilter`); each skipped
    one counts towards the patience as a trial that did not improve, not towards ``trials``.
@@ -88,7 +87,6 @@ For each problem (:class:`Tuner.tune`):
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import time
 import warnings
@@ -175,14 +173,6 @@ POLISH_ROUNDS = 2
 #: them well enough.
 SLOW_CUTOFF = 3.0
 LAUNCH_SLACK_MS = 0.02
-#: The origin of a trial queued as a tuned neighbour's winner (the warm start, the late transfer).
-NEIGHBOUR_WINNER = "winner of "
-#: The fraction of ``patience`` that ends a study whose best (its last significant improvement)
-#: is a tuned neighbour's winner: while the search finds nothing better than what the history
-#: says, it stops sooner; once it does, the whole patience counts from there. Replayed on three
-#: tunes' journals (20 + 6 + 6 studies with transferred winners: results/h100/tuning_cost/
-#: history_patience), half the patience ran 69-72% of their trials, best times unchanged.
-TRANSFERRED_PATIENCE = 0.5
 
 
 def cutoff_ms(best_ms: float | None, launches: int = 1) -> float | None:
@@ -586,29 +576,16 @@ class Tuner:
         if budget.seconds is not None and time.monotonic() - started >= budget.seconds:
             return f"{budget.seconds:g} s"
         if patience_over:
-            transferred = " (the best is a tuned neighbour's winner)" if self._transferred_best(history) else ""
-            return (f"no improvement of more than {SIGNIFICANT_IMPROVEMENT:.0%} in {self._patience(history)} "
-                    f"trials{transferred} and none among the best's variations")
+            return (f"no improvement of more than {SIGNIFICANT_IMPROVEMENT:.0%} in {budget.patience} trials "
+                    "and none among the best's variations")
         return None
 
     def _patience_spent(self, history: SearchHistory, in_flight: int) -> bool:
-        """Whether :meth:`_patience` trials, counting those in flight, came after the last
+        """Whether ``patience`` trials, counting those in flight, came after the last
         significant improvement (:data:`SIGNIFICANT_IMPROVEMENT`)."""
         pending = max(in_flight, len(history.running))
-        patience = self._patience(history)
-        return patience is not None and history.best_ms is not None and history.since_best + pending >= patience
-
-    def _patience(self, history: SearchHistory) -> int | None:
-        """The budget's patience, or :data:`TRANSFERRED_PATIENCE` of it while the study's best is a
-        tuned neighbour's winner."""
-        patience = self.budget.patience
-        if patience is None or not self._transferred_best(history):
-            return patience
-        return max(1, math.ceil(patience * TRANSFERRED_PATIENCE))
-
-    @staticmethod
-    def _transferred_best(history: SearchHistory) -> bool:
-        return history.best_origin.startswith(NEIGHBOUR_WINNER)
+        return (self.budget.patience is not None and history.best_ms is not None
+                and history.since_best + pending >= self.budget.patience)
 
     def _polish(self, study, points: ValidPoints, history: SearchHistory, flying: set[str],
                 polished: dict[str, int]) -> set[str]:
@@ -670,7 +647,7 @@ class Tuner:
         """The winners of the problems nearest to ``problem`` in the cache, each as the valid
         point nearest to it: (family, config, origin), ``note`` ending the origin."""
         return [(n.entry.family, points.nearest(n.entry.family, n.entry.config),
-                 f"{NEIGHBOUR_WINNER}{n.problem.spec()} (distance {n.distance:.2f}){note}")
+                 f"winner of {n.problem.spec()} (distance {n.distance:.2f}){note}")
                 for n in self._neighbours(problem) if n.entry.family in points.families]
 
     def _neighbours(self, problem: ConvProblem) -> list[Neighbour]:

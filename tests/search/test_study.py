@@ -123,27 +123,6 @@ def test_predicted_slow_proposals_count_towards_the_patience_not_the_evaluations
     assert history.timed() == {read_trials(study)[0].key: 1.0, read_trials(study)[2].key: 1.5}
 
 
-def test_the_history_names_the_origin_of_its_last_significant_best(study, configs):
-    """``best_origin`` is the origin of the trial that last improved the best by more than
-    ``min_improvement``: a faster trial within that margin leaves it as it was."""
-    (first, one), (second, two), (third, three) = configs[:3]
-
-    def evaluate(family, config, origin, time_ms):
-        enqueue(study, family, config, origin)
-        trial = study.ask()
-        assert suggest(trial, FAMILIES) == (family, config)
-        record_evaluation(study, trial, *result(family, config, time_ms=time_ms))
-
-    evaluate(first, one, "winner of a neighbour", 1.0)
-    evaluate(second, two, "family default", 0.99)     # 1% faster: not significant at 2%
-    history = SearchHistory.of(study, 0.02)
-    assert (history.best_origin, history.best_ms, history.since_best) == ("winner of a neighbour", 0.99, 1)
-    assert SearchHistory.of(study).best_origin == "family default"  # (0: since the fastest)
-    assert read_trials(study)[0].origin == "winner of a neighbour"
-    evaluate(third, three, "a variation of the best (trial 1)", 0.5)
-    assert SearchHistory.of(study, 0.02).best_origin == "a variation of the best (trial 1)"
-
-
 def test_stored_status_strings_are_the_old_ones():
     """Journals and databases of earlier runs hold these strings: they must still read."""
     assert {status.value for status in Status} == {

@@ -485,54 +485,6 @@ def test_a_neighbours_winner_cached_during_a_study_is_tried_before_it_stops(tmp_
     assert outcome.stop_reason.startswith("no improvement")
 
 
-def test_a_study_whose_best_is_a_neighbours_winner_stops_after_part_of_the_patience(tmp_path, points):
-    """While the best is a tuned neighbour's winner, TRANSFERRED_PATIENCE of the patience ends the
-    study; a search trial that beats it significantly gets the whole patience."""
-    import math
-
-    from autoconv.cache.neighbours import Neighbour
-    from autoconv.search.tuner import TRANSFERRED_PATIENCE
-
-    near = NamedProblem("near", parse_spec("N=2,C=13,H=29,W=29,K=17,R=3,S=3,stride=2x1,pad=1"))
-    patience = 8
-    short = math.ceil(patience * TRANSFERRED_PATIENCE)
-    assert short < patience
-    winner = points.points["direct"][-1]  # (a point no search would come to in a few trials)
-
-    def run(neighbour_ms: float):
-        class Timed(FakeBackend):
-            @staticmethod
-            def synthetic_time_ms(plan):
-                if plan.family == "direct" and dict(plan.config) == dict(winner):
-                    return neighbour_ms
-                return 1.0 + FakeBackend.synthetic_time_ms(plan)
-
-        backend = Timed()
-        with WinnerCache(tmp_path / f"cache{neighbour_ms}.sqlite") as cache:
-            Tuner(backend, storage=storage(), families=FAMILIES, budget=Budget(trials=4), seed=3,
-                  cache=cache).tune([near])
-            entry = next(e for e in cache.entries() if e.key.problem_key == near.problem.key())
-            entry = dataclasses.replace(entry, family="direct", config=winner)
-            tuner = make_tuner(backend, Budget(trials=300, patience=patience), cache=cache, pipeline_depth=1)
-            tuner._neighbours = lambda problem: [Neighbour(near.problem, entry, 0.5)]  # type: ignore[method-assign]
-            outcome = tuner.tune_problem(PROBLEM, points)
-        trials = [t for t in sorted(study_of(tuner).trials, key=lambda t: t.number)
-                  if t.user_attrs.get("status") in EVALUATED]
-        return outcome, trials
-
-    outcome, trials = run(neighbour_ms=0.01)  # the neighbour's winner stays the best
-    assert trials[0].user_attrs["origin"].startswith("winner of ") and trials[0].value == 0.01
-    assert outcome.stop_reason == (f"no improvement of more than 2% in {short} trials (the best is a tuned "
-                                   "neighbour's winner) and none among the best's variations")
-    searched = [t for t in trials[1:] if not t.user_attrs.get("origin", "").startswith("a variation")]
-    assert len(searched) == short  # (the polish's variations of the best came after them)
-
-    outcome, trials = run(neighbour_ms=50.0)  # the search beats it: the whole patience counts
-    assert trials[0].user_attrs["origin"].startswith("winner of ")
-    assert outcome.stop_reason == (f"no improvement of more than 2% in {patience} trials "
-                                   "and none among the best's variations")
-
-
 # ---- the ranking build with sizes at run time ----------------------------------------------------
 
 #: A problem implicit_gemm_wgmma serves (C a multiple of its K tiles), for the tests of its ranking build.
