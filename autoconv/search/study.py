@@ -125,11 +125,6 @@ def enqueue(study: optuna.Study, family: str, config: Mapping[str, object], orig
     study.enqueue_trial(params_of(family, config), user_attrs={"origin": origin})
 
 
-def queued(study: optuna.Study) -> int:
-    """How many trials are queued (:func:`enqueue`) and not yet asked for."""
-    return len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
-
-
 def claim(trial: optuna.Trial, owner: str) -> None:
     """Mark ``trial`` as the one process ``owner`` (:func:`autoconv.processes.process_owner`)
     evaluates."""

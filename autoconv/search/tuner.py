@@ -52,9 +52,7 @@ For each problem (:class:`Tuner.tune`):
 4. **Pipelined evaluation.** Up to ``pipeline_depth`` candidates are asked ahead and
    submitted to the backend, which compiles them in parallel while the GPU evaluates the
    earliest submitted of those compiled; the tuner takes each result as it is ready (TPE's
-   constant liar treats the pending ones as bad, so the batch stays diverse). Until
-   :data:`SAMPLER_WARMUP` results are in, the sampler's proposals in flight are at most the
-   study's results: before those, it would propose blindly, mostly in families that lose. A candidate
+   constant liar treats the pending ones as bad, so the batch stays diverse). A candidate
    over :data:`SLOW_CUTOFF` times the best is timed once, not in full (``cut_short``). With
    ``run_time_sizes`` (``autoconv tune --run-time-sizes``) a family with a build
    whose sizes come at run time (implicit_gemm_wgmma) is searched with it: a configuration tried
@@ -125,7 +123,6 @@ from autoconv.search.study import (
     enqueue,
     mark_problem,
     ok_trials,
-    queued,
     record_evaluation,
     record_winner,
     refuse,
@@ -176,12 +173,6 @@ POLISH_ROUNDS = 2
 #: them well enough.
 SLOW_CUTOFF = 3.0
 LAUNCH_SLACK_MS = 0.02
-#: Until this many of a study's trials are evaluated, the sampler is asked for no more candidates
-#: in flight than the study has results (its queue, the warm start, is asked all the same). A
-#: proposal made before the results knows nothing of the problem: in a ResNet-50 tune (H100,
-#: twentieth session) 76-81% of each study's evaluated trials 10-29 were other families than the
-#: winning one, against 7-19% from the 40th on, and a third of the compile CPU went to those families.
-SAMPLER_WARMUP = 10
 
 
 def cutoff_ms(best_ms: float | None, launches: int = 1) -> float | None:
@@ -512,9 +503,6 @@ class Tuner:
                         break
                     if polishing and polishing <= flying:
                         break  # (the variations are all in flight: wait for them, ask nothing else)
-                    if history.evaluated < SAMPLER_WARMUP and len(in_flight) > history.evaluated \
-                            and not queued(study):
-                        break  # (a proposal now would be made without this problem's results: wait for some)
                     candidate = self._next_candidate(study, problem, points, history, in_flight, outcome,
                                                      workspace_limit, prefilter)
                     if candidate is None:

@@ -109,10 +109,7 @@ def tune(history, tmp_path, name, prefilter):
     return outcome, backend, study
 
 
-def test_a_study_with_history_compiles_fewer_candidates_for_as_good_a_winner(history, tmp_path, monkeypatch):
-    # (Proposals asked ahead of the results, as without the sampler's warm-up: with it, this fake
-    # study's early proposals wait for results, and the filter judged only their repairs here.)
-    monkeypatch.setattr("autoconv.search.tuner.SAMPLER_WARMUP", 0)
+def test_a_study_with_history_compiles_fewer_candidates_for_as_good_a_winner(history, tmp_path):
     plain, plain_backend, _ = tune(history, tmp_path, "plain", prefilter=False)
     filtered, backend, study = tune(history, tmp_path, "filtered", prefilter=True)
     assert plain.predicted_slow == 0 and filtered.predicted_slow > 0

@@ -218,40 +218,6 @@ def test_patience_stops_after_trials_without_improvement(points, depth):
     assert len(values) < 200
 
 
-@pytest.mark.parametrize("families", [FAMILIES, ("im2col_gemm",)])
-def test_the_sampler_is_asked_ahead_of_a_studys_results_only_as_far_as_it_has_results(families):
-    """Until SAMPLER_WARMUP trials are evaluated, the candidates in flight are at most the study's
-    results (but its queued warm start goes ahead): a proposal is made from what the study knows.
-    With one family's short warm start, the study still comes to its budget."""
-    from autoconv.search.tuner import SAMPLER_WARMUP
-
-    points = ValidPoints(enumerate_points(PROBLEM.problem, families, H100, 1 << 30))
-    submitted: list[tuple[int, int, bool]] = []  # (in flight, evaluated, queued by the tuner) at each submission
-
-    class Watching(FakeBackend):
-        def submit(self, plan, **options):
-            study = study_of(tuner)
-            trials = study.get_trials(deepcopy=False)
-            evaluated = sum(1 for t in trials if t.user_attrs.get("status") in EVALUATED)
-            running = [t for t in trials if t.state == TrialState.RUNNING]
-            if running:  # (none: the winner's re-verification after the search)
-                latest = max(running, key=lambda t: t.number)  # (the one being submitted)
-                origin = latest.user_attrs.get("origin", "")
-                warm_start = origin.startswith(("family default", "family seed", "winner of"))
-                submitted.append((len(running) - 1, evaluated, warm_start))
-            return super().submit(plan, **options)
-
-    tuner = Tuner(Watching(), storage=storage(), families=families, budget=Budget(trials=30), seed=3,
-                  pipeline_depth=8)
-    outcome = tuner.tune_problem(PROBLEM, points)
-    assert outcome.trials_run == 30
-    early = [(flying, evaluated) for flying, evaluated, warm_start in submitted
-             if not warm_start and evaluated < SAMPLER_WARMUP]
-    assert early, "no proposal before the warm-up: the test proves nothing"
-    assert all(flying <= evaluated for flying, evaluated in early), early
-    assert max(flying for flying, _, _ in submitted) == 7  # (the pipeline fills once the results are in)
-
-
 def test_polish_finds_the_one_parameter_step_the_sampler_missed(points):
     """A fake whose fastest configuration is one parameter away from a plateau that the
     warm start lands on: the patience alone stops on the plateau; the variations of its
@@ -703,11 +669,9 @@ def test_candidates_far_slower_than_the_best_are_cut_short_and_never_win(points)
     assert len(marked) == cut and all(t.value > outcome.time_ms * SLOW_CUTOFF for t in marked)
 
 
-def test_a_new_best_lowers_the_cut_off_of_candidates_waiting_for_the_gpu(points, monkeypatch):
+def test_a_new_best_lowers_the_cut_off_of_candidates_waiting_for_the_gpu(points):
     """A study's first candidates are submitted before any result: once one is timed, those
-    still waiting are cut off by it. (The sampler is asked ahead of the results here, so that six
-    are in flight with this problem's short warm start.)"""
-    monkeypatch.setattr("autoconv.search.tuner.SAMPLER_WARMUP", 0)
+    still waiting are cut off by it."""
     backend = _CutoffRecorder()
     tuner = make_tuner(backend, Budget(trials=12), pipeline_depth=6)
     tuner.tune_problem(PROBLEM, points)
