@@ -93,8 +93,9 @@ def format_table(results: Mapping[str, Any]) -> str:
     """The bench table: one row per problem, a geometric-mean row per precision; fixed-width columns.
 
     Speedup is cuDNN ms / autoconv ms, cuDNN in the layer's precision (strict FP32 for fp32,
-    TF32 for tf32; above 1: autoconv is faster); "other cuDNN" is the other mode. A geometric-mean
-    row per precision.
+    TF32 for tf32; above 1: autoconv is faster); "other cuDNN" is the other mode. "% peak" is
+    autoconv's share of the measured FP32 FMA peak for fp32, of the GPU's dense tensor peak in the
+    layer's precision for the tensor-core precisions. A geometric-mean row per precision.
     """
     problems = results["problems"]
     peak = results.get("peak_tflops")
@@ -107,15 +108,17 @@ def format_table(results: Mapping[str, Any]) -> str:
         precision = precision_of(p)
         rows.append([p["name"], precision, p.get("family") or "-", ms(p.get("autoconv_ms")),
                      _number(p.get("autoconv_tflops"), ".2f"),
-                     _number(p.get("pct_of_peak") if precision == "fp32" else None, ".1f"),
+                     _number(p.get("pct_of_peak") if precision == "fp32"
+                             else (p.get("pct_of_tensor_peak") or {}).get("autoconv"), ".1f"),
                      ms(baseline_ms(p)), _number(speedup(p), ".2f", "x"),
                      ms(p.get(f"cudnn_{OTHER_CUDNN_MODES[precision]}_ms") if OTHER_CUDNN_MODES[precision] else None),
                      ms(p.get("torch_ms"))])
     means_rows = []
     for precision, means in geomeans_by_precision(problems).items():
         mean_tflops = means.get("autoconv_tflops")
-        percent = (100 * mean_tflops / peak if precision == "fp32" and is_positive(mean_tflops) and is_positive(peak)
-                   else None)
+        of = peak if precision == "fp32" else next(
+            (p.get("tensor_peak_tflops") for p in problems if precision_of(p) == precision), None)
+        percent = 100 * mean_tflops / of if is_positive(mean_tflops) and is_positive(of) else None
         means_rows.append(["geomean", precision, "", "", _number(mean_tflops, ".2f"), _number(percent, ".1f"),
                            "", _number(means.get("speedup_vs_cudnn"), ".2f", "x"), "", ""])
     widths = [max(len(c[0]), *(len(r[0]) for r in rows + means_rows)) if c[1] is None else max(c[1], len(c[0]))

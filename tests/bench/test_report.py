@@ -410,7 +410,10 @@ def test_bf16_layers_are_reported_with_their_share_of_the_tensor_peak(results, t
     # 0.05 ms, 200 TFLOP/s, 20% and 25% of the peak, cuDNN 0.04 ms, 0.8x, torch 0.045 ms, errors
     assert "| 0.0500 | 200.00 | 20.0 | 25.0 | 0.0400 | 0.800 | 0.0450 | 1.60e-03 | 1.70e-03 | 1.80e-03 |" in table[2]
     assert "over cuDNN bf16 **0.800x** over 1 layers" in markdown
-    assert "conv1.bf16" in format_table(results)
+    bf16_rows = [line.split() for line in format_table(results).splitlines() if "bf16" in line]
+    # the tensor peak's share, of the layer and of the geometric mean (200 TFLOP/s of 1000)
+    assert bf16_rows[0][:7] == ["conv1.bf16", "bf16", "implicit_gemm", "0.0500", "200.00", "20.0", "0.0400"]
+    assert bf16_rows[1][:4] == ["geomean", "bf16", "200.00", "20.0"]
 
 
 def test_bench_names_problems_no_family_computes_before_tuning(monkeypatch, tmp_path):
