@@ -228,16 +228,20 @@ class TrialRecord:
 
 
 def read_trial(trial: FrozenTrial) -> TrialRecord | None:
-    """``trial`` as a :class:`TrialRecord`; None when it has no family (yet: a queued
-    trial keeps its params elsewhere until it is asked for, a trial just asked for has
-    none until it is suggested them)."""
-    family = trial.params.get(FAMILY_PARAM)
+    """``trial`` as a :class:`TrialRecord`; None when it has no family (yet: a trial just
+    asked for has none until it is suggested them). A queued trial's are the params it was
+    queued with (Optuna keeps them apart until it is asked for)."""
+    params = trial.params
+    if trial.state == TrialState.WAITING and not params:
+        queued_with = trial.system_attrs.get("fixed_params")
+        params = queued_with if isinstance(queued_with, dict) else {}
+    family = params.get(FAMILY_PARAM)
     if family is None:
         return None
     raw = trial.user_attrs.get("status")
     details = trial.user_attrs.get("details")
     return TrialRecord(number=trial.number, state=trial.state, family=family,
-                       config=config_of(trial.params, family),
+                       config=config_of(params, family),
                        status=_STATUSES.get(raw) if isinstance(raw, str) else None,
                        value=trial.value, details=details if isinstance(details, dict) else {})
 
@@ -270,8 +274,6 @@ class SearchHistory:
         model's judgement), since the last evaluated trial that was faster than every
         earlier one by more than the fraction ``min_improvement`` (0: since the fastest);
         ``best_ms`` is the fastest all the same."""
-        # (``waiting`` stays empty: a queued trial has no params until it is asked for,
-        # see :func:`read_trial`.)
         results: dict[str, tuple[int, Status, float | None]] = {}
         evaluated, judged, since = 0, 0, 0
         best: float | None = None

@@ -123,6 +123,20 @@ def test_predicted_slow_proposals_count_towards_the_patience_not_the_evaluations
     assert history.timed() == {read_trials(study)[0].key: 1.0, read_trials(study)[2].key: 1.5}
 
 
+def test_the_history_knows_the_configurations_queued_and_not_yet_asked_for(study, configs):
+    """A queued trial's params are kept apart by Optuna until it is asked for; the history reads
+    them there, so that nothing queued is queued again or picked by a repair."""
+    (first, one), (second, two) = configs[:2]
+    enqueue(study, first, one, "test")
+    enqueue(study, second, two, "test")
+    history = SearchHistory.of(study)
+    assert history.waiting == {config_key(first, one), config_key(second, two)}
+    assert [r.state for r in read_trials(study)] == [TrialState.WAITING] * 2
+    trial = study.ask()
+    assert suggest(trial, FAMILIES) == (first, one)
+    assert SearchHistory.of(study).waiting == {config_key(second, two)}
+
+
 def test_stored_status_strings_are_the_old_ones():
     """Journals and databases of earlier runs hold these strings: they must still read."""
     assert {status.value for status in Status} == {

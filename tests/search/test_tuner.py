@@ -24,7 +24,7 @@ from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
-from autoconv.search.study import EVALUATED, config_of, params_of, study_name, suggest
+from autoconv.search.study import EVALUATED, SearchHistory, config_of, params_of, study_name, suggest
 from autoconv.search.tuner import LAUNCH_SLACK_MS, SIGNIFICANT_IMPROVEMENT, SLOW_CUTOFF, Tuner, cutoff_ms
 from tests.helpers import dead_pid
 
@@ -483,6 +483,58 @@ def test_a_neighbours_winner_cached_during_a_study_is_tried_before_it_stops(tmp_
     assert len(late) == 1 and late[0].user_attrs["origin"].startswith(f"winner of {near.problem.spec()}")
     assert config_of(late[0].params, "direct") == config and late[0].user_attrs.get("status") in EVALUATED
     assert outcome.stop_reason.startswith("no improvement")
+
+
+def test_a_problem_tuned_before_its_neighbour_tries_the_neighbours_winner_at_the_end_of_the_run(tmp_path, points):
+    """A study that ended before a near problem was tuned never saw its winner: at the end of the
+    run the problem is tuned once more with that winner queued; it wins if faster. A problem whose
+    neighbours' winners were all tried is not tuned again."""
+    from autoconv.cache.neighbours import Neighbour
+
+    near = NamedProblem("near", parse_spec("N=2,C=13,H=29,W=29,K=17,R=3,S=3,stride=2x1,pad=1"))
+    winner = points.points["direct"][-1]  # (a point no search would come to in a few trials)
+
+    class Fast(FakeBackend):
+        @staticmethod
+        def synthetic_time_ms(plan):
+            if plan.family == "direct" and dict(plan.config) == dict(winner):
+                return 0.001
+            return 1.0 + FakeBackend.synthetic_time_ms(plan)
+
+    backend = Fast()
+    with WinnerCache(tmp_path / "cache.sqlite") as cache:
+        Tuner(backend, storage=storage(), families=FAMILIES, budget=Budget(trials=4), seed=3,
+              cache=cache).tune([near])
+        entry = next(e for e in cache.entries() if e.key.problem_key == near.problem.key())
+        entry = dataclasses.replace(entry, family="direct", config=winner)
+        tuner = make_tuner(backend, Budget(trials=200, patience=4), cache=cache, pipeline_depth=2)
+        cached: list[Neighbour] = []  # (empty while the problem is tuned: the neighbour comes later)
+        tuner._neighbours = lambda problem: list(cached)  # type: ignore[method-assign]
+        tuned_again = []
+        original_tune_problem, original_revisit = tuner.tune_problem, tuner._revisit
+
+        def count(item, valid):
+            tuned_again.append(item.name)
+            return original_tune_problem(item, valid)
+
+        def neighbour_tuned_meanwhile(tuned, outcomes):
+            first = outcomes[0]
+            assert first.time_ms > 1.0 and first.stop_reason.startswith("no improvement")
+            cached[:] = [Neighbour(near.problem, entry, 0.5)]
+            tuner.tune_problem = count  # type: ignore[method-assign]
+            original_revisit(tuned, outcomes)
+            original_revisit(tuned, outcomes)  # (again: its winner is tried now, nothing to revisit)
+
+        tuner._revisit = neighbour_tuned_meanwhile  # type: ignore[method-assign]
+        (outcome,) = tuner.tune([PROBLEM])
+        assert cache.get(tuner._cache_key(PROBLEM.problem)).time_ms == pytest.approx(0.001, rel=0.2)
+    assert tuned_again == [PROBLEM.name]
+    tried = [t for t in study_of(tuner).trials if t.user_attrs.get("origin", "").startswith("winner of ")]
+    assert len(tried) == 1 and tried[0].user_attrs.get("status") in EVALUATED
+    assert config_of(tried[0].params, "direct") == winner
+    assert outcome.family == "direct" and dict(outcome.config) == dict(winner)
+    assert outcome.trials_run == outcome.trials_total == SearchHistory.of(study_of(tuner)).evaluated
+    assert not study_of(tuner).get_trials(deepcopy=False, states=(TrialState.WAITING,))
 
 
 # ---- the ranking build with sizes at run time ----------------------------------------------------
