@@ -370,9 +370,9 @@ class Tuner:
         now have winners its study never tried is tuned once more: its warm start queues them, and
         one that beats its best by more than :data:`SIGNIFICANT_IMPROVEMENT` restarts its patience
         (within the trial budget). Why: a study that ended before a near neighbour was tuned never
-        saw that neighbour's winner, however close; in ResNet-50 tunes on one H100 (twentieth
+        saw that neighbour's winner, however close; in a ResNet-50 tune on one H100 (twentieth
         session) layer3.1.conv2 was tuned before layer3.0.conv2 (distance 2.83), missed the
-        split-K 4 tile that layer3.0.conv2 then found, and ended 8.5% slower in two runs of five."""
+        split-K 4 tile that layer3.0.conv2 then found, and ended 8.5% slower than the other runs'."""
         for index, item, points in tuned:
             study = optuna.load_study(study_name=study_name(item.problem, self.backend.identity.gpu_name,
                                                             self.families), storage=self.storage)
