@@ -341,8 +341,7 @@ class Tuner:
         while True:
             others_running = False
             for index, item, points in tuned:
-                name = study_name(item.problem, self.backend.identity.gpu_name, self.families)
-                study = optuna.load_study(study_name=name, storage=self.storage)
+                study = self._load_study(item.problem)
                 died = self.liveness.fail_abandoned(study, force=True)
                 left = self._unfinished(study)
                 if died or left:
@@ -358,8 +357,7 @@ class Tuner:
             time.sleep(SETTLE_POLL_S)
         for index, item, _points in tuned:
             if outcomes[index].source == "none":
-                name = study_name(item.problem, self.backend.identity.gpu_name, self.families)
-                study = optuna.load_study(study_name=name, storage=self.storage)
+                study = self._load_study(item.problem)
                 if ok_trials(study):
                     outcomes[index].message = ""
                     self._finish(study, item.problem, outcomes[index])
@@ -374,8 +372,7 @@ class Tuner:
         session) layer3.1.conv2 was tuned before layer3.0.conv2 (distance 2.83), missed the
         split-K 4 tile that layer3.0.conv2 then found, and ended 8.5% slower than the other runs'."""
         for index, item, points in tuned:
-            study = optuna.load_study(study_name=study_name(item.problem, self.backend.identity.gpu_name,
-                                                            self.families), storage=self.storage)
+            study = self._load_study(item.problem)
             history = SearchHistory.of(study, SIGNIFICANT_IMPROVEMENT)
             if not self._patience_spent(history, 0) or \
                     (self.budget.trials is not None and history.evaluated >= self.budget.trials):
@@ -430,13 +427,17 @@ class Tuner:
             stop_reason="cached", message=f"cached winner measured {entry.measured_at}",
             trials_total=entry.trials)
 
+    def _load_study(self, problem: ConvProblem) -> optuna.Study:
+        """``problem``'s study in this tuner's storage (KeyError: there is none)."""
+        return optuna.load_study(study_name=study_name(problem, self.backend.identity.gpu_name, self.families),
+                                 storage=self.storage)
+
     def _resumable(self, problem: ConvProblem) -> str | None:
         """Why ``problem``'s study, whose winner is cached, must be tuned on (:meth:`_unfinished`),
         once a killed run's trials in it are failed and queued again; None when it need not be, or
         has no study here."""
-        name = study_name(problem, self.backend.identity.gpu_name, self.families)
         try:
-            study = optuna.load_study(study_name=name, storage=self.storage)
+            study = self._load_study(problem)
         except KeyError:  # (never tuned with this storage)
             return None
         self.liveness.fail_abandoned(study, force=True)
