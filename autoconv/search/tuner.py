@@ -32,10 +32,8 @@ For each problem (:class:`Tuner.tune`):
    what its buffers leave.
 3. **Sampling only valid points.** The kernel family is a categorical parameter, each
    family's parameters are namespaced (``implicit_gemm.BM``) and suggested
-   define-by-run, so their distributions are fixed within a study. The family of each
-   proposal is drawn from the study's own results (:mod:`~autoconv.search.family_choice`:
-   the slower a family's best, the rarer), and TPE (seeded, multivariate, grouped for the
-   conditional space) proposes its parameters; the search
+   define-by-run, so their distributions are fixed within a study. TPE (seeded,
+   multivariate, grouped for the conditional space) proposes a point; the search
    spaces' valid points are enumerated once per problem, and a proposal that breaks a
    constraint costs nothing: it is told as PRUNED with the reason (TPE ranks such trials
    worst, so it learns to avoid the region), and the nearest valid point not yet
@@ -112,7 +110,6 @@ from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
 from autoconv.processes import process_owner
-from autoconv.search.family_choice import FamilyChooser
 from autoconv.search.liveness import Liveness
 from autoconv.search.outcome import Milestones, PhaseClock, ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_ahead, enumerate_points
@@ -496,12 +493,11 @@ class Tuner:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            problem_seed = (self.seed * 1_000_003 + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)) % 2**32
-            sampler = optuna.samplers.TPESampler(seed=problem_seed, multivariate=True, group=True,
-                                                 constant_liar=True)
+            sampler = optuna.samplers.TPESampler(
+                seed=(self.seed * 1_000_003 + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)) % 2**32,
+                multivariate=True, group=True, constant_liar=True)
         study = optuna.create_study(study_name=name, storage=self.storage, sampler=sampler,
                                     direction="minimize", load_if_exists=True)
-        chooser = FamilyChooser(sampler, points.families, seed=problem_seed)
         mark_problem(study, problem)
         self.liveness.fail_abandoned(study, force=True)
         ranker = self._history_model(problem) if self.ranked or self.prefilter else None
@@ -537,7 +533,7 @@ class Tuner:
                     if polishing and polishing <= flying:
                         break  # (the variations are all in flight: wait for them, ask nothing else)
                     candidate = self._next_candidate(study, problem, points, history, in_flight, outcome,
-                                                     workspace_limit, prefilter, chooser)
+                                                     workspace_limit, prefilter)
                     if candidate is None:
                         stop = "every valid configuration evaluated"
                         break
@@ -696,12 +692,10 @@ class Tuner:
                                limit=TRANSFERRED_WINNERS)
 
     def _next_candidate(self, study, problem: ConvProblem, points: ValidPoints, history: SearchHistory,
-                        in_flight, outcome: ProblemOutcome, workspace_limit: int, prefilter: PreFilter | None,
-                        chooser: FamilyChooser):
+                        in_flight, outcome: ProblemOutcome, workspace_limit: int, prefilter: PreFilter | None):
         """Ask until a valid, unevaluated config comes up that ``prefilter`` keeps; (trial,
         plan), or None when every valid config has been evaluated (or is being, here or by
-        another process on the same study). ``chooser`` picks the family of each of the
-        sampler's proposals, TPE its parameters. A proposal that is invalid or a repeat is
+        another process on the same study). A proposal that is invalid or a repeat is
         repaired: its nearest valid, unevaluated point is queued and asked next, unless
         ``prefilter`` skips that point, in which case the proposal is told predicted slow and
         the point joins :attr:`PreFilter.skipped` (no later repair picks it); the prefilter
@@ -718,7 +712,6 @@ class Tuner:
             return prefilter.verdict(candidate, best_key)
 
         for _ in range(MAX_ASKS_PER_CANDIDATE):
-            study.sampler = chooser.sampler_for(history.results)  # (a queued trial keeps its own family)
             trial = study.ask()
             try:
                 claim(trial, self.owner)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
-from collections import Counter
 
 import optuna
 import pytest
@@ -421,19 +420,6 @@ def test_no_valid_configuration_is_reported_not_raised():
     outcome, = tuner.tune([problem])
     assert outcome.source == "none" and outcome.time_ms is None
     assert "no configuration" in outcome.message and not backend.evaluated
-
-
-def test_the_sampler_proposes_no_family_without_a_valid_configuration(points):
-    # The 16-bit family has no valid configuration for this float32 problem. Left to TPE, the
-    # family is the argmax of a nearly flat ratio, where a family it never saw timed comes first:
-    # it proposed the 16-bit family in a quarter of its asks (each repaired into another family's first point).
-    families = FAMILIES + ("implicit_gemm_wgmma_f16",)
-    tuner = Tuner(FakeBackend(), storage=storage(), families=families, budget=Budget(trials=40), seed=3)
-    outcome = tuner.tune_problem(PROBLEM, points)
-    assert outcome.trials_run == 40
-    proposed = Counter(trial.params["family"] for trial in study_of(tuner).trials
-                       if "origin" not in trial.user_attrs)
-    assert sum(proposed.values()) >= 20 and "implicit_gemm_wgmma_f16" not in proposed, proposed
 
 
 def test_a_new_study_starts_with_the_winners_of_the_nearest_tuned_problems(tmp_path):
