@@ -69,11 +69,9 @@ For each problem (:class:`Tuner.tune`):
    evaluated by any process count as spent), ``seconds`` of wall time in this run,
    ``patience`` evaluated trials without improving the best by more than
    :data:`SIGNIFICANT_IMPROVEMENT` (the winner is the fastest all the same); whichever ends first
-   (in-flight candidates are finished, not discarded). Once the best has stood for
-   :data:`EARLY_POLISH_AFTER` trials, and again before the patience ends a study if the best
-   changed since, its variations are queued ahead of the sampler's proposals: each other choice
-   of each parameter, at the nearest valid configuration (:meth:`Tuner._polish`); one of them
-   beating the best by that much restarts the patience.
+   (in-flight candidates are finished, not discarded). Before the patience ends a study, its
+   best's variations are evaluated: each other choice of each parameter, at the nearest valid
+   configuration (:meth:`Tuner._polish`); one of them beating the best by that much restarts it.
    Candidates in flight count towards the patience too: no more are asked while those pending
    would complete it, so a problem ends ``patience`` trials after its best, not ``patience`` plus a pipeline's
    worth (one of them improving the best lets the asking resume).
@@ -167,13 +165,6 @@ SIGNIFICANT_IMPROVEMENT = 0.02
 #: Bests whose variations are evaluated (:meth:`Tuner._polish`) between two
 #: significant improvements.
 POLISH_ROUNDS = 2
-#: Evaluated trials after the last significant improvement at which the best's variations are
-#: queued, ahead of the sampler's proposals, where the patience has not ended the study before.
-#: Why: in 17-18 of 23 studies of a ResNet-50 tune the last improvement of more than 2% was among
-#: the first 10 candidates evaluated (the warm start), and where a variation of the best improved
-#: on it, that came only once the patience was spent, 27-62 candidates later
-#: (results/h100/tuning_cost/family_choice/last_improvement.txt).
-EARLY_POLISH_AFTER = 8
 #: A candidate whose one call, timed alone after its verification (twice, if the first is over),
 #: takes longer than this many times the study's best (plus :data:`LAUNCH_SLACK_MS` per launch of
 #: its plan, for the host's launches inside a lone call's timing) keeps that time and is not
@@ -535,14 +526,11 @@ class Tuner:
                     if patience_over and not polishing:
                         polishing = self._transfer_late(study, problem, points, history, flying) \
                             or self._polish(study, points, history, flying, polished)
-                    elif not polishing and history.since_best >= EARLY_POLISH_AFTER \
-                            and history.best_key() not in polished:
-                        polishing = self._polish(study, points, history, flying, polished)
                     stop = self._stop_reason(history, len(in_flight), started,
                                              patience_over=patience_over and not polishing)
                     if stop:
                         break
-                    if patience_over and polishing and polishing <= flying:
+                    if polishing and polishing <= flying:
                         break  # (the variations are all in flight: wait for them, ask nothing else)
                     candidate = self._next_candidate(study, problem, points, history, in_flight, outcome,
                                                      workspace_limit, prefilter)
@@ -630,8 +618,7 @@ class Tuner:
 
     def _polish(self, study, points: ValidPoints, history: SearchHistory, flying: set[str],
                 polished: dict[str, int]) -> set[str]:
-        """Once its best has stood for :data:`EARLY_POLISH_AFTER` trials, and again before the
-        patience ends a study (where the best changed since): queue the variations of its fastest trial
+        """Before the patience ends a study: queue the variations of its fastest trial
         (:meth:`ValidPoints.variations`: each other choice of each parameter, at the nearest
         valid configuration), unless evaluated, queued or in flight already (``flying``: this
         process's in-flight keys); the keys queued.

@@ -25,14 +25,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.study import EVALUATED, SearchHistory, config_of, params_of, study_name, suggest
-from autoconv.search.tuner import (
-    EARLY_POLISH_AFTER,
-    LAUNCH_SLACK_MS,
-    SIGNIFICANT_IMPROVEMENT,
-    SLOW_CUTOFF,
-    Tuner,
-    cutoff_ms,
-)
+from autoconv.search.tuner import LAUNCH_SLACK_MS, SIGNIFICANT_IMPROVEMENT, SLOW_CUTOFF, Tuner, cutoff_ms
 from tests.helpers import dead_pid
 
 #: Small, awkward problem; the two families with quick-to-enumerate spaces.
@@ -241,28 +234,6 @@ def test_polish_finds_the_one_parameter_step_the_sampler_missed(points):
     tuner = make_tuner(Plateau(), Budget(trials=200, patience=2), pipeline_depth=1)
     outcome = tuner.tune_problem(PROBLEM, points)
     assert outcome.config == target and outcome.time_ms == pytest.approx(0.1, rel=0.2)
-
-
-def test_a_best_that_stood_for_a_while_is_polished_before_the_patience_is_spent(points):
-    """The plateau again, with a patience far off: the variations of the best are queued once
-    it has stood for EARLY_POLISH_AFTER evaluated trials, ahead of the sampler's proposals."""
-    default = points.default("im2col_gemm")
-    target = points.variations("im2col_gemm", default)[-1]
-
-    class Plateau(FakeBackend):
-        @staticmethod
-        def synthetic_time_ms(plan):
-            return 0.1 if plan.config == target else (1.0 if plan.config == default else 2.0)
-
-    variations = len(points.variations("im2col_gemm", default))
-    budget = EARLY_POLISH_AFTER + variations + 6
-    tuner = make_tuner(Plateau(), Budget(trials=budget, patience=1000), pipeline_depth=1)
-    outcome = tuner.tune_problem(PROBLEM, points)
-    assert outcome.stop_reason == f"{budget} trials"
-    assert outcome.config == target
-    evaluated = [t for t in study_of(tuner).trials if t.user_attrs.get("status") in EVALUATED]
-    polish = [i for i, t in enumerate(evaluated) if t.user_attrs.get("origin", "").startswith("a variation")]
-    assert polish and polish[0] >= EARLY_POLISH_AFTER, polish
 
 
 def test_small_space_is_exhausted_without_repeats():
