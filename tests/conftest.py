@@ -3,7 +3,8 @@
 - Tests marked ``gpu`` need CuPy and a CUDA GPU; they are skipped (with the reason)
   where either is missing, and run on the device machine.
 - ``seed`` gives each test a random seed that changes per run unless
-  ``AUTOCONV_TEST_SEED`` is set; the run's seed is printed so a failure reproduces.
+  ``AUTOCONV_TEST_SEED`` is set; the run's seed is printed in the header and again after any
+  failure (``-q`` drops the header), so a failure reproduces.
 - ``fake_gpu``: ``autoconv`` commands run on the fake backend (``AUTOCONV_BACKEND=fake``).
 - Helpers and configs that test files share are in ``tests/helpers.py`` (its asserts are
   rewritten like a test's).
@@ -25,8 +26,18 @@ pytest.register_assert_rewrite("tests.helpers")
 _RUN_SEED = int(os.environ.get("AUTOCONV_TEST_SEED", random.SystemRandom().randrange(2**31)))
 
 
-def pytest_report_header(config):
+def _seed_line() -> str:
     return f"autoconv test seed: {_RUN_SEED} (reproduce with AUTOCONV_TEST_SEED={_RUN_SEED})"
+
+
+def pytest_report_header(config):
+    return _seed_line()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    # Again after failures: ``-q`` leaves the header out, and a GPU run's log may keep only its tail.
+    if terminalreporter.stats.get("failed") or terminalreporter.stats.get("error"):
+        terminalreporter.write_line(_seed_line())
 
 
 def _gpu_skip_reason() -> str | None:
