@@ -305,6 +305,10 @@ class SearchHistory:
                 best = value
         return cls(results, evaluated, best, since, waiting, running, judged)
 
+    def known(self) -> set[str]:
+        """The configurations evaluated, queued or being evaluated: not to be queued again."""
+        return set(self.results) | self.waiting | self.running
+
     def timed(self) -> dict[str, float]:
         """The ok trials' times by config key."""
         return {key: ms for key, (_, status, ms) in self.results.items() if status is Status.OK and ms is not None}

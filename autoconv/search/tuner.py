@@ -377,7 +377,7 @@ class Tuner:
             if not self._patience_spent(history, 0) or \
                     (self.budget.trials is not None and history.evaluated >= self.budget.trials):
                 continue  # (ended by its trials or its seconds: the budget is spent)
-            known = set(history.results) | history.waiting | history.running
+            known = history.known()
             untried = [origin for family, config, origin in self._neighbour_starts(item.problem, points)
                        if config_key(family, config) not in known]
             if not untried:
@@ -634,7 +634,7 @@ class Tuner:
             return set()
         best = fastest[0]
         polished[best.key] = mark
-        known = set(history.results) | history.waiting | history.running | flying
+        known = history.known() | flying
         return enqueue_new(study, [(best.family, config, f"a variation of the best (trial {best.number})")
                                    for config in points.variations(best.family, best.config)], known)
 
@@ -651,7 +651,7 @@ class Tuner:
         starts = self._neighbour_starts(problem, points, ", cached since the study began")
         still_queued = {key for key in (config_key(family, config) for family, config, _ in starts)
                         if key in history.waiting}
-        known = set(history.results) | history.waiting | history.running | flying
+        known = history.known() | flying
         return enqueue_new(study, starts, known) | still_queued
 
     def _history_model(self, problem: ConvProblem) -> Ranker:
@@ -664,7 +664,7 @@ class Tuner:
         then the ``ranked`` valid points the history's model (``ranker``) predicts fastest; unless
         evaluated or queued already."""
         history = SearchHistory.of(study)
-        known = set(history.results) | history.waiting | history.running
+        known = history.known()
         starts = self._neighbour_starts(problem, points)
         for family in points.families:
             starts.append((family, points.default(family), "family default"))
