@@ -32,6 +32,9 @@ MODES = (STRICT, TF32, BF16, FP16)
 #: The modes that compute each precision's problems: the first is the precision's own (its
 #: baseline); float32 problems are measured in both float32 modes, side by side.
 MODES_OF_PRECISION = {"fp32": (STRICT, TF32), "tf32": (TF32, STRICT), "bf16": (BF16,), "fp16": (FP16,)}
+#: The cuDNN heuristics whose ranked plans a graph offers, in order (``cudnn.heur_mode`` names):
+#: mode A's, then the fallback list, what PyTorch's ``cudnn.benchmark`` chooses from.
+HEURISTICS = ("A", "FALLBACK")
 
 INSTALL_HINT = ("install the cuDNN frontend: pip install nvidia-cudnn-frontend "
                 "(or pip install 'autoconv[cudnn]'); it needs cuDNN 9 (pip install nvidia-cudnn-cu12 "
@@ -121,7 +124,7 @@ class CudnnGraph:
     """
 
     def __init__(self, problem: ConvProblem, mode: str = STRICT, handle=None,
-                 workspace_limit: int | None = None):
+                 workspace_limit: int | None = None, heuristics: tuple[str, ...] = HEURISTICS):
         if mode not in MODES:
             raise AutoconvError(f"cuDNN mode {mode!r} is unknown; use one of {', '.join(MODES)}")
         if mode not in MODES_OF_PRECISION[problem.precision]:
@@ -134,7 +137,7 @@ class CudnnGraph:
         self.graph, self.tensors = self._make_graph()
         self.graph.validate()
         self.graph.build_operation_graph()
-        self.graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        self.graph.create_execution_plans([getattr(cudnn.heur_mode, name) for name in heuristics])
         if mode == STRICT:
             # Engines that run the multiplies on tensor cores (TF32 for float32 data).
             self.graph.deselect_numeric_notes([cudnn.numerical_note.TENSOR_CORE])
