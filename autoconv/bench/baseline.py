@@ -27,7 +27,7 @@ on raw pointers, for ``autoconv.conv2d``) live in :mod:`autoconv.bench.cudnn`.
 An optional PyTorch column, :func:`time_torch`, times ``torch.nn.functional.conv2d``
 (``cudnn.benchmark`` on, TF32 off for fp32 problems and on for tf32 ones; for 16-bit problems
 on bf16/fp16 channels_last tensors, what ``torch.autocast`` with ``channels_last`` runs) the
-same way, through torch's own CUDA graphs, its outputs rotating like the operands.
+same way, through torch's own CUDA graphs, each call writing its own output.
 
 CuPy and the frontend (``pip install nvidia-cudnn-frontend``, the ``cudnn`` extra) are
 imported only when a function here is called.
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -383,15 +382,15 @@ def _torch_tensors(problem: ConvProblem, buffers: list):
     return tensors
 
 
-def call_rotating(call: Callable[[int], Any], calls: int, count: int) -> None:
-    """``call(c % count)`` for each of ``calls`` calls, each one's result kept alive over the next
-    ``count - 1`` calls. Why: under a CUDA graph's capture an output freed at once is the next
-    call's output, and one smaller than the L2 then stays there (up to 16% faster for ResNet-50's
-    small bf16 layers on an H200: results/h100/cudnn_heuristics); kept so, the outputs rotate over
-    ``count`` blocks of the graph's pool, as the other columns' rotate over their buffer sets."""
-    alive: deque = deque(maxlen=count)
-    for c in range(calls):
-        alive.append(call(c % count))
+def call_keeping_outputs(call: Callable[[int], Any], calls: int, count: int) -> list:
+    """``call(c % count)`` for each of ``calls`` calls; every result is kept (returned). Why: under
+    a CUDA graph's capture an output freed at once is the next call's output, and one smaller than
+    the L2 then stays there (up to 16% faster for ResNet-50's small bf16 layers on an H200:
+    results/h100/cudnn_heuristics). Kept, every call writes its own memory, as the other columns'
+    calls write the rotating sets' outputs. (A ring of ``count`` live outputs would use less memory,
+    but under capture it made cuDNN fail on a tf32 layer on an H100, CUDNN_STATUS_INTERNAL_ERROR,
+    results/h100/twentysecond; the calls' outputs together are bounded by ``target_ms`` of writing.)"""
+    return [call(c % count) for c in range(calls)]
 
 
 def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, samples: int = 7,
@@ -399,9 +398,10 @@ def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, sample
     """``torch.nn.functional.conv2d`` on the same operands (``cudnn.benchmark`` on, TF32
     allowed when ``tf32``; 16-bit problems on bf16/fp16 channels_last tensors), checked against
     ``reference`` at the precision's tolerance (:func:`torch_problem`'s), then timed like
-    :func:`autoconv.gpu.timing.time_calls`: many calls over the rotating sets (their outputs
-    rotating too: :func:`call_rotating`) captured in one CUDA graph (torch's own, so its allocator knows about the capture), warm-up replays,
-    median of ``samples`` replays. None when :func:`torch_unavailable_reason` says so.
+    :func:`autoconv.gpu.timing.time_calls`: many calls over the rotating sets (each call's output
+    its own memory: :func:`call_keeping_outputs`) captured in one CUDA graph (torch's own, so its
+    allocator knows about the capture), warm-up replays, median of ``samples`` replays. None when
+    :func:`torch_unavailable_reason` says so.
 
     Raises:
         AutoconvError: torch's output disagrees with the reference.
@@ -463,7 +463,8 @@ def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, sample
 
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream):
-            call_rotating(call, calls, operands.count)
+            outputs = call_keeping_outputs(call, calls, operands.count)
+        del outputs  # (the graph's pool keeps their memory for its replays)
         for _ in range(warmup):
             graph.replay()
         per_call = []

@@ -51,7 +51,7 @@ from autoconv.bench.baseline import (
     time_torch,
     torch_unavailable_reason,
 )
-from autoconv.bench.cudnn import MODES_OF_PRECISION, STRICT, TF32, CudnnConv, cudnn_versions, import_cudnn
+from autoconv.bench.cudnn import MODES_OF_PRECISION, STRICT, TF32, CudnnConv, cudnn_versions, import_cudnn, one_line
 from autoconv.bench.peak import dense_tensor_peak_tflops, measure_fp32_peak
 from autoconv.bench.results import CUDNN_MODES, SCHEMA_VERSION, geomeans, geomeans_by_precision
 from autoconv.cache.winners import CacheKey
@@ -365,6 +365,28 @@ class StudyHistory:
 
 # ---- one problem ---------------------------------------------------------------------------------
 
+def alternate_rounds(timers: Mapping[str, Callable[[], float]], rounds: int, *,
+                     optional: str | None = None) -> tuple[dict[str, list[float]], str | None]:
+    """Each timer's milliseconds, once per round; the first timer of each round rotates, so no side
+    always follows the same one. The ``optional`` timer (the PyTorch column) that raises is left
+    out from then on, with the reason returned; any other's error propagates."""
+    per_round: dict[str, list[float]] = {name: [] for name in timers}
+    order, failure = list(timers), None
+    for r in range(rounds):
+        shift = r % len(order)
+        for name in order[shift:] + order[:shift]:
+            if name not in per_round:
+                continue  # (the optional timer, failed in an earlier round)
+            try:
+                per_round[name].append(timers[name]())
+            except Exception as err:
+                if name != optional:
+                    raise
+                failure = one_line(err)
+                del per_round[name]
+    return per_round, failure
+
+
 def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int, samples: int,
                     torch: bool, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
     """One problem's entry of the results (see the module docstring, steps 2-6)."""
@@ -411,21 +433,21 @@ def measure_problem(item, side: AutoconvSide, *, peak_tflops: float, rounds: int
         errors[name] = verdict.error
 
     torch_note = torch_unavailable_reason(problem) if torch else "left out (--no-torch)"
-    per_round: dict[str, list[float]] = {name: [] for name in enqueues}
+    timers: dict[str, Callable[[], float]] = {
+        name: lambda enqueue=enqueue: time_calls(enqueue, operands.count, samples=samples).median_ms  # type: ignore[misc]
+        for name, enqueue in enqueues.items()}
     if torch_note is None:
-        per_round["torch"] = []
-    order = list(per_round)
-    for r in range(rounds):
-        shift = r % len(order)  # rotate who goes first, so no side always follows the same one
-        for name in order[shift:] + order[:shift]:
-            if name == "torch":
-                measured = time_torch(problem, operands, reference, samples=samples,
-                                      tf32=problem.precision == "tf32")
-                assert measured is not None  # (a torch column only where PyTorch can run it)
-                per_round[name].append(measured.time_ms)
-                errors["torch"] = measured.error_vs_reference
-            else:
-                per_round[name].append(time_calls(enqueues[name], operands.count, samples=samples).median_ms)
+        def time_torch_column() -> float:
+            measured = time_torch(problem, operands, reference, samples=samples, tf32=problem.precision == "tf32")
+            assert measured is not None  # (a torch column only where PyTorch can run it)
+            errors["torch"] = measured.error_vs_reference
+            return measured.time_ms
+        timers["torch"] = time_torch_column
+    per_round, torch_failure = alternate_rounds(timers, rounds, optional="torch")
+    if torch_failure is not None:
+        torch_note = f"F.conv2d failed: {torch_failure}"
+        errors.pop("torch", None)
+        log(f"  PyTorch's column left out: {torch_note}")
     times = {name: statistics.median(values) for name, values in per_round.items()}
     spread = {name: (max(values) - min(values)) / statistics.median(values)
               for name, values in per_round.items()}
