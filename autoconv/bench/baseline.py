@@ -462,18 +462,25 @@ def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, sample
         calls = max(1, round(calls / operands.count)) * operands.count
 
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            outputs = call_keeping_outputs(call, calls, operands.count)
-        del outputs  # (the graph's pool keeps their memory for its replays)
-        for _ in range(warmup):
-            graph.replay()
-        per_call = []
-        for _ in range(samples):
-            start.record(stream)
-            graph.replay()
-            end.record(stream)
-            end.synchronize()
-            per_call.append(start.elapsed_time(end) / calls)
+        try:
+            with torch.cuda.graph(graph, stream=stream):
+                outputs = call_keeping_outputs(call, calls, operands.count)
+            del outputs  # (the graph's pool keeps their memory for its replays)
+            for _ in range(warmup):
+                graph.replay()
+            per_call = []
+            for _ in range(samples):
+                start.record(stream)
+                graph.replay()
+                end.record(stream)
+                end.synchronize()
+                per_call.append(start.elapsed_time(end) / calls)
+        finally:
+            # The graph's pool (every call's output) goes back to the device, not into torch's
+            # cache: kept there, the pools of a bench's captures filled an H100's memory, and a
+            # later capture that had to free cached memory was invalidated (tf32, from layer 3 on).
+            del graph
+            torch.cuda.empty_cache()
     timing = Timing(median_ms=statistics.median(per_call), min_ms=min(per_call), max_ms=max(per_call),
                     samples_ms=tuple(per_call), calls_per_sample=calls, graph=True)
     return TorchResult(time_ms=timing.median_ms, tflops=timing.tflops(problem.flops),
