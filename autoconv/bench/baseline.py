@@ -27,7 +27,8 @@ on raw pointers, for ``autoconv.conv2d``) live in :mod:`autoconv.bench.cudnn`.
 An optional PyTorch column, :func:`time_torch`, times ``torch.nn.functional.conv2d``
 (``cudnn.benchmark`` on, TF32 off for fp32 problems and on for tf32 ones; for 16-bit problems
 on bf16/fp16 channels_last tensors, what ``torch.autocast`` with ``channels_last`` runs) the
-same way, through torch's own CUDA graphs, each call writing its own output.
+same way, through torch's own CUDA graphs; unlike theirs, its calls' outputs share one block
+(see :func:`time_torch`).
 
 CuPy and the frontend (``pip install nvidia-cudnn-frontend``, the ``cudnn`` extra) are
 imported only when a function here is called.
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -382,26 +383,20 @@ def _torch_tensors(problem: ConvProblem, buffers: list):
     return tensors
 
 
-def call_keeping_outputs(call: Callable[[int], Any], calls: int, count: int) -> list:
-    """``call(c % count)`` for each of ``calls`` calls; every result is kept (returned). Why: under
-    a CUDA graph's capture an output freed at once is the next call's output, and one smaller than
-    the L2 then stays there (up to 16% faster for ResNet-50's small bf16 layers on an H200:
-    results/h100/cudnn_heuristics). Kept, every call writes its own memory, as the other columns'
-    calls write the rotating sets' outputs. (A ring of ``count`` live outputs would use less memory,
-    but under capture it made cuDNN fail on a tf32 layer on an H100, CUDNN_STATUS_INTERNAL_ERROR,
-    results/h100/twentysecond; the calls' outputs together are bounded by ``target_ms`` of writing.)"""
-    return [call(c % count) for c in range(calls)]
-
-
 def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, samples: int = 7,
                warmup: int = 2, target_ms: float = 4.0, tf32: bool = False) -> TorchResult | None:
     """``torch.nn.functional.conv2d`` on the same operands (``cudnn.benchmark`` on, TF32
     allowed when ``tf32``; 16-bit problems on bf16/fp16 channels_last tensors), checked against
     ``reference`` at the precision's tolerance (:func:`torch_problem`'s), then timed like
-    :func:`autoconv.gpu.timing.time_calls`: many calls over the rotating sets (each call's output
-    its own memory: :func:`call_keeping_outputs`) captured in one CUDA graph (torch's own, so its
-    allocator knows about the capture), warm-up replays, median of ``samples`` replays. None when
-    :func:`torch_unavailable_reason` says so.
+    :func:`autoconv.gpu.timing.time_calls`: many calls over the rotating sets captured in one
+    CUDA graph (torch's own, so its allocator knows about the capture), warm-up replays,
+    median of ``samples`` replays. None when :func:`torch_unavailable_reason` says so.
+
+    Unlike the other columns' calls, these write one output block: each output is freed at once
+    and the graph's pool hands its block to the next call, so an output smaller than the L2 stays
+    there. That favours PyTorch, by up to 16% on ResNet-50's smallest bf16 layers and ~2% on their
+    geometric mean (results/h100/cudnn_heuristics). Keeping every output alive instead made the
+    capture fail on two tf32 layers on an H100 (results/h100/twentysecond), for a cause not found.
 
     Raises:
         AutoconvError: torch's output disagrees with the reference.
@@ -462,25 +457,18 @@ def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, sample
         calls = max(1, round(calls / operands.count)) * operands.count
 
         graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(graph, stream=stream):
-                outputs = call_keeping_outputs(call, calls, operands.count)
-            del outputs  # (the graph's pool keeps their memory for its replays)
-            for _ in range(warmup):
-                graph.replay()
-            per_call = []
-            for _ in range(samples):
-                start.record(stream)
-                graph.replay()
-                end.record(stream)
-                end.synchronize()
-                per_call.append(start.elapsed_time(end) / calls)
-        finally:
-            # The graph's pool (every call's output) goes back to the device, not into torch's
-            # cache: kept there, the pools of a bench's captures filled an H100's memory, and a
-            # later capture that had to free cached memory was invalidated (tf32, from layer 3 on).
-            del graph
-            torch.cuda.empty_cache()
+        with torch.cuda.graph(graph, stream=stream):
+            for c in range(calls):
+                call(c % operands.count)  # outputs are freed at once: the graph's pool reuses them
+        for _ in range(warmup):
+            graph.replay()
+        per_call = []
+        for _ in range(samples):
+            start.record(stream)
+            graph.replay()
+            end.record(stream)
+            end.synchronize()
+            per_call.append(start.elapsed_time(end) / calls)
     timing = Timing(median_ms=statistics.median(per_call), min_ms=min(per_call), max_ms=max(per_call),
                     samples_ms=tuple(per_call), calls_per_sample=calls, graph=True)
     return TorchResult(time_ms=timing.median_ms, tflops=timing.tflops(problem.flops),

@@ -360,8 +360,8 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
               "process" + (f" ({method['rounds']} rounds, median)" if method.get("rounds") else "")
               + ", after both outputs were checked against the float64 reference.",
               "- PyTorch: `torch.nn.functional.conv2d` with `cudnn.benchmark` on, TF32 off for fp32 layers and "
-              "on for tf32 layers, captured in torch's own CUDA graph, same operands, each call "
-              "writing its own output (not one output that stays in the L2).",
+              "on for tf32 layers, captured in torch's own CUDA graph, same operands; its calls "
+              "write one output block, which a small layer's output keeps in the L2 (in PyTorch's favour).",
               "- autoconv's tolerance: 1e-5 for fp32; for tf32 twice the expected error of TF32 rounding of the "
               "operands, computed from the data (`autoconv.verify.tolerance`).", ""]
     return "\n".join(lines)
