@@ -14,7 +14,10 @@
 //       (offset_w, offset_h); what falls outside the tensor is zero.
 //   copy_tiled(destination, map, barrier, x0, x1, x2)
 //       a box of a 3-d tiled map from coordinate (x0, x1, x2) (x0 innermost); zero outside.
-// Both write the box in the 128-byte swizzle (16-byte chunk c of box row r at chunk position
+//   prefetch(map)
+//       fetch the map into the TMA unit's descriptor cache ahead of its first copy (a hint: it
+//       moves no data, and a copy without it fetches the map itself, on its own critical path).
+// Both copies write the box in the 128-byte swizzle (16-byte chunk c of box row r at chunk position
 // c ^ (r % 8); rows of 128 bytes), so `destination` must be 1024-byte aligned, and both count
 // the box's bytes (out-of-bounds zeros included) on `barrier` as completed transactions: the
 // phase that mbarrier::arrive_expect_bytes opened for them completes when they all landed. The
@@ -65,6 +68,11 @@ __device__ __forceinline__ void copy_tiled(void* destination, const TensorMap* m
                  : "memory");
 }
 
+__device__ __forceinline__ void prefetch(const TensorMap* map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+
 #else  // the CPU emulator's model
 
 // autoconv_emu's (emulator_runtime.cpp): `map` must be the emulator's encoding of a map
@@ -84,6 +92,11 @@ __device__ __forceinline__ void copy_tiled(void* destination, const TensorMap* m
                                            int x0, int x1, int x2)
 {
     autoconv_emu::tma_copy_tiled(destination, map, barrier, x0, x1, x2);
+}
+
+__device__ __forceinline__ void prefetch(const TensorMap* map)
+{
+    autoconv_emu::tma_prefetch(map);
 }
 
 #endif

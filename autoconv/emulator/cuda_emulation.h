@@ -151,6 +151,9 @@ void mbarrier_wait(unsigned long long* barrier, unsigned parity);
 void tma_copy_im2col(void* destination, const void* map, unsigned long long* barrier, int c, int w, int h, int n,
                      unsigned offset_w, unsigned offset_h);
 void tma_copy_tiled(void* destination, const void* map, unsigned long long* barrier, int x0, int x1, int x2);
+//! prefetch.tensormap: a hint that changes nothing here; `map` must be a map in the emulator's
+//! encoding all the same (anything else is a fault), as a copy through it would need.
+void tma_prefetch(const void* map);
 
 // ---- calling kernels by name (the generated main file lists them) ----------------------------
 struct KernelEntry {

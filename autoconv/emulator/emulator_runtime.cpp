@@ -418,7 +418,8 @@ constexpr std::size_t tma_row_bytes = 128;
 
 //! Reads the map `map` points at; a fault if it is not the emulator's encoding of a map of
 //! this kind, or one the model does not cover.
-EmulatedTensorMap read_tensor_map(const void* map, unsigned short kind, const char* operation) {
+//! The 128 bytes at `map`, which must carry the emulator's tag (else a fault naming `operation`).
+EmulatedTensorMap read_tagged_map(const void* map, const char* operation) {
     if (map == nullptr)
         fault("%s: the tensor map pointer is null", operation);
     EmulatedTensorMap m;
@@ -429,6 +430,11 @@ EmulatedTensorMap read_tensor_map(const void* map, unsigned short kind, const ch
               "tensor_maps), passed to the kernel by value", operation, map, m.magic[0], m.magic[1], m.magic[2],
               m.magic[3]);
     m.name[sizeof(m.name) - 1] = '\0';
+    return m;
+}
+
+EmulatedTensorMap read_tensor_map(const void* map, unsigned short kind, const char* operation) {
+    EmulatedTensorMap m = read_tagged_map(map, operation);
     const char* const wanted = kind == tensor_map_im2col ? "im2col" : "tiled";
     if (m.kind != kind)
         fault("%s: tensor map %s is not an %s map (kind %u)", operation, m.name, wanted, m.kind);
@@ -1033,6 +1039,10 @@ void tma_copy_im2col(void* destination, const void* map, unsigned long long* bar
                                 x_n * m.strides[2], out);
         });
     issue_tma_copy(to, std::move(box), barrier, operation);
+}
+
+void tma_prefetch(const void* map) {
+    read_tagged_map(map, "tma::prefetch");
 }
 
 void tma_copy_tiled(void* destination, const void* map, unsigned long long* barrier, int x0, int x1, int x2) {

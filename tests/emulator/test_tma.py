@@ -71,8 +71,11 @@ __device__ __forceinline__ void boxes(const tma::TensorMap* map, const int* coor
     unsigned long long* const barrier = reinterpret_cast<unsigned long long*>(shared);
     unsigned char* const box = shared + 1024 + (VARIANT == UNALIGNED ? 128 : 0);
     const int rows = coordinates[0], copies = coordinates[1];
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
+        if (VARIANT == BY_THE_BOOK)
+            tma::prefetch(map);   // (as the family's producer does before its barriers' init)
         mbarrier::init(barrier, 1);
+    }
     __syncthreads();
     for (int i = 0; i < copies; ++i) {
         const int copy = blockIdx.x * copies + i;
@@ -443,14 +446,17 @@ def test_an_unaligned_destination_is_a_fault(program):
             in output)
 
 
-def test_a_map_without_the_tag_is_a_fault(program):
-    """128 bytes that are not the emulator's encoding (a driver's map, say) passed as the map."""
+@pytest.mark.parametrize("kernel, operation", [("im2col_boxes", "tma::prefetch"),
+                                               ("im2col_copy_first", "tma::copy_im2col")])
+def test_a_map_without_the_tag_is_a_fault(program, kernel, operation):
+    """128 bytes that are not the emulator's encoding (a driver's map, say) passed as the map: the
+    prefetch (a hint on the GPU) checks it too, so a wrong pointer faults at the first use."""
     out = np.zeros((1, 16, ROW_VALUES), np.uint16)
-    launch = Launch("im2col_boxes", (1, 1, 1), (THREADS, 1, 1), ("x_map", "coordinates", "out"), shared_bytes(16))
+    launch = Launch(kernel, (1, 1, 1), (THREADS, 1, 1), ("x_map", "coordinates", "out"), shared_bytes(16))
     with pytest.raises(EmulatedKernelFault) as caught:
         program.run([launch], {"x_map": np.zeros(128, np.uint8), "coordinates": coordinates(16, 1, [(0,) * 6]),
                                "out": out})
-    assert "tma::copy_im2col: " in caught.value.output
+    assert f"{operation}: " in caught.value.output
     assert "is not a tensor map in the emulator's encoding" in caught.value.output
 
 
@@ -529,7 +535,8 @@ def test_ptxas_accepts_every_function(tmp_path):
     ptx = sm90a_ptx(source(), tmp_path)
     for instruction in ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes",
                         "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
-                        "mbarrier.arrive.expect_tx.shared::cta.b64 _,"):
+                        "mbarrier.arrive.expect_tx.shared::cta.b64 _,",
+                        "prefetch.tensormap ["):
         assert instruction in ptx, instruction
 
 
