@@ -316,6 +316,7 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
                 f"| {_error(errors.get('autoconv'))} | {_error(errors.get(baseline_side))} "
                 f"| {_error(errors.get('torch'))} |")
         lines += ["", f"Geometric mean speedup over cuDNN {label}: {_num(means.get('speedup_vs_cudnn'), '.3f')}x.", ""]
+        lines += torch_notes([p for p in problems if precision_of(p) == precision])
 
     families = families_in(problems)
     if families:
@@ -368,6 +369,18 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
 
 
 # ---- plots -------------------------------------------------------------------------------------
+
+def torch_notes(problems: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why PyTorch's column is empty or differs on some layers (bench's ``torch_note``: not
+    installed, left out, a failed call, 16-bit outputs), one line per reason with its layers."""
+    layers_of: dict[str, list[str]] = {}
+    for p in problems:
+        if p.get("torch_note"):
+            layers_of.setdefault(p["torch_note"], []).append(p["name"])
+    lines = [f"- PyTorch's column: {note} ({'every layer' if len(names) == len(problems) else ', '.join(names)})."
+             for note, names in layers_of.items()]
+    return lines + [""] if lines else []
+
 
 def _pyplot():
     try:

@@ -442,3 +442,16 @@ def test_bench_names_problems_no_family_computes_before_tuning(monkeypatch, tmp_
     finally:
         side.close()
     assert "nhwc (" not in str(error.value) and "layout: NHWC" in str(error.value)
+
+
+def test_the_report_says_why_pytorch_has_no_number_on_a_layer(results):
+    from autoconv.bench.report import report_markdown
+
+    assert "PyTorch's column:" not in report_markdown(results)
+    failure = "F.conv2d failed: AcceleratorError: CUDA error: operation failed due to a previous error during capture"
+    results["problems"][2]["torch_note"] = failure
+    text = report_markdown(results)
+    assert f"- PyTorch's column: {failure} (layer4.0.conv1)." in text
+    for p in results["problems"]:
+        p["torch_note"] = "left out (--no-torch)"
+    assert "- PyTorch's column: left out (--no-torch) (every layer)." in report_markdown(results)
