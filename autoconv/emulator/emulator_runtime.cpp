@@ -416,8 +416,6 @@ constexpr unsigned short tensor_map_round_to_tf32 = 1;
 //! Bytes of a box row: the 128-byte swizzle's row, the only width modelled.
 constexpr std::size_t tma_row_bytes = 128;
 
-//! Reads the map `map` points at; a fault if it is not the emulator's encoding of a map of
-//! this kind, or one the model does not cover.
 //! The 128 bytes at `map`, which must carry the emulator's tag (else a fault naming `operation`).
 EmulatedTensorMap read_tagged_map(const void* map, const char* operation) {
     if (map == nullptr)
@@ -433,6 +431,8 @@ EmulatedTensorMap read_tagged_map(const void* map, const char* operation) {
     return m;
 }
 
+//! Reads the map `map` points at; a fault if it is not the emulator's encoding of a map of
+//! this kind, or one the model does not cover.
 EmulatedTensorMap read_tensor_map(const void* map, unsigned short kind, const char* operation) {
     EmulatedTensorMap m = read_tagged_map(map, operation);
     const char* const wanted = kind == tensor_map_im2col ? "im2col" : "tiled";
