@@ -368,8 +368,6 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
     return "\n".join(lines)
 
 
-# ---- plots -------------------------------------------------------------------------------------
-
 def torch_notes(problems: Sequence[Mapping[str, Any]]) -> list[str]:
     """Why PyTorch's column is empty or differs on some layers (bench's ``torch_note``: not
     installed, left out, a failed call, 16-bit outputs), one line per reason with its layers."""
@@ -381,6 +379,8 @@ def torch_notes(problems: Sequence[Mapping[str, Any]]) -> list[str]:
              for note, names in layers_of.items()]
     return lines + [""] if lines else []
 
+
+# ---- plots -------------------------------------------------------------------------------------
 
 def _pyplot():
     try:
