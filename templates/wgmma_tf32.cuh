@@ -82,6 +82,16 @@ __device__ __forceinline__ unsigned long long make_descriptor(unsigned address)
            static_cast<unsigned long long>(1u) << 62;
 }
 
+//! The descriptor of the operand `bytes` further on (a multiple of 16): make_descriptor(address +
+//! bytes) as one add, where the address field cannot carry into the next one (shared-window
+//! addresses are below 2^18 on sm_90). Computing a stage's and a k step's descriptors so, from
+//! one made before the main loop, keeps the loop to an add per product instead of the masks and
+//! shifts of make_descriptor.
+__device__ __forceinline__ unsigned long long advance(unsigned long long descriptor, unsigned bytes)
+{
+    return descriptor + (bytes >> 4);
+}
+
 #ifndef AUTOCONV_EMULATOR
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -96,6 +106,15 @@ __device__ __forceinline__ unsigned shared_address(const void* pointer)
 
 //! wgmma.fence: orders earlier register writes before the products issued after it.
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+
+//! This thread's warpgroup (threadIdx.x / 128), read from lane 0 by a shuffle: the compiler then
+//! knows the value is the same in every lane of the warp, and keeps what is computed from it (a
+//! warpgroup's operand descriptors) in uniform registers, instead of moving it into them before
+//! every product (R2UR; CUTLASS's canonical_warp_group_idx does the same).
+__device__ __forceinline__ int warpgroup_index()
+{
+    return __shfl_sync(0xFFFFFFFFu, static_cast<int>(threadIdx.x) / 128, 0);
+}
 
 //! Closes the group of products this warpgroup issued since the last commit.
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -601,6 +620,7 @@ inline unsigned shared_address(const void* pointer)
 
 // The register and proxy fences order things the emulator does in program order anyway.
 inline void fence() {}
+inline int warpgroup_index() { return static_cast<int>(threadIdx.x) / 128; }   // (uniform by construction)
 inline void fence_shared_for_tensor_cores() {}
 template <int SIZE>
 inline void fence_registers(float (&)[SIZE]) {}
