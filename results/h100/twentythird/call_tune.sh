@@ -1,0 +1,20 @@
+# Twenty-third session, asked for an H100: bf16 and tf32 NHWC ResNet-50 at batch 32, each tuned from
+# empty storage and cache and benchmarked in this call, with the TMA family's warp-uniform
+# descriptors (d131098).
+#   bash results/h100/twentythird/call_tune.sh   (carry [".whl"], nvidia-h100-x1)
+set -u
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
+export PYTHONPATH=/tmp/site:$PWD
+rm -rf /tmp/o; mkdir -p /tmp/o; T0=$(date +%s)
+{ nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; python3 -c "import cupy,torch;print(cupy.__version__,torch.__version__,torch.backends.cudnn.version())"; } > /tmp/o/env.txt 2>&1
+for P in bf16 tf32_nhwc; do
+  export AUTOCONV_CACHE=/tmp/t_$P/cache.sqlite3 CUDA_CACHE_PATH=/tmp/t_$P/cc
+  rm -rf /tmp/t_$P; mkdir -p /tmp/t_$P /tmp/o/$P
+  timeout 120 python3 -m autoconv tune examples/resnet50_$P.yaml --storage /tmp/t_$P/studies.journal > /tmp/o/$P/tune.log 2>&1
+  echo "$P tune rc=$? at $(( $(date +%s) - T0 ))s" | tee -a /tmp/o/times.txt; grep "tuning took" /tmp/o/$P/tune.log | cut -c1-200
+  cp results/resnet50_$P/tune.json /tmp/o/$P/ 2>/dev/null
+  timeout 130 python3 -m autoconv bench examples/resnet50_$P.yaml --no-tune --out /tmp/o/$P/results.json > /tmp/o/$P/bench.log 2>&1
+  echo "$P bench rc=$? at $(( $(date +%s) - T0 ))s" | tee -a /tmp/o/times.txt; grep -i "geometric\|geomean" /tmp/o/$P/bench.log | tail -2
+  gzip /tmp/o/$P/tune.log
+done
+tar czf $OUT/call_tune.tgz -C /tmp/o .
