@@ -146,7 +146,9 @@ def test_tune_on_the_gpu_killed_mid_search_resumes_and_leaves_no_process(tmp_pat
     keys = [trial_key(t) for trials in studies.values() for t in completed(trials)]
     assert len(keys) == len(set(keys)) and before <= set(keys)
     evaluated = [t for trials in studies.values() for t in trials if t.user_attrs.get("status") in EVALUATED]
-    assert len(evaluated) == 8
+    assert len(evaluated) == 8, "trials (number, state, status, owner, reason):\n" + "\n".join(
+        f"  {t.number} {t.state.name} {t.user_attrs.get('status')} {t.user_attrs.get('owner')} "
+        f"{str(t.user_attrs.get('reason', ''))[:120]}" for trials in studies.values() for t in trials)
     with WinnerCache(cache) as winners:
         entry, = winners.entries()
     best = min(completed(next(iter(studies.values()))), key=lambda t: t.value)
