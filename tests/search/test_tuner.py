@@ -495,12 +495,15 @@ def test_a_problem_tuned_before_its_neighbour_tries_the_neighbours_winner_at_the
     from autoconv.cache.neighbours import Neighbour
 
     near = NamedProblem("near", parse_spec("N=2,C=13,H=29,W=29,K=17,R=3,S=3,stride=2x1,pad=1"))
-    winner = points.points["direct"][-1]  # (a point no search would come to in a few trials)
+    # The neighbour's winner: a point of `direct` the study never tried, picked once it has ended
+    # (a fixed point can be one the search came to: the sampler's path follows the study's name,
+    # which holds the templates' hash).
+    winner: dict = {}
 
     class Fast(FakeBackend):
         @staticmethod
         def synthetic_time_ms(plan):
-            if plan.family == "direct" and dict(plan.config) == dict(winner):
+            if plan.family == "direct" and dict(plan.config) == winner:
                 return 0.001
             return 1.0 + FakeBackend.synthetic_time_ms(plan)
 
@@ -508,8 +511,7 @@ def test_a_problem_tuned_before_its_neighbour_tries_the_neighbours_winner_at_the
     with WinnerCache(tmp_path / "cache.sqlite") as cache:
         Tuner(backend, storage=storage(), families=FAMILIES, budget=Budget(trials=4), seed=3,
               cache=cache).tune([near])
-        entry = next(e for e in cache.entries() if e.key.problem_key == near.problem.key())
-        entry = dataclasses.replace(entry, family="direct", config=winner)
+        near_entry = next(e for e in cache.entries() if e.key.problem_key == near.problem.key())
         tuner = make_tuner(backend, budget, cache=cache, pipeline_depth=2)
         cached: list[Neighbour] = []  # (empty while the problem is tuned: the neighbour comes later)
         tuner._neighbours = lambda problem: list(cached)  # type: ignore[method-assign]
@@ -525,7 +527,11 @@ def test_a_problem_tuned_before_its_neighbour_tries_the_neighbours_winner_at_the
             assert first.time_ms > 1.0
             assert first.stop_reason == ("6 trials" if budget.trials == 6 else "no improvement of more than 2% "
                                          "in 4 trials and none among the best's variations")
-            cached[:] = [Neighbour(near.problem, entry, 0.5)]
+            tried = [config_of(t.params, "direct") for t in study_of(tuner).trials
+                     if t.params.get("family") == "direct"]
+            winner.update(next(point for point in reversed(points.points["direct"]) if dict(point) not in tried))
+            cached[:] = [Neighbour(near.problem, dataclasses.replace(near_entry, family="direct", config=dict(winner)),
+                                   0.5)]
             tuner.tune_problem = count  # type: ignore[method-assign]
             original_revisit(tuned, outcomes)
             original_revisit(tuned, outcomes)  # (again: its winner is tried now, nothing to revisit)
