@@ -204,6 +204,27 @@ __device__ __forceinline__ unsigned pack_rounded(float low, float high)
           "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
         : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)))
 
+#define AUTOCONV_WGMMA_SS_M64N104K16(TYPES) \
+    asm volatile( \
+        "{\n" \
+        ".reg .pred accumulate;\n" \
+        "setp.ne.b32 accumulate, %54, 0;\n" \
+        "wgmma.mma_async.sync.aligned.m64n104k16.f32." TYPES " " \
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+        "%48, %49, %50, %51 }, " \
+        "%52, %53, accumulate, 1, 1, 0, 0;\n" \
+        "}\n" \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]) \
+        : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)))
+
 #define AUTOCONV_WGMMA_SS_M64N128K16(TYPES) \
     asm volatile( \
         "{\n" \
@@ -252,6 +273,36 @@ __device__ __forceinline__ unsigned pack_rounded(float low, float high)
           "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
           "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
           "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]) \
+        : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)))
+
+#define AUTOCONV_WGMMA_SS_M64N208K16(TYPES) \
+    asm volatile( \
+        "{\n" \
+        ".reg .pred accumulate;\n" \
+        "setp.ne.b32 accumulate, %106, 0;\n" \
+        "wgmma.mma_async.sync.aligned.m64n208k16.f32." TYPES " " \
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+        "%96, %97, %98, %99, %100, %101, %102, %103 }, " \
+        "%104, %105, accumulate, 1, 1, 0, 0;\n" \
+        "}\n" \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]) \
         : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)))
 
 #define AUTOCONV_WGMMA_SS_M64N224K16(TYPES) \
@@ -320,13 +371,15 @@ __device__ __forceinline__ unsigned pack_rounded(float low, float high)
         : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)))
 
 //! D (64 x N) = A (64 x 16) * B (16 x N) + (accumulate ? D : 0), A and B in shared memory, read as
-//! FORMAT; N (16, 32, 64, 128, 192, 224 or 256) chosen at compile time (a template's warpgroup tile, say).
+//! FORMAT; N (16, 32, 64, 104, 128, 192, 208, 224 or 256) chosen at compile time (a template's
+//! warpgroup tile, say).
 template <int N, int FORMAT>
 __device__ __forceinline__ void mma_ss_m64nNk16(float (&d)[N / 2], unsigned long long a, unsigned long long b,
                                                 bool accumulate)
 {
-    static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 192 || N == 224 || N == 256,
-                  "mma_ss_m64nNk16 is written out for N = 16, 32, 64, 128, 192, 224, 256");
+    static_assert(N == 16 || N == 32 || N == 64 || N == 104 || N == 128 || N == 192 || N == 208 ||
+                  N == 224 || N == 256,
+                  "mma_ss_m64nNk16 is written out for N = 16, 32, 64, 104, 128, 192, 208, 224, 256");
     static_assert(FORMAT == BF16 || FORMAT == F16, "FORMAT is BF16 or F16");
     if constexpr (N == 16 && FORMAT == BF16)
         AUTOCONV_WGMMA_SS_M64N16K16("bf16.bf16");
@@ -340,16 +393,24 @@ __device__ __forceinline__ void mma_ss_m64nNk16(float (&d)[N / 2], unsigned long
         AUTOCONV_WGMMA_SS_M64N64K16("bf16.bf16");
     else if constexpr (N == 64 && FORMAT == F16)
         AUTOCONV_WGMMA_SS_M64N64K16("f16.f16");
+    else if constexpr (N == 104 && FORMAT == BF16)
+        AUTOCONV_WGMMA_SS_M64N104K16("bf16.bf16");
     else if constexpr (N == 128 && FORMAT == BF16)
         AUTOCONV_WGMMA_SS_M64N128K16("bf16.bf16");
+    else if constexpr (N == 104 && FORMAT == F16)
+        AUTOCONV_WGMMA_SS_M64N104K16("f16.f16");
     else if constexpr (N == 128 && FORMAT == F16)
         AUTOCONV_WGMMA_SS_M64N128K16("f16.f16");
     else if constexpr (N == 192 && FORMAT == BF16)
         AUTOCONV_WGMMA_SS_M64N192K16("bf16.bf16");
     else if constexpr (N == 192 && FORMAT == F16)
         AUTOCONV_WGMMA_SS_M64N192K16("f16.f16");
+    else if constexpr (N == 208 && FORMAT == BF16)
+        AUTOCONV_WGMMA_SS_M64N208K16("bf16.bf16");
     else if constexpr (N == 224 && FORMAT == BF16)
         AUTOCONV_WGMMA_SS_M64N224K16("bf16.bf16");
+    else if constexpr (N == 208 && FORMAT == F16)
+        AUTOCONV_WGMMA_SS_M64N208K16("f16.f16");
     else if constexpr (N == 224 && FORMAT == F16)
         AUTOCONV_WGMMA_SS_M64N224K16("f16.f16");
     else if constexpr (N == 256 && FORMAT == BF16)
@@ -361,8 +422,10 @@ __device__ __forceinline__ void mma_ss_m64nNk16(float (&d)[N / 2], unsigned long
 #undef AUTOCONV_WGMMA_SS_M64N16K16
 #undef AUTOCONV_WGMMA_SS_M64N32K16
 #undef AUTOCONV_WGMMA_SS_M64N64K16
+#undef AUTOCONV_WGMMA_SS_M64N104K16
 #undef AUTOCONV_WGMMA_SS_M64N128K16
 #undef AUTOCONV_WGMMA_SS_M64N192K16
+#undef AUTOCONV_WGMMA_SS_M64N208K16
 #undef AUTOCONV_WGMMA_SS_M64N224K16
 #undef AUTOCONV_WGMMA_SS_M64N256K16
 
@@ -568,8 +631,9 @@ inline void wait()
 template <int N, int FORMAT>
 inline void mma_ss_m64nNk16(float (&d)[N / 2], unsigned long long a, unsigned long long b, bool accumulate)
 {
-    static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 192 || N == 224 || N == 256,
-                  "mma_ss_m64nNk16 is written out for N = 16, 32, 64, 128, 192, 224, 256");
+    static_assert(N == 16 || N == 32 || N == 64 || N == 104 || N == 128 || N == 192 || N == 208 ||
+                  N == 224 || N == 256,
+                  "mma_ss_m64nNk16 is written out for N = 16, 32, 64, 104, 128, 192, 208, 224, 256");
     static_assert(FORMAT == BF16 || FORMAT == F16, "FORMAT is BF16 or F16");
     emulation::issue(d, N, a, b, accumulate, FORMAT);
 }

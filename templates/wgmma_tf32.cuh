@@ -7,7 +7,8 @@
 // Jinja tag (a brace followed by %, { or #) must not occur in it.
 //
 // An asm statement names every register it uses, so the product is written out for each width N
-// a kernel may use (16, 32, 64, 128, 192, 224, 256: mma_m64n<N>k8); mma_m64nNk8<N> picks one at compile time.
+// a kernel may use (16, 32, 64, 104, 128, 192, 208, 224, 256: mma_m64n<N>k8); mma_m64nNk8<N> picks
+// one at compile time.
 //
 // On the GPU each function is a PTX instruction (inline asm). Under the CPU emulator
 // (cuda_emulation.h defines AUTOCONV_EMULATOR), where inline PTX cannot run, each has a model
@@ -192,6 +193,33 @@ __device__ __forceinline__ void mma_m64n64k8(float (&d)[32], const float (&a)[4]
           "r"(__float_as_uint(a[3])), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
+//! D (64 x 104) = A (64 x 8, registers) * B (8 x 104, shared memory) + (accumulate ? D : 0).
+__device__ __forceinline__ void mma_m64n104k8(float (&d)[52], const float (&a)[4], unsigned long long b,
+                                              bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %57, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n104k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51 }, "
+        "{ %52, %53, %54, %55 }, "
+        "%56, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51])
+        : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
+          "r"(__float_as_uint(a[3])), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
 //! D (64 x 128) = A (64 x 8, registers) * B (8 x 128, shared memory) + (accumulate ? D : 0).
 __device__ __forceinline__ void mma_m64n128k8(float (&d)[64], const float (&a)[4], unsigned long long b,
                                               bool accumulate)
@@ -250,6 +278,42 @@ __device__ __forceinline__ void mma_m64n192k8(float (&d)[96], const float (&a)[4
           "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
           "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
           "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+        : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
+          "r"(__float_as_uint(a[3])), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+//! D (64 x 208) = A (64 x 8, registers) * B (8 x 208, shared memory) + (accumulate ? D : 0).
+__device__ __forceinline__ void mma_m64n208k8(float (&d)[104], const float (&a)[4], unsigned long long b,
+                                              bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %109, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n208k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103 }, "
+        "{ %104, %105, %106, %107 }, "
+        "%108, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
         : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
           "r"(__float_as_uint(a[3])), "l"(b), "r"(static_cast<int>(accumulate)));
 }
@@ -384,6 +448,31 @@ __device__ __forceinline__ void mma_ss_m64n64k8(float (&d)[32], unsigned long lo
         : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
+//! D (64 x 104) = A (64 x 8) * B (8 x 104) + (accumulate ? D : 0), A and B in shared memory.
+__device__ __forceinline__ void mma_ss_m64n104k8(float (&d)[52], unsigned long long a, unsigned long long b,
+                                              bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %54, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n104k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51 }, "
+        "%52, %53, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51])
+        : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
 //! D (64 x 128) = A (64 x 8) * B (8 x 128) + (accumulate ? D : 0), A and B in shared memory.
 __device__ __forceinline__ void mma_ss_m64n128k8(float (&d)[64], unsigned long long a, unsigned long long b,
                                               bool accumulate)
@@ -439,6 +528,40 @@ __device__ __forceinline__ void mma_ss_m64n192k8(float (&d)[96], unsigned long l
           "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
           "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
           "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+        : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+//! D (64 x 208) = A (64 x 8) * B (8 x 208) + (accumulate ? D : 0), A and B in shared memory.
+__device__ __forceinline__ void mma_ss_m64n208k8(float (&d)[104], unsigned long long a, unsigned long long b,
+                                              bool accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %106, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n208k8.f32.tf32.tf32 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103 }, "
+        "%104, %105, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
         : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
@@ -730,6 +853,11 @@ inline void mma_m64n64k8(float (&d)[32], const float (&a)[4], unsigned long long
     emulation::issue(d, 64, a, b, accumulate);
 }
 
+inline void mma_m64n104k8(float (&d)[52], const float (&a)[4], unsigned long long b, bool accumulate)
+{
+    emulation::issue(d, 104, a, b, accumulate);
+}
+
 inline void mma_m64n128k8(float (&d)[64], const float (&a)[4], unsigned long long b, bool accumulate)
 {
     emulation::issue(d, 128, a, b, accumulate);
@@ -738,6 +866,11 @@ inline void mma_m64n128k8(float (&d)[64], const float (&a)[4], unsigned long lon
 inline void mma_m64n192k8(float (&d)[96], const float (&a)[4], unsigned long long b, bool accumulate)
 {
     emulation::issue(d, 192, a, b, accumulate);
+}
+
+inline void mma_m64n208k8(float (&d)[104], const float (&a)[4], unsigned long long b, bool accumulate)
+{
+    emulation::issue(d, 208, a, b, accumulate);
 }
 
 inline void mma_m64n224k8(float (&d)[112], const float (&a)[4], unsigned long long b, bool accumulate)
@@ -765,6 +898,11 @@ inline void mma_ss_m64n64k8(float (&d)[32], unsigned long long a, unsigned long 
     emulation::issue_ss(d, 64, a, b, accumulate);
 }
 
+inline void mma_ss_m64n104k8(float (&d)[52], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    emulation::issue_ss(d, 104, a, b, accumulate);
+}
+
 inline void mma_ss_m64n128k8(float (&d)[64], unsigned long long a, unsigned long long b, bool accumulate)
 {
     emulation::issue_ss(d, 128, a, b, accumulate);
@@ -773,6 +911,11 @@ inline void mma_ss_m64n128k8(float (&d)[64], unsigned long long a, unsigned long
 inline void mma_ss_m64n192k8(float (&d)[96], unsigned long long a, unsigned long long b, bool accumulate)
 {
     emulation::issue_ss(d, 192, a, b, accumulate);
+}
+
+inline void mma_ss_m64n208k8(float (&d)[104], unsigned long long a, unsigned long long b, bool accumulate)
+{
+    emulation::issue_ss(d, 208, a, b, accumulate);
 }
 
 inline void mma_ss_m64n224k8(float (&d)[112], unsigned long long a, unsigned long long b, bool accumulate)
@@ -792,18 +935,23 @@ template <int N>
 __device__ __forceinline__ void mma_m64nNk8(float (&d)[N / 2], const float (&a)[4], unsigned long long b,
                                             bool accumulate)
 {
-    static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 192 || N == 224 || N == 256,
-                  "mma_m64nNk8 is written out for N = 16, 32, 64, 128, 192, 224, 256");
+    static_assert(N == 16 || N == 32 || N == 64 || N == 104 || N == 128 || N == 192 || N == 208 ||
+                  N == 224 || N == 256,
+                  "mma_m64nNk8 is written out for N = 16, 32, 64, 104, 128, 192, 208, 224, 256");
     if constexpr (N == 16)
         mma_m64n16k8(d, a, b, accumulate);
     else if constexpr (N == 32)
         mma_m64n32k8(d, a, b, accumulate);
     else if constexpr (N == 64)
         mma_m64n64k8(d, a, b, accumulate);
+    else if constexpr (N == 104)
+        mma_m64n104k8(d, a, b, accumulate);
     else if constexpr (N == 128)
         mma_m64n128k8(d, a, b, accumulate);
     else if constexpr (N == 192)
         mma_m64n192k8(d, a, b, accumulate);
+    else if constexpr (N == 208)
+        mma_m64n208k8(d, a, b, accumulate);
     else if constexpr (N == 224)
         mma_m64n224k8(d, a, b, accumulate);
     else
@@ -816,18 +964,23 @@ template <int N>
 __device__ __forceinline__ void mma_ss_m64nNk8(float (&d)[N / 2], unsigned long long a, unsigned long long b,
                                                bool accumulate)
 {
-    static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 192 || N == 224 || N == 256,
-                  "mma_ss_m64nNk8 is written out for N = 16, 32, 64, 128, 192, 224, 256");
+    static_assert(N == 16 || N == 32 || N == 64 || N == 104 || N == 128 || N == 192 || N == 208 ||
+                  N == 224 || N == 256,
+                  "mma_ss_m64nNk8 is written out for N = 16, 32, 64, 104, 128, 192, 208, 224, 256");
     if constexpr (N == 16)
         mma_ss_m64n16k8(d, a, b, accumulate);
     else if constexpr (N == 32)
         mma_ss_m64n32k8(d, a, b, accumulate);
     else if constexpr (N == 64)
         mma_ss_m64n64k8(d, a, b, accumulate);
+    else if constexpr (N == 104)
+        mma_ss_m64n104k8(d, a, b, accumulate);
     else if constexpr (N == 128)
         mma_ss_m64n128k8(d, a, b, accumulate);
     else if constexpr (N == 192)
         mma_ss_m64n192k8(d, a, b, accumulate);
+    else if constexpr (N == 208)
+        mma_ss_m64n208k8(d, a, b, accumulate);
     else if constexpr (N == 224)
         mma_ss_m64n224k8(d, a, b, accumulate);
     else

@@ -33,7 +33,7 @@ from autoconv.kernels.resources import templates_dir
 MMA = "mma_tf32.cuh"
 WGMMA = "wgmma_tf32.cuh"
 WGMMA_F16 = "wgmma_f16.cuh"
-WGMMA_WIDTHS = (16, 32, 64, 128, 192, 224, 256)
+WGMMA_WIDTHS = (16, 32, 64, 104, 128, 192, 208, 224, 256)
 
 
 def _source(name: str) -> str:

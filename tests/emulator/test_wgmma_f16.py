@@ -27,7 +27,7 @@ from tests.emulator.warpgroup_gpu import load_module, roundings_apart, run_warpg
 
 N_COLUMNS = 16   # D is 64 x 16: two 8-row atoms of B
 K_DEPTH = 64     # four k steps of 16: one 128-byte row per row of A and column of B
-WIDTHS = (16, 32, 64, 128, 192, 224, 256)
+WIDTHS = (16, 32, 64, 104, 128, 192, 208, 224, 256)
 
 KERNELS = r"""
 constexpr int M = 64, NC = 16, KD = 64;

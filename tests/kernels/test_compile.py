@@ -178,7 +178,7 @@ def test_fallback_default_compiles_without_spills_where_the_default_does_not_fit
 @pytest.mark.slow
 @needs_nvcc
 def test_wide_tma_tiles_the_space_allows_compile_without_spills():
-    """The widest tiles (BN 192, 224, 256) of implicit_gemm_wgmma_tma on the family check's wide shapes,
+    """The widest tiles (BN 192, 208, 224, 256) of implicit_gemm_wgmma_tma on the family check's wide shapes,
     with and without bias: each the space admits compiles without spills, since the GPU check
     (tests/emulator/test_wgmma_tma_family.py) fails a spilling configuration. Its register
     estimate once admitted BN 256 x two consumers with bias in the staged epilogue, which met
@@ -193,7 +193,7 @@ def test_wide_tma_tiles_the_space_allows_compile_without_spills():
         for bias in (0, 1):
             problem = parse_spec(spec).with_(bias=bool(bias))
             for bn, consumers, schedule, epilogue in itertools.product(
-                    (192, 224, 256), (1, 2, 3), ("cooperative", "pingpong"), ("staged", "direct")):
+                    (192, 208, 224, 256), (1, 2, 3), ("cooperative", "pingpong"), ("staged", "direct")):
                 config = {"BN": bn, "CONSUMERS": consumers, "STAGES": 3, "SPLIT_K": 1,
                           "SCHEDULE": schedule, "EPILOGUE": epilogue, "PAD_PITCH": 16}
                 if family.space.is_valid(config, problem, H100):
