@@ -1,0 +1,30 @@
+# Twenty-fourth session, call 1 (nvidia-h100-x1): stream-K in the TMA family.
+#   1. the TMA family's GPU tests (every switch value incl. STREAM_K, and stream-K's whole tiles and pieces);
+#   2. family_sweep: the twenty-third session's tf32 winners (resnet50_n32_tf32_nhwc/twentythird_session/results.json) beside stream-K variants
+#      on the layers whose grids leave SMs idle;
+#   3. tf32 and bf16 NHWC ResNet-50 at batch 32, each tuned from empty storage and cache, then benchmarked.
+#   bash results/h100/stream_k/call1.sh   (carry [".whl"])
+set -u
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
+export PYTHONPATH=/tmp/site:$PWD
+rm -rf /tmp/o; mkdir -p /tmp/o; T0=$(date +%s)
+{ nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; python3 -c "import cupy,torch;print(cupy.__version__,torch.__version__,torch.backends.cudnn.version())"; } > /tmp/o/env.txt 2>&1
+timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/emulator/test_wgmma_tma_family.py > /tmp/o/gpu_tests.log 2>&1
+echo "gpu tests rc=$? at $(( $(date +%s) - T0 ))s" | tee -a /tmp/o/times.txt; tail -3 /tmp/o/gpu_tests.log
+timeout 150 python3 examples/family_sweep.py examples/resnet50_tf32_nhwc.yaml --family implicit_gemm_wgmma_tma \
+  --base results/h100/resnet50_n32_tf32_nhwc/twentythird_session/results.json \
+  --layers layer4.0.conv2,layer4.1.conv1,layer4.1.conv2,layer4.0.conv3,layer4.0.downsample.0,layer2.0.conv2 \
+  --configs '[{}, {"STREAM_K": 1, "EPILOGUE": "direct"}, {"STREAM_K": 1, "EPILOGUE": "direct", "CONSUMERS": 2}, {"STREAM_K": 1, "EPILOGUE": "direct", "BN": 256}, {"STREAM_K": 1, "EPILOGUE": "direct", "CONSUMERS": 2, "SCHEDULE": "pingpong"}]' \
+  --out /tmp/o/sweep_tf32.json > /tmp/o/sweep_tf32.log 2>&1
+echo "sweep rc=$? at $(( $(date +%s) - T0 ))s" | tee -a /tmp/o/times.txt; tail -8 /tmp/o/sweep_tf32.log
+for P in tf32_nhwc bf16; do
+  export AUTOCONV_CACHE=/tmp/t_$P/cache.sqlite3 CUDA_CACHE_PATH=/tmp/t_$P/cc
+  rm -rf /tmp/t_$P; mkdir -p /tmp/t_$P /tmp/o/$P
+  timeout 120 python3 -m autoconv tune examples/resnet50_$P.yaml --storage /tmp/t_$P/studies.journal > /tmp/o/$P/tune.log 2>&1
+  echo "$P tune rc=$? at $(( $(date +%s) - T0 ))s" | tee -a /tmp/o/times.txt; grep "tuning took" /tmp/o/$P/tune.log | cut -c1-200
+  cp results/resnet50_$P/tune.json /tmp/o/$P/ 2>/dev/null
+  timeout 130 python3 -m autoconv bench examples/resnet50_$P.yaml --no-tune --out /tmp/o/$P/results.json > /tmp/o/$P/bench.log 2>&1
+  echo "$P bench rc=$? at $(( $(date +%s) - T0 ))s" | tee -a /tmp/o/times.txt; grep -i "geometric\|geomean" /tmp/o/$P/bench.log | tail -2
+  gzip /tmp/o/$P/tune.log
+done
+tar czf $OUT/call1.tgz -C /tmp/o .
