@@ -131,6 +131,9 @@ PLANTS = (
           "const int w_in = first_w + s;"),
     Plant("tma-pingpong-turn", "mbarrier order (ping-pong)", "implicit_gemm_wgmma_tma",
           "templates/implicit_gemm_wgmma_tma.cu.j2", "if (turn_phase >= 0)", "if (turn_phase >= 1)"),
+    Plant("tma-filters-on-m-pixel", "only M_OPERAND=filters (epilogue)", "implicit_gemm_wgmma_tma",
+          "templates/implicit_gemm_wgmma_tma.cu.j2", "const int m = t.m0 + 8 * j + 2 * quad + e;",
+          "const int m = t.m0 + 8 * j + quad + e;"),
 )
 
 

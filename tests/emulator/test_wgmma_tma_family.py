@@ -76,6 +76,11 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
               for config in sample_configs(FAMILY, problem_of(shape, seed), CONFIGS_PER_PROBLEM,
                                            np.random.default_rng(seed))}
     assert widths == set(FAMILY.space.params["BN"]), widths
+    # pixels and filters on wgmma's M side (the descriptors swapped, the accumulators stored transposed)
+    sides = {config["M_OPERAND"] for shape in SHAPES
+             for config in sample_configs(FAMILY, problem_of(shape, seed), CONFIGS_PER_PROBLEM,
+                                          np.random.default_rng(seed))}
+    assert sides == set(FAMILY.space.params["M_OPERAND"]), sides
 
 
 def test_the_maps_describe_the_convolution():
@@ -85,8 +90,8 @@ def test_the_maps_describe_the_convolution():
     workspace (w after x)."""
     problem = parse_spec("N=3,C=72,H=11,W=17,K=136,R=3,S=5,stride=2x1,pad=1x2,dilation=1x2,bias=1,"
                          "precision=bf16,layout=NHWC")
-    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1,
-                                 "SCHEDULE": "cooperative", "EPILOGUE": "staged", "PAD_PITCH": 16})
+    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "cooperative",
+                                 "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})
     x_map, w_map = plan.tensor_maps["x_map"], plan.tensor_maps["w_map"]
     assert x_map == Im2colMap(buffer="x", element="bf16", sizes=(72, 17, 11, 3), lower=(-2, -1),
                               upper=(2 - 2 * 4, 1 - 1 * 2), channels=64, pixels=128, element_strides=(1, 1, 2, 1))
@@ -95,7 +100,7 @@ def test_the_maps_describe_the_convolution():
     assert plan.launches[0].args == ("x_map", "w_map", "bias", "y")
 
     config = {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2,
-              "SCHEDULE": "cooperative", "EPILOGUE": "staged", "PAD_PITCH": 16}
+              "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16}
     padded = FAMILY.plan(problem.with_(C=3, S=1, dilation=(1, 1)), config)   # one tap along w: padded, not folded
     x_map, w_map = padded.tensor_maps["x_map"], padded.tensor_maps["w_map"]
     assert x_map.buffer == w_map.buffer == "workspace" and x_map.sizes[0] == w_map.sizes[0] == 8
@@ -124,8 +129,8 @@ def test_the_maps_describe_the_convolution():
         assert x_map.strides[0] == pitch and w_map.offset == 3 * 11 * q * pitch
 
     # ping-pong: each consumer takes whole tiles of 64 rows, so the im2col box is 64 pixels
-    pingpong = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1,
-                                     "SCHEDULE": "pingpong", "EPILOGUE": "staged", "PAD_PITCH": 16})
+    pingpong = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "pingpong",
+                                     "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})
     assert pingpong.tensor_maps["x_map"].pixels == 64 and pingpong.values["BM"] == 64
 
 
@@ -136,7 +141,7 @@ def test_tf32_maps_are_32_channels_of_tf32_elements():
     problem = parse_spec("N=3,C=72,H=11,W=17,K=136,R=3,S=5,stride=2x1,pad=1x2,dilation=1x2,bias=1,"
                          "precision=tf32,layout=NHWC")
     config = {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1,
-              "SCHEDULE": "cooperative", "EPILOGUE": "staged", "PAD_PITCH": 16}
+              "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16}
     plan = FAMILY.plan(problem, config)
     x_map, w_map = plan.tensor_maps["x_map"], plan.tensor_maps["w_map"]
     assert (x_map.element, x_map.channels, x_map.strides[0]) == ("tf32", 32, 72 * 4)
@@ -161,8 +166,8 @@ def test_tf32_copies_round_the_operands(seed):
     from tests.helpers import round_mantissa
 
     problem = parse_spec(TF32_PROBLEMS[2])
-    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 1,
-                                 "SCHEDULE": "cooperative", "EPILOGUE": "staged", "PAD_PITCH": 16})
+    plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "cooperative",
+                                 "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})
     x, w, bias = random_inputs(problem, np.random.default_rng(seed))
     # (the copies round ties to even)
     tf32_model = conv2d_reference(problem, round_mantissa(x, 10, "even"), round_mantissa(w, 10, "even"), bias)
@@ -208,10 +213,10 @@ def test_tma_plans_run_through_the_runtime_launcher(seed):
     limits, _ = read_device(0)
     cases = [("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,layout=NHWC,precision=bf16",
               {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1,
-               "SCHEDULE": "pingpong", "EPILOGUE": "staged", "PAD_PITCH": 16}),
+               "SCHEDULE": "pingpong", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16}),
              ("N=2,C=3,H=12,W=16,K=33,R=7,S=1,stride=2x1,pad=2:6:1:0,bias=1,layout=NHWC,precision=fp16",
               {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2,
-               "SCHEDULE": "cooperative", "EPILOGUE": "staged", "PAD_PITCH": 16})]
+               "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})]
     for spec, config in cases:
         problem = parse_spec(spec)
         runner = _loaded_runner(problem, 0, FAMILY.plan(problem, config, limits), "test", limits)
@@ -231,7 +236,7 @@ def test_runtime_verification_orders_its_fills_before_the_kernels(seed):
     limits, _ = read_device(0)
     problem = parse_spec("N=32,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3,layout=NHWC,precision=fp16")
     plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 3, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "cooperative",
-                                 "EPILOGUE": "staged", "PAD_PITCH": 16}, limits)
+                                 "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16}, limits)
     assert plan.values["FOLD_WIDTH"] == 1 and plan.workspace_bytes > 32 * 2 ** 20
     runner = _loaded_runner(problem, 0, plan, "test", limits)
     for attempt in range(3):
@@ -250,7 +255,7 @@ def test_pingpong_consumers_wait_for_their_turn(seed):
     one_sm = dataclasses.replace(H100, sm_count=1)
     problem = parse_spec("N=3,C=256,H=6,W=8,K=64,R=3,S=3,pad=1,layout=NHWC,precision=bf16")
     config = {"BN": 64, "CONSUMERS": 2, "STAGES": 3, "SPLIT_K": 1,
-              "SCHEDULE": "pingpong", "EPILOGUE": "staged", "PAD_PITCH": 16}
+              "SCHEDULE": "pingpong", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16}
     plan = FAMILY.plan(problem, config, one_sm)
     assert plan.values["K_TILES"] == 36 and plan.values["TILES"] == 3 and plan.values["GRID"] == 1
     check = verify_plan(plan, np.random.default_rng(seed))

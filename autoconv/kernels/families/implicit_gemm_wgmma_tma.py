@@ -52,8 +52,9 @@ class ImplicitGemmWgmmaTma(Family):
         return tuple(launches)
 
     def tensor_maps(self, values: Mapping[str, Any]) -> dict[str, TensorMap]:
-        """x as im2col boxes of BM output pixels x BOX_CHANNELS channels (128 bytes), w as
-        [K][R*S][C] in boxes of BN filters x BOX_CHANNELS channels (the template's x_map and w_map)."""
+        """x as im2col boxes of TILE_PIXELS output pixels x BOX_CHANNELS channels (128 bytes), w as
+        [K][R*S][C] in boxes of TILE_FILTERS filters x BOX_CHANNELS channels (the template's x_map and
+        w_map; BM and BN, or BN and BM where the filters take wgmma's M side)."""
         # the maps' element type (autoconv.kernels.tensor_maps.ELEMENT_BYTES): tf32 maps round the copies
         element = "tf32" if values["PRECISION_TF32"] else "f16" if values["FORMAT_F16"] else "bf16"
         c, taps, channels = values["X_CHANNELS"], values["R"] * values["MAP_S"], values["BOX_CHANNELS"]
@@ -65,8 +66,8 @@ class ImplicitGemmWgmmaTma(Family):
                 buffer="workspace" if padded else "x", element=element,
                 sizes=(c, width, values["H"], values["N"]),
                 lower=(values["LOWER_W"], values["LOWER_H"]), upper=(values["UPPER_W"], values["UPPER_H"]),
-                channels=channels, pixels=values["BM"],
+                channels=channels, pixels=values["TILE_PIXELS"],
                 element_strides=(1, values["MAP_STRIDE_W"], values["STRIDE_H"], 1)),
             "w_map": TiledMap(buffer="workspace" if padded else "w", element=element, sizes=(c, taps, values["K"]),
-                              box=(channels, 1, values["BN"]), offset=x_bytes if padded else 0),
+                              box=(channels, 1, values["TILE_FILTERS"]), offset=x_bytes if padded else 0),
         }
