@@ -86,10 +86,11 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
     # SCHEDULE: cooperative or ping-pong consumers; EPILOGUE: staged or direct stores (float32
     # outputs); STAGED: derived (staged and no split-K) and PAD_CHANNELS: derived from the problem
     # (C % 8), listed so that a sample names them; PAD_PITCH: padded pixels of 16, 64 or 128 bytes
-    # (x' and w' strides, the channels and K tiles the maps describe); M_OPERAND: pixels or filters
-    # on wgmma's M side (the descriptors swapped, the accumulators stored transposed)
+    # (x' and w' strides, the channels and K tiles the maps describe); FILTERS_ON_M: derived from
+    # M_OPERAND, pixels or filters on wgmma's M side (the descriptors swapped, the accumulators
+    # stored transposed)
     "implicit_gemm_wgmma_tma": {"BN": None, "CONSUMERS": None, "SPLIT_K": None, "SCHEDULE": None, "EPILOGUE": None,
-                                "STAGED": (0, 1), "PAD_CHANNELS": (0, 1), "PAD_PITCH": None, "M_OPERAND": None},
+                                "STAGED": (0, 1), "PAD_CHANNELS": (0, 1), "PAD_PITCH": None, "FILTERS_ON_M": (0, 1)},
 }
 
 
