@@ -71,15 +71,14 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
             taken.setdefault(name, set()).add(values[name])
         taken.setdefault("STORE_VEC > 1", set()).add(int(values["STORE_VEC"] > 1))
     assert all(values == {0, 1} for values in taken.values()), taken
+    sampled = [config for shape in SHAPES
+               for config in sample_configs(FAMILY, problem_of(shape, seed), CONFIGS_PER_PROBLEM,
+                                            np.random.default_rng(seed))]
     # every tile width (each its own wgmma asm statement) in some shape's sampled configurations
-    widths = {config["BN"] for shape in SHAPES
-              for config in sample_configs(FAMILY, problem_of(shape, seed), CONFIGS_PER_PROBLEM,
-                                           np.random.default_rng(seed))}
+    widths = {config["BN"] for config in sampled}
     assert widths == set(FAMILY.space.params["BN"]), widths
     # pixels and filters on wgmma's M side (the descriptors swapped, the accumulators stored transposed)
-    sides = {config["M_OPERAND"] for shape in SHAPES
-             for config in sample_configs(FAMILY, problem_of(shape, seed), CONFIGS_PER_PROBLEM,
-                                          np.random.default_rng(seed))}
+    sides = {config["M_OPERAND"] for config in sampled}
     assert sides == set(FAMILY.space.params["M_OPERAND"]), sides
 
 
