@@ -1,0 +1,19 @@
+# Tune one config from empty storage, cache and CUDA cache, then benchmark it; sourced by device-call scripts.
+#   tune_and_bench NAME CONFIG OUTDIR TUNE_TIMEOUT_S BENCH_TIMEOUT_S [extra tune args...]
+# Writes OUTDIR/NAME/{tune.log.gz,tune.json,bench.log,results.json} and appends timings to OUTDIR/times.txt.
+# T0 (the call's start, in seconds) must be set by the caller.
+tune_and_bench() {
+  local name=$1 config=$2 out=$3 tune_s=$4 bench_s=$5; shift 5
+  local work=/tmp/t_$name
+  export AUTOCONV_CACHE=$work/cache.sqlite3 CUDA_CACHE_PATH=$work/cc
+  rm -rf "$work"; mkdir -p "$work" "$out/$name"
+  timeout "$tune_s" python3 -m autoconv tune "$config" --storage "$work/studies.journal" "$@" > "$out/$name/tune.log" 2>&1
+  echo "$name tune rc=$? at $(( $(date +%s) - T0 ))s" | tee -a "$out/times.txt"
+  grep "tuning took" "$out/$name/tune.log" | cut -c1-200
+  local results_dir; results_dir=$(python3 -c "import sys; from autoconv.problems.config import load_config; print(load_config(sys.argv[1]).results)" "$config")
+  cp "$results_dir/tune.json" "$out/$name/" 2>/dev/null
+  timeout "$bench_s" python3 -m autoconv bench "$config" --no-tune --out "$out/$name/results.json" > "$out/$name/bench.log" 2>&1
+  echo "$name bench rc=$? at $(( $(date +%s) - T0 ))s" | tee -a "$out/times.txt"
+  grep -i "geomean" "$out/$name/bench.log" | tail -1
+  gzip -f "$out/$name/tune.log"
+}
