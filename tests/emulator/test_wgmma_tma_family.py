@@ -82,6 +82,15 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
     assert sides == set(FAMILY.space.params["M_OPERAND"]), sides
 
 
+def test_tiles_of_32_filters_are_offered_only_below_64_filters():
+    """BN 32 serves layers of fewer than 64 filters (a tile of 64 would compute zeros past the
+    last filter); wider layers keep the space they had without it."""
+    for filters, offered in ((32, True), (63, True), (64, False), (96, False)):
+        problem = parse_spec(f"N=2,C=16,H=9,W=11,K={filters},R=3,S=3,pad=1,layout=NHWC,precision=tf32")
+        widths = {config["BN"] for config in FAMILY.space.points(problem, H100)}
+        assert (32 in widths) == offered, (filters, sorted(widths))
+
+
 def test_the_maps_describe_the_convolution():
     """x's im2col map: NHWC sizes innermost first, the bounding box from the padding and the
     dilated filter, the strides as traversal strides, BM pixels x 64 channels; w's tiled map:
