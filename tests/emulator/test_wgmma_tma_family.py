@@ -10,7 +10,8 @@ both output types, with and without bias, channel counts that are and are not mu
 that are and are not (STORE_VEC: 16-byte or one-value stores of y). tf32 shapes (float32 NHWC,
 maps of TF32 elements whose copies round the operands) take the same branches with 4-byte values.
 sample_configs covers every value of BN, CONSUMERS, SPLIT_K, SCHEDULE (cooperative and ping-pong
-consumers) and EPILOGUE (staged or direct stores; direct for float32 outputs) that the shape allows.
+consumers), EPILOGUE (staged or direct stores; direct for float32 outputs) and M_OPERAND (pixels or
+filters on wgmma's M side) that the shape allows.
 """
 
 from __future__ import annotations
