@@ -1,7 +1,19 @@
 # Tune one config from empty storage, cache and CUDA cache, then benchmark it; sourced by device-call scripts.
 #   tune_and_bench NAME CONFIG OUTDIR TUNE_TIMEOUT_S BENCH_TIMEOUT_S [extra tune args...]
 # Writes OUTDIR/NAME/{tune.log.gz,tune.json,bench.log,results.json} and appends timings to OUTDIR/times.txt.
-# T0 (the call's start, in seconds) must be set by the caller.
+# T0 (the call's start, in seconds) must be set by the caller, or by device_preamble.
+#   device_preamble OUTDIR: install the carried wheels (.whl/), put them and the tree on PYTHONPATH, set T0,
+#   write OUTDIR/env.txt (GPU, driver, cores, CuPy, PyTorch, cuDNN).
+
+device_preamble() {
+  local out=$1
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
+  export PYTHONPATH=/tmp/site:$PWD
+  rm -rf "$out"; mkdir -p "$out"; T0=$(date +%s)
+  { nvidia-smi --query-gpu=name,driver_version --format=csv; nproc
+    python3 -c "import cupy,torch;print(cupy.__version__,torch.__version__,torch.backends.cudnn.version())"
+    git log -1 --format=%H 2>/dev/null; } > "$out/env.txt" 2>&1
+}
 tune_and_bench() {
   local name=$1 config=$2 out=$3 tune_s=$4 bench_s=$5; shift 5
   local work=/tmp/t_$name
