@@ -311,7 +311,7 @@ def _first_call(key, x, w, bias, stride, padding, dilation, precision, layout: s
         except AutoconvError:
             if layout != "NHWC" or precision != "tf32":
                 raise
-            # No family runs this tf32 problem in NHWC (its padding or strides, say): NCHW
+            # No family runs this tf32 problem in NHWC (padding past the im2col box, say): NCHW
             # kernels on copies, the output copied back to channels_last.
             problem, restrides = problem.with_(layout="NCHW"), True
             runner = REGISTRY.runner(problem, device)

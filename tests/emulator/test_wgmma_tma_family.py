@@ -54,11 +54,19 @@ WIDE_PROBLEMS = (
     "N=1,C=16,H=5,W=6,K=200,R=3,S=3,pad=1,bias=1,layout=NHWC,precision=bf16",
     "N=1,C=8,H=5,W=5,K=197,R=1,S=3,pad=0:0:1:1,layout=NHWC,precision=tf32",
 )
-SHAPES = list(PROBLEMS) + list(VECTOR_STORE_PROBLEMS) + list(TF32_PROBLEMS) + list(WIDE_PROBLEMS)
+#: Strides over 8, which the im2col map cannot walk (FOLD_FILTER: the copy gathers every tap of each
+#: output pixel): a ViT's patches (16 x 16, stride 16) of 3 channels in tf32, and 8 channels
+#: (whole 16 bytes, copied only for the stride) with padding and dilation in bf16.
+FOLDED_FILTER_PROBLEMS = (
+    "N=2,C=3,H=35,W=33,K=24,R=16,S=16,stride=16,bias=1,layout=NHWC,precision=tf32",
+    "N=2,C=8,H=21,W=30,K=16,R=3,S=2,stride=9x10,pad=1:2:1:0,dilation=2x1,layout=NHWC,precision=bf16",
+)
+SHAPES = (list(PROBLEMS) + list(VECTOR_STORE_PROBLEMS) + list(TF32_PROBLEMS) + list(WIDE_PROBLEMS)
+          + list(FOLDED_FILTER_PROBLEMS))
 
 
 def problem_of(shape: str, seed: int):
-    if shape in VECTOR_STORE_PROBLEMS + TF32_PROBLEMS + WIDE_PROBLEMS:
+    if shape in VECTOR_STORE_PROBLEMS + TF32_PROBLEMS + WIDE_PROBLEMS + FOLDED_FILTER_PROBLEMS:
         return parse_spec(shape)
     return problem_16bit(shape, seed)
 
@@ -68,7 +76,8 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
     for shape in SHAPES:
         problem = problem_of(shape, seed)
         values = FAMILY.space.context(FAMILY.space.default_config(problem, H100), problem, H100)
-        for name in ("PAD_CHANNELS", "FOLD_WIDTH", "FORMAT_F16", "PRECISION_TF32", "OUTPUT_FLOAT32", "HAS_BIAS"):
+        for name in ("PAD_CHANNELS", "FOLD_WIDTH", "FOLD_FILTER", "FORMAT_F16", "PRECISION_TF32", "OUTPUT_FLOAT32",
+                     "HAS_BIAS"):
             taken.setdefault(name, set()).add(values[name])
         taken.setdefault("STORE_VEC > 1", set()).add(int(values["STORE_VEC"] > 1))
     assert all(values == {0, 1} for values in taken.values()), taken
@@ -128,6 +137,19 @@ def test_the_maps_describe_the_convolution():
                               channels=64, pixels=64, element_strides=(1, 1, 2, 1))
     assert w_map == TiledMap(buffer="workspace", element="bf16", sizes=(16, 3, 136), box=(64, 1, 64),
                              offset=3 * 11 * q * 16 * 2)
+
+    # stride 9 along h, more than the map walks: every tap folded, x' is the im2col of x (3 x P x Q
+    # pixels of 3 * 5 * 72 = 1080 values), walked by a 1 x 1 filter; w' is w, one row per filter
+    strided = FAMILY.plan(problem.with_(stride=(9, 1)), config)
+    p, q = strided.values["P"], strided.values["Q"]
+    x_map, w_map = strided.tensor_maps["x_map"], strided.tensor_maps["w_map"]
+    assert strided.values["FOLD_FILTER"] == 1 and strided.values["FOLD_WIDTH"] == 0 and p == 2
+    assert strided.values["K_TILES"] == 1080 // 64 + 1
+    assert x_map == Im2colMap(buffer="workspace", element="bf16", sizes=(1080, q, p, 3), lower=(0, 0), upper=(0, 0),
+                              channels=64, pixels=64, element_strides=(1, 1, 1, 1))
+    assert w_map == TiledMap(buffer="workspace", element="bf16", sizes=(1080, 1, 136), box=(64, 1, 64),
+                             offset=3 * p * q * 1080 * 2)
+    assert strided.workspace_bytes == (3 * p * q + 136) * 1080 * 2 + 2 * strided.values["GEMM_M"] * 136 * 4
 
     # PAD_PITCH 64 and 128: x' pixels (w' rows) of 15 values padded to 32 and 64 channels, whole
     # 64- and 128-byte rows

@@ -231,16 +231,19 @@ def test_the_default_for_tf32_is_wgmma_on_hopper_else_the_fallback_family():
 
 def test_the_default_for_nhwc_problems_is_the_tma_family_where_it_runs():
     """bf16, fp16 and tf32 NHWC problems default to implicit_gemm_wgmma_tma on Hopper (its default
-    measured 0.84x cuDNN on ResNet-50's bf16 layers, the cp.async family's 0.66x); a 16-bit
-    problem its tensor maps cannot describe (a stride of 9) falls to the cp.async family."""
+    measured 0.84x cuDNN on ResNet-50's bf16 layers, the cp.async family's 0.66x), strides over 8
+    included (its copy of x then holds every tap: FOLD_FILTER); a 16-bit problem its tensor maps
+    cannot describe (padding past the im2col box's 128) falls to the cp.async family."""
     from autoconv.kernels.limits import H100
     from autoconv.problems.problem import parse_spec
 
     for precision in ("bf16", "fp16", "tf32"):
-        problem = parse_spec(f"N=2,C=16,H=20,W=20,K=32,R=3,S=3,pad=1,layout=NHWC,precision={precision}")
-        assert selection._default_plan(problem, H100).family == selection.NHWC_DEFAULT_FAMILY
-    strided = parse_spec("N=2,C=16,H=40,W=40,K=32,R=3,S=3,stride=9,layout=NHWC,precision=bf16")
-    assert selection._default_plan(strided, H100).family == "implicit_gemm_wgmma_f16"
+        for stride in (1, 9):
+            problem = parse_spec(f"N=2,C=16,H=40,W=40,K=32,R=3,S=3,stride={stride},pad=1,layout=NHWC,"
+                                 f"precision={precision}")
+            assert selection._default_plan(problem, H100).family == selection.NHWC_DEFAULT_FAMILY
+    padded = parse_spec("N=1,C=16,H=8,W=8,K=32,R=3,S=3,pad=130,layout=NHWC,precision=bf16")
+    assert selection._default_plan(padded, H100).family == "implicit_gemm_wgmma_f16"
 
 
 @pytest.mark.gpu

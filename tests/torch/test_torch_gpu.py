@@ -343,6 +343,29 @@ def test_tf32_on_channels_last_runs_nhwc_kernels_and_returns_channels_last():
     assert strict.is_contiguous() and relative_error(strict, want) < TOLERANCE
 
 
+def test_tf32_channels_last_patch_embedding_and_padding_past_the_maps():
+    """tf32 channels_last: a ViT's patch embedding (16 x 16, stride 16, more than the im2col map
+    walks) runs an NHWC kernel (the TMA family's copy of x holds every tap), channels_last out;
+    padding past the map's box (130) has no NHWC kernel and runs NCHW kernels on copies, the
+    output still channels_last. Both against float64."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the NHWC tf32 kernels are Hopper's")
+    x = torch.randn(2, 3, 48, 40, device="cuda").to(memory_format=torch.channels_last)
+    w = torch.randn(24, 3, 16, 16, device="cuda").to(memory_format=torch.channels_last)
+    bias = torch.randn(24, device="cuda")
+    y = ac.conv2d(x, w, bias, stride=16, precision="tf32")
+    assert relative_error(y, reference(x, w, bias, (16, 16), (0, 0, 0, 0), (1, 1))) < TF32_TOLERANCE
+    assert y.shape == (2, 24, 3, 2) and y.is_contiguous(memory_format=torch.channels_last)
+    small = torch.randn(1, 8, 5, 6, device="cuda").to(memory_format=torch.channels_last)
+    w3 = torch.randn(16, 8, 3, 3, device="cuda").to(memory_format=torch.channels_last)
+    far = ac.conv2d(small, w3, None, padding=130, precision="tf32")
+    assert relative_error(far, reference(small, w3, None, (1, 1), (130, 130, 130, 130), (1, 1))) < TF32_TOLERANCE
+    assert far.is_contiguous(memory_format=torch.channels_last)
+    specs = [kernel["problem"] for kernel in autoconv.runtime.loaded_kernels()]
+    assert any("R=16" in spec and "layout=NHWC" in spec for spec in specs), specs
+    assert any("pad=130" in spec and "layout=NHWC" not in spec for spec in specs), specs
+
+
 def test_opcheck_with_tf32():
     x = torch.randn(1, 3, 7, 6, device="cuda", requires_grad=True)
     w = torch.randn(4, 3, 3, 2, device="cuda", requires_grad=True)

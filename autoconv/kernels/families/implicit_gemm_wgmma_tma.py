@@ -10,7 +10,9 @@ float32 sums to the workspace and a second kernel adds them, the bias, and round
 pixel's C channels are not whole 16 bytes (the maps' strides must be), a first kernel copies x
 and w with zero channels up to X_CHANNELS into the workspace, and the maps describe those copies;
 for filters wider than one tap that copy also folds the S taps along w into the channels
-(FOLD_WIDTH: x' is N x H x Q pixels of S*C values, the GEMM's filter R x 1). Each copied pixel
+(FOLD_WIDTH: x' is N x H x Q pixels of S*C values, the GEMM's filter R x 1), and for strides over 8,
+which the im2col map cannot walk, every tap of each output pixel (FOLD_FILTER: x' is the im2col of
+x, N x P x Q pixels of R*S*C values, the filter 1 x 1). Each copied pixel
 takes a multiple of PAD_PITCH bytes (16, 64 or 128: aligned box rows are copied faster).
 sm_90a (Hopper) only.
 """
@@ -57,17 +59,18 @@ class ImplicitGemmWgmmaTma(Family):
         w_map; BM and BN, or BN and BM where the filters take wgmma's M side)."""
         # the maps' element type (autoconv.kernels.tensor_maps.ELEMENT_BYTES): tf32 maps round the copies
         element = "tf32" if values["PRECISION_TF32"] else "f16" if values["FORMAT_F16"] else "bf16"
-        c, taps, channels = values["X_CHANNELS"], values["R"] * values["MAP_S"], values["BOX_CHANNELS"]
+        c, taps, channels = values["X_CHANNELS"], values["MAP_R"] * values["MAP_S"], values["BOX_CHANNELS"]
         padded = bool(values["PAD_CHANNELS"])   # then both are in the workspace, x first
-        width = values["X_WIDTH"]               # Q where the copy folded the taps along w (FOLD_WIDTH)
-        x_bytes = values["N"] * values["H"] * width * c * values["ELEMENT_BYTES"]
+        # Q (and P) where the copy folded the taps along w (FOLD_WIDTH; and along h, FOLD_FILTER)
+        width, height = values["X_WIDTH"], values["X_HEIGHT"]
+        x_bytes = values["N"] * height * width * c * values["ELEMENT_BYTES"]
         return {
             "x_map": Im2colMap(
                 buffer="workspace" if padded else "x", element=element,
-                sizes=(c, width, values["H"], values["N"]),
+                sizes=(c, width, height, values["N"]),
                 lower=(values["LOWER_W"], values["LOWER_H"]), upper=(values["UPPER_W"], values["UPPER_H"]),
                 channels=channels, pixels=values["TILE_PIXELS"],
-                element_strides=(1, values["MAP_STRIDE_W"], values["STRIDE_H"], 1)),
+                element_strides=(1, values["MAP_STRIDE_W"], values["MAP_STRIDE_H"], 1)),
             "w_map": TiledMap(buffer="workspace" if padded else "w", element=element, sizes=(c, taps, values["K"]),
                               box=(channels, 1, values["TILE_FILTERS"]), offset=x_bytes if padded else 0),
         }
