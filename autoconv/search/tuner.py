@@ -176,6 +176,15 @@ SLOW_CUTOFF = 3.0
 LAUNCH_SLACK_MS = 0.02
 
 
+def sampler_seed(seed: int, study: str) -> int:
+    """The TPE sampler's seed for ``study`` (a :func:`~autoconv.search.study.study_name`) in a run
+    seeded ``seed``: per problem, GPU and families, but not per templates' version, so that an
+    edit of a template or search space (a comment included) does not redraw every search, and a
+    kernel change timed through two tunes meets the same proposals until their results differ."""
+    without_templates = study.rsplit("/", 1)[0]
+    return (seed * 1_000_003 + int(hashlib.sha256(without_templates.encode()).hexdigest()[:8], 16)) % 2**32
+
+
 def cutoff_ms(best_ms: float | None, launches: int = 1) -> float | None:
     """The cut-off of a candidate of ``launches`` kernel launches screened while ``best_ms`` is the
     study's best (None: no best yet, no cut-off)."""
@@ -493,9 +502,8 @@ class Tuner:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            sampler = optuna.samplers.TPESampler(
-                seed=(self.seed * 1_000_003 + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)) % 2**32,
-                multivariate=True, group=True, constant_liar=True)
+            sampler = optuna.samplers.TPESampler(seed=sampler_seed(self.seed, name), multivariate=True, group=True,
+                                                 constant_liar=True)
         study = optuna.create_study(study_name=name, storage=self.storage, sampler=sampler,
                                     direction="minimize", load_if_exists=True)
         mark_problem(study, problem)

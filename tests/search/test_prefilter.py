@@ -20,19 +20,6 @@ from tests.search.fake_history import FAMILIES, UNTUNED, tune_history
 PROBLEM = UNTUNED
 
 
-@pytest.fixture(scope="module", autouse=True)
-def fixed_templates_hash():
-    """The templates' hash as a constant. It is part of each study's name, which seeds the
-    study's sampler, so without this an edit to any template or search space (a comment
-    included) would redraw these fake-backend searches and move their trial counts: over twelve
-    hashes the filtered study compiled 4-16 fewer candidates than the plain one, and the
-    hash of one comment edit happened to give one more (93 against 92)."""
-    with pytest.MonkeyPatch.context() as patch:
-        for module in ("autoconv.search.study", "autoconv.search.ranker"):
-            patch.setattr(f"{module}.templates_hash", lambda: "0000000000000000")
-        yield
-
-
 @pytest.fixture(scope="module")
 def points():
     return ValidPoints(enumerate_points(PROBLEM, FAMILIES, H100, 1 << 30))

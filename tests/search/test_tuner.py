@@ -748,3 +748,16 @@ def test_a_new_best_lowers_the_cut_off_of_candidates_waiting_for_the_gpu(points)
     times = [backend.synthetic_time_ms(plan) for plan in plans]
     for index in range(1, 6):  # (each redeemed with the best of those before it, the fake's order)
         assert backend.applied[index] == pytest.approx(cutoff_ms(min(times[:index]), len(plans[index].launches)))
+
+
+def test_the_sampler_seed_follows_the_problem_not_the_templates_version():
+    """A template edit (its hash in the study name) leaves a study's proposals as they were; another
+    problem, GPU, family list or run seed draws others."""
+    from autoconv.search.tuner import sampler_seed
+
+    name = "autoconv/N=1,C=8,H=5,W=5,K=8,R=3,S=3/NVIDIA H100 80GB HBM3/direct+implicit_gemm/"
+    assert sampler_seed(0, name + "0123456789abcdef") == sampler_seed(0, name + "fedcba9876543210")
+    others = {sampler_seed(0, name.replace("K=8", "K=16") + "0"), sampler_seed(0, name.replace("H100", "H200") + "0"),
+              sampler_seed(0, name.replace("+implicit_gemm", "") + "0"), sampler_seed(1, name + "0")}
+    assert sampler_seed(0, name + "0") not in others and len(others) == 4
+    assert all(0 <= seed < 2 ** 32 for seed in others)
