@@ -25,7 +25,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.dry_run import DryRunResult
 from autoconv.search.fleet import FleetReporter, WorkerState
-from autoconv.search.outcome import ProblemOutcome, Reporter
+from autoconv.search.outcome import ProblemOutcome, Reporter, compile_rate
 from autoconv.search.storage import masked_url
 
 
@@ -188,10 +188,12 @@ def summary_table(outcomes: Sequence[ProblemOutcome], wall_s: float | None = Non
     caption = [f"{len(tuned)}/{len(outcomes)} problems with a verified winner",
                f"sum over layer instances {total_ms:.3f} ms"]
     if wall_s is not None:
+        candidates, per_cpu_s = compile_rate(outcomes)
+        rate = f", {per_cpu_s:.2f} a compile CPU-s" if per_cpu_s is not None else ""
         caption.append(f"tuning took {wall_s:.1f} s "
                        f"(compile {sum(o.compile_s for o in outcomes):.1f} s in parallel, "
                        f"{sum(o.compile_cpu_s for o in outcomes):.1f} CPU-s, "
-                       f"GPU {sum(o.gpu_s for o in outcomes):.1f} s)")
+                       f"GPU {sum(o.gpu_s for o in outcomes):.1f} s; {candidates} candidates{rate})")
     table.caption = "; ".join(caption)
     return table
 

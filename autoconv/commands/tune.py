@@ -34,7 +34,7 @@ from autoconv.problems.config import BUDGET_RULES, argument_type, count_problem
 from autoconv.problems.problem import LAYOUTS, PRECISIONS
 from autoconv.search.dry_run import dry_run
 from autoconv.search.fleet import default_workers_per_gpu, parse_gpus, tune_on_gpus
-from autoconv.search.outcome import Milestones, ProblemOutcome, phase_totals
+from autoconv.search.outcome import Milestones, ProblemOutcome, compile_rate, phase_totals
 from autoconv.search.session import TuneSession
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH
 
@@ -270,6 +270,7 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
     stdout.print(summary_table(outcomes, wall_s))
     config.results.mkdir(parents=True, exist_ok=True)
     summary_path = config.results / "tune.json"
+    candidates, per_cpu_s = compile_rate(outcomes)
     write_atomically(summary_path, json.dumps({  # a kill leaves the old file or the new one
         "config": config.origin, **run, "families": list(session.families),
         "budget": dataclasses.asdict(session.budget), "pipeline_depth": session.pipeline_depth,
@@ -277,6 +278,7 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
         "wall_s": wall_s, "phases_s": {phase: round(seconds, 3) for phase, seconds in phase_totals(outcomes).items()},
         "compile_queue_s": round(sum(o.compile_queue_s for o in outcomes), 3),
         "gpu_queue_s": round(sum(o.gpu_queue_s for o in outcomes), 3),
+        "candidates": candidates, "candidates_per_compile_cpu_s": None if per_cpu_s is None else round(per_cpu_s, 3),
         "problems": [outcome.as_dict() for outcome in outcomes]}, indent=1) + "\n")
     stdout.print(f"summary written to {summary_path}")
     return 0 if all(outcome.time_ms is not None for outcome in outcomes) else 1

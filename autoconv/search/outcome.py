@@ -87,6 +87,16 @@ def phase_totals(outcomes: Sequence[ProblemOutcome]) -> dict[str, float]:
     return {phase: sum(o.phases_s.get(phase, 0.0) for o in outcomes) for phase in PHASES}
 
 
+def compile_rate(outcomes: Sequence[ProblemOutcome]) -> tuple[int, float | None]:
+    """The candidates the outcomes evaluated in this run, and how many of them a second of their
+    compiling processes' CPU time paid for (None without compile time: all from the cache). The
+    host's CPUs bound a tune (issue 16), so this is its cost per candidate, comparable across runs
+    and hosts where the wall time is not."""
+    candidates = sum(o.trials_run for o in outcomes)
+    cpu_s = sum(o.compile_cpu_s for o in outcomes)
+    return candidates, (candidates / cpu_s if cpu_s > 0 else None)
+
+
 @dataclass
 class ProblemOutcome:
     """What tuning one problem gave. ``source``: ``tuned``, ``cache`` or ``none`` (no

@@ -63,6 +63,11 @@ def test_tune_fills_storage_cache_and_summary_then_serves_from_cache(config, tmp
     summary = json.loads((tmp_path / "results" / "tune.json").read_text())
     assert [p["name"] for p in summary["problems"]] == ["odd", "pointwise"]
     assert all(p["trials_run"] == 6 and p["time_ms"] > 0 for p in summary["problems"])
+    # the compile cost per candidate: 12 candidates, 14 compiles of the fake backend's 0.008 CPU-s
+    # (the two winners' re-verifications compile once more each)
+    assert summary["candidates"] == 12 and "12 candidates" in out
+    cpu_s = sum(p["compile_cpu_s"] for p in summary["problems"])
+    assert cpu_s == pytest.approx(14 * 0.008) and summary["candidates_per_compile_cpu_s"] == round(12 / cpu_s, 3)
     with WinnerCache(tmp_path / "state" / "cache.sqlite") as cache:
         assert len(cache) == 2
 
