@@ -88,9 +88,11 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
     # (C % 8), listed so that a sample names them; PAD_PITCH: padded pixels of 16, 64 or 128 bytes
     # (x' and w' strides, the channels and K tiles the maps describe); FILTERS_ON_M: derived from
     # M_OPERAND, pixels or filters on wgmma's M side (the descriptors swapped, the accumulators
-    # stored transposed)
+    # stored transposed); FLAT_STORES: derived (staged 16-byte stores of a tile spanning every
+    # filter, as one contiguous run)
     "implicit_gemm_wgmma_tma": {"BN": None, "CONSUMERS": None, "SPLIT_K": None, "SCHEDULE": None, "EPILOGUE": None,
-                                "STAGED": (0, 1), "PAD_CHANNELS": (0, 1), "PAD_PITCH": None, "FILTERS_ON_M": (0, 1)},
+                                "STAGED": (0, 1), "PAD_CHANNELS": (0, 1), "PAD_PITCH": None, "FILTERS_ON_M": (0, 1),
+                                "FLAT_STORES": (0, 1)},
 }
 
 
