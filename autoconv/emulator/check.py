@@ -89,10 +89,10 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
     # (x' and w' strides, the channels and K tiles the maps describe); FILTERS_ON_M: derived from
     # M_OPERAND, pixels or filters on wgmma's M side (the descriptors swapped, the accumulators
     # stored transposed); FLAT_STORES: derived (staged 16-byte stores of a tile spanning every
-    # filter, as one contiguous run)
+    # filter, as one contiguous run); REUSE_W: derived (each stage's w box copied once)
     "implicit_gemm_wgmma_tma": {"BN": None, "CONSUMERS": None, "SPLIT_K": None, "SCHEDULE": None, "EPILOGUE": None,
                                 "STAGED": (0, 1), "PAD_CHANNELS": (0, 1), "PAD_PITCH": None, "FILTERS_ON_M": (0, 1),
-                                "FLAT_STORES": (0, 1)},
+                                "FLAT_STORES": (0, 1), "REUSE_W": (0, 1)},
 }
 
 

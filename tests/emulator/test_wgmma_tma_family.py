@@ -90,6 +90,31 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
     # pixels and filters on wgmma's M side (the descriptors swapped, the accumulators stored transposed)
     sides = {config["M_OPERAND"] for config in sampled}
     assert sides == set(FAMILY.space.params["M_OPERAND"]), sides
+    # the derived switches of the producer (w copied once per stage) and of the staged stores (one run)
+    derived = [FAMILY.space.context(config, problem_of(shape, seed), H100)
+               for shape in SHAPES
+               for config in sample_configs(FAMILY, problem_of(shape, seed), CONFIGS_PER_PROBLEM,
+                                            np.random.default_rng(seed))]
+    for name in ("REUSE_W", "FLAT_STORES"):
+        assert {values[name] for values in derived} == {0, 1}, name
+
+
+def test_w_is_copied_once_per_stage_only_where_a_stage_always_holds_the_same_box():
+    """REUSE_W: where every tile spans all the filters (one column of tiles), there is no split-K,
+    and the stages hold whole rounds of the K tiles, stage s always holds K tile s % K_TILES of
+    the same filters, so the producer copies w into each stage once (MobileNetV2's 1x1 expansion:
+    1.54x on an H100, results/h100/NOTES.md, twenty-seventh session)."""
+    expansion = parse_spec("N=64,C=24,H=56,W=56,K=144,R=1,S=1,layout=NHWC,precision=bf16")   # one K tile
+    two_k_tiles = parse_spec("N=64,C=24,H=56,W=56,K=144,R=1,S=1,layout=NHWC,precision=bf16").with_(C=72)
+    base = {"BN": 192, "CONSUMERS": 2, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "cooperative", "EPILOGUE": "staged",
+            "M_OPERAND": "pixels", "PAD_PITCH": 16}
+    for problem, change, reused in ((expansion, {}, 1),
+                                    (expansion, {"SCHEDULE": "pingpong"}, 1),
+                                    (expansion, {"BN": 128, "STAGES": 4}, 0),   # two columns of tiles
+                                    (two_k_tiles, {"STAGES": 3}, 0),            # stage 0 holds K tiles 0, 1, 0...
+                                    (two_k_tiles, {"STAGES": 4}, 1)):
+        values = FAMILY.space.context({**base, **change}, problem, H100)
+        assert values["REUSE_W"] == reused, (problem.C, change)
 
 
 def test_tiles_of_32_filters_are_offered_only_below_64_filters():
@@ -289,5 +314,33 @@ def test_pingpong_consumers_wait_for_their_turn(seed):
               "SCHEDULE": "pingpong", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16}
     plan = FAMILY.plan(problem, config, one_sm)
     assert plan.values["K_TILES"] == 36 and plan.values["TILES"] == 3 and plan.values["GRID"] == 1
+    check = verify_plan(plan, np.random.default_rng(seed))
+    assert check.ok, _describe(problem, check)
+
+
+@pytest.mark.parametrize("spec, changes", [
+    # one K tile: every stage keeps K tile 0's box of w; cooperative, ping-pong, one consumer
+    ("N=2,C=24,H=10,W=40,K=40,R=1,S=1,bias=1,layout=NHWC,precision=bf16", {"CONSUMERS": 2}),
+    ("N=2,C=24,H=10,W=40,K=40,R=1,S=1,bias=1,layout=NHWC,precision=bf16", {"CONSUMERS": 2, "SCHEDULE": "pingpong"}),
+    ("N=2,C=24,H=10,W=20,K=40,R=1,S=1,layout=NHWC,precision=tf32", {"CONSUMERS": 1, "EPILOGUE": "direct"}),
+    # two K tiles in four stages: stages 0 and 2 keep K tile 0's box, 1 and 3 K tile 1's
+    ("N=2,C=72,H=10,W=20,K=40,R=1,S=1,layout=NHWC,precision=fp16", {"STAGES": 4}),
+])
+def test_w_copied_once_per_stage_serves_every_tile_of_a_block(spec, changes, seed):
+    """REUSE_W on one SM (a device of one, so that one block takes every tile and the stages go
+    round several times; the sampled shapes' grids give each block one tile): tiles after the
+    first round read w's box that the stage kept, and must match the reference."""
+    import dataclasses
+
+    from autoconv.emulator.check import verify_plan
+
+    one_sm = dataclasses.replace(H100, sm_count=1)
+    problem = parse_spec(spec)
+    config = {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "cooperative", "EPILOGUE": "staged",
+              "M_OPERAND": "pixels", "PAD_PITCH": 16, **changes}
+    plan = FAMILY.plan(problem, config, one_sm)
+    values = plan.values
+    assert values["REUSE_W"] == 1 and values["GRID"] == 1
+    assert values["TILES"] * values["K_TILES"] > 2 * values["STAGES"], "the stages go round at least twice"
     check = verify_plan(plan, np.random.default_rng(seed))
     assert check.ok, _describe(problem, check)
