@@ -55,7 +55,7 @@ from autoconv.bench.cudnn import MODES_OF_PRECISION, STRICT, TF32, CudnnConv, cu
 from autoconv.bench.peak import dense_tensor_peak_tflops, measure_fp32_peak
 from autoconv.bench.results import CUDNN_MODES, SCHEMA_VERSION, geomeans, geomeans_by_precision
 from autoconv.cache.winners import CacheKey
-from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.errors import AutoconvError, BackendUnavailable, SearchSpaceError
 from autoconv.gpu.backend import CupyBackend
 from autoconv.gpu.compiler import compile_source
 from autoconv.gpu.device import read_device, require_cupy
@@ -171,12 +171,13 @@ def run_bench(session, *, tune: bool = True, rounds: int = 3, samples: int = 7, 
     try:
         missing = [item for item in config.problems if side.cached(item.problem) is None]
         tuning_seconds = None
+        if missing:
+            side.check_computable(missing)   # a problem no family can run: tuning would not help
         if missing and not tune:
             names = ", ".join(f"{item.name} ({item.problem.spec()})" for item in missing)
             raise AutoconvError(f"no cached winner for {len(missing)} problem(s): {names}; run "
                                 f"`autoconv tune {config.origin}` first, or drop --no-tune")
         if missing:
-            side.check_computable(missing)
             log(f"tuning {len(missing)} problem(s) without a cached winner first")
             started = time.monotonic()
             side.tune(missing, log)
@@ -230,16 +231,29 @@ class AutoconvSide:
 
     def check_computable(self, items: Sequence) -> None:
         """Raise :class:`~autoconv.errors.AutoconvError` naming every problem of ``items``
-        (NamedProblems) that no family of the session computes, with each family's reason, before
-        anything is tuned."""
+        (NamedProblems) that no family of the session computes, with each family's reason (it
+        does not implement the problem's precision or layout, or none of its configurations is
+        valid for the problem's sizes), before anything is tuned."""
         refused = []
         for item in items:
-            reasons = [get_family(name).unsupported_reason(item.problem) for name in self.session.families]
+            reasons = [self._refusal(name, item.problem) for name in self.session.families]
             if all(reasons):
                 refused.append(f"{item.name} ({item.problem.shape_str()}): " + "; ".join(cast(list[str], reasons)))
         if refused:
             raise AutoconvError("no kernel family computes " + " | ".join(refused)
                                 + "; change the problem (e.g. layout: NHWC for bf16/fp16) or the families")
+
+    def _refusal(self, family_name: str, problem) -> str | None:
+        """Why ``family_name`` cannot run ``problem`` on this GPU, or None."""
+        family = get_family(family_name)
+        reason = family.unsupported_reason(problem)
+        if reason is not None:
+            return reason
+        try:
+            family.space.default_config(problem, self.device, self.config.workspace_limit_bytes)
+        except SearchSpaceError as err:
+            return str(err)
+        return None
 
     def tune(self, items: Sequence, log: Callable[[str], None]) -> None:
         """Tune ``items`` (NamedProblems) with the session's families, budget and storage;

@@ -224,6 +224,17 @@ class SearchSpace:
                 return dict(config)
         return self.nearest_config(self.default, problem, device, workspace_limit)
 
+    def _what_rules_out(self, problem: ConvProblem, device: DeviceLimits, workspace_limit: int) -> str:
+        """The constraints the default and every fallback break, where a problem has no valid
+        configuration: what about the problem rules the family out (the tile constraints each
+        breaks alone are left out); the default's, where they share none."""
+        broken = [self.violations(config, problem, device, workspace_limit)
+                  for config in (self.default, *self.fallbacks)]
+        shared = [reason for reason in broken[0] if all(reason in others for others in broken[1:])]
+        if shared:
+            return "its default and fallbacks all break: " + "; ".join(shared)
+        return "its default breaks: " + "; ".join(broken[0])
+
     def nearest_config(self, config: Mapping[str, object], problem: ConvProblem, device: DeviceLimits,
                        workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> dict[str, object]:
         """``config`` where it is valid for the problem, else the valid point nearest to it
@@ -237,8 +248,8 @@ class SearchSpace:
             return wanted
         points = self.points(problem, device, workspace_limit)
         if not points:
-            raise SearchSpaceError(
-                f"{self.family}: no valid configuration for {problem.shape_str()}")
+            raise SearchSpaceError(f"{self.family}: no valid configuration for {problem.shape_str()} "
+                                   f"({self._what_rules_out(problem, device, workspace_limit)})")
         row = PointTable(self.params, points).nearest(wanted)
         assert row is not None  # (there are points, none excluded)
         return points[row]

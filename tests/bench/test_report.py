@@ -444,6 +444,33 @@ def test_bench_names_problems_no_family_computes_before_tuning(monkeypatch, tmp_
     assert "nhwc (" not in str(error.value) and "layout: NHWC" in str(error.value)
 
 
+def test_bench_names_problems_whose_sizes_no_family_configuration_fits(monkeypatch, tmp_path):
+    """A problem every family implements in its precision and layout, but whose sizes no
+    configuration fits (tf32 NHWC with padding past the im2col map's corners, which lie in
+    [-128, 127]): bench names it and what rules it out, with or without --no-tune, instead of
+    saying "run autoconv tune first", which cannot help."""
+    from autoconv.backends.fake import FAKE_IDENTITY
+    from autoconv.bench import benchmark
+    from autoconv.kernels.limits import H100
+    from autoconv.problems.config import load_config_text
+    from autoconv.search.session import TuneSession
+
+    config = load_config_text(
+        "problems:\n  - name: wide_pad\n    spec: \"N=1,C=8,H=4,W=4,K=8,R=1,S=1,pad=130\"\n"
+        "  - name: fine\n    spec: \"N=1,C=8,H=4,W=4,K=8,R=1,S=1,pad=1\"\n"
+        "precision: tf32\nlayout: NHWC\ncache: cache.sqlite\nstorage: studies.journal\n", base_dir=tmp_path)
+    monkeypatch.setattr(benchmark, "read_device", lambda device: (H100, FAKE_IDENTITY))
+    side = benchmark.AutoconvSide(TuneSession.from_config(config))
+    try:
+        side.check_computable(config.problems[1:])
+        with pytest.raises(AutoconvError, match=r"no kernel family computes wide_pad \(.*"
+                                                r"implicit_gemm_wgmma_tma: no valid configuration .*"
+                                                r"its default and fallbacks all break: -128 <= LOWER_W"):
+            side.check_computable(config.problems)
+    finally:
+        side.close()
+
+
 def test_the_report_says_why_pytorch_has_no_number_on_a_layer(results):
     from autoconv.bench.report import report_markdown
 
