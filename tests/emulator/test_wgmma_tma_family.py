@@ -84,20 +84,16 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
             taken.setdefault(name, set()).add(values[name])
         taken.setdefault("STORE_VEC > 1", set()).add(int(values["STORE_VEC"] > 1))
     assert all(values == {0, 1} for values in taken.values()), taken
-    sampled = [config for shape in SHAPES
-               for config in sample_configs(FAMILY, problem_of(shape, seed), CONFIGS_PER_PROBLEM,
-                                            np.random.default_rng(seed))]
+    sampled = [(problem, config) for problem in (problem_of(shape, seed) for shape in SHAPES)
+               for config in sample_configs(FAMILY, problem, CONFIGS_PER_PROBLEM, np.random.default_rng(seed))]
     # every tile width (each its own wgmma asm statement) in some shape's sampled configurations
-    widths = {config["BN"] for config in sampled}
+    widths = {config["BN"] for _, config in sampled}
     assert widths == set(FAMILY.space.params["BN"]), widths
     # pixels and filters on wgmma's M side (the descriptors swapped, the accumulators stored transposed)
-    sides = {config["M_OPERAND"] for config in sampled}
+    sides = {config["M_OPERAND"] for _, config in sampled}
     assert sides == set(FAMILY.space.params["M_OPERAND"]), sides
     # the derived switches of the producer (w copied once per stage) and of the staged stores (one run)
-    derived = [FAMILY.space.context(config, problem_of(shape, seed), H100)
-               for shape in SHAPES
-               for config in sample_configs(FAMILY, problem_of(shape, seed), CONFIGS_PER_PROBLEM,
-                                            np.random.default_rng(seed))]
+    derived = [FAMILY.space.context(config, problem, H100) for problem, config in sampled]
     for name in ("REUSE_W", "FLAT_STORES"):
         assert {values[name] for values in derived} == {0, 1}, name
 
@@ -108,7 +104,7 @@ def test_w_is_copied_once_per_stage_only_where_a_stage_always_holds_the_same_box
     the same filters, so the producer copies w into each stage once (MobileNetV2's 1x1 expansion:
     1.54x on an H100, results/h100/NOTES.md, twenty-seventh session)."""
     expansion = parse_spec("N=64,C=24,H=56,W=56,K=144,R=1,S=1,layout=NHWC,precision=bf16")   # one K tile
-    two_k_tiles = parse_spec("N=64,C=24,H=56,W=56,K=144,R=1,S=1,layout=NHWC,precision=bf16").with_(C=72)
+    two_k_tiles = expansion.with_(C=72)
     base = {"BN": 192, "CONSUMERS": 2, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "cooperative", "EPILOGUE": "staged",
             "M_OPERAND": "pixels", "PAD_PITCH": 16}
     for problem, change, reused in ((expansion, {}, 1),
