@@ -83,6 +83,11 @@ def add_parser(commands) -> None:
                            "configuration compiles once for all the layers it is tried on; the winners are "
                            "rebuilt with constants); off by default: on an H100 it cut the compile CPU per "
                            "candidate by ~30%% but saved no tuning time (results/h100/tuning_cost/run_time_sizes)")
+    tune.add_argument("--transfer", action="store_true",
+                      help="tune each problem by transfer from the tuning history in the storage where that "
+                           "model knows enough problems: the nearest tuned problems' winners and the model's "
+                           "picks, then the model's best variations of the best, no sampler and no patience "
+                           "(else a full study)")
     tune.add_argument("--dry-run", action="store_true",
                       help="no GPU: render each family's default (--per-family N: N configs) and compile with nvcc")
     tune.add_argument("--per-family", type=argument_type(count_problem), default=1, metavar="N",
@@ -115,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                         cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus,
                         precision=args.precision, layout=args.layout, pipeline_depth=args.pipeline_depth,
                         ranked=args.rank, prefilter=args.prefilter, run_time_sizes=args.run_time_sizes,
-                        workers_per_gpu=args.workers_per_gpu)
+                        transfer=args.transfer, workers_per_gpu=args.workers_per_gpu)
 
 
 #: How the comment of a config written by ``--model`` starts (config_text makes it a ``# `` line):
@@ -181,7 +186,7 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
                  per_family: int = 1, gpus: str | None = None, precision: str | None = None,
                  layout: str | None = None,
                  pipeline_depth: int | None = None, ranked: int | None = None, prefilter: bool = False,
-                 run_time_sizes: bool = False, workers_per_gpu: int | None = None) -> int:
+                 run_time_sizes: bool = False, transfer: bool = False, workers_per_gpu: int | None = None) -> int:
     """``autoconv tune``: 0 when every problem has a verified winner (or, with
     ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError.
     ``gpus`` (``all`` or ``0,1,...``) tunes with ``workers_per_gpu`` worker processes per GPU
@@ -192,7 +197,7 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
     session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
                                patience=patience, storage=storage, cache=cache, retune=retune,
                                precision=precision, layout=layout, pipeline_depth=pipeline_depth, ranked=ranked,
-                               prefilter=prefilter, run_time_sizes=run_time_sizes)
+                               prefilter=prefilter, run_time_sizes=run_time_sizes, transfer=transfer)
     summary_path = session.config.results / "tune.json"
     problem = summary_target_problem(summary_path)
     if problem and not dry_run:  # before any tuning, not after
@@ -250,7 +255,8 @@ def _tune_on_gpus(session: TuneSession, devices: Sequence[int], started: float, 
                                      storage=session.storage, cache=session.cache, retune=session.retune,
                                      reporter=reporter, pipeline_depth=session.pipeline_depth,
                                      ranked=session.ranked, prefilter=session.prefilter,
-                                     run_time_sizes=session.run_time_sizes, workers_per_gpu=workers_per_gpu,
+                                     run_time_sizes=session.run_time_sizes, transfer=session.transfer,
+                                     workers_per_gpu=workers_per_gpu,
                                      started_at=started_at)
     wall_s = time.monotonic() - started
     for worker in workers:
@@ -275,6 +281,7 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
         "config": config.origin, **run, "families": list(session.families),
         "budget": dataclasses.asdict(session.budget), "pipeline_depth": session.pipeline_depth,
         "ranked": session.ranked, "prefilter": session.prefilter, "run_time_sizes": session.run_time_sizes,
+        "transfer": session.transfer,
         "wall_s": wall_s, "phases_s": {phase: round(seconds, 3) for phase, seconds in phase_totals(outcomes).items()},
         "compile_queue_s": round(sum(o.compile_queue_s for o in outcomes), 3),
         "gpu_queue_s": round(sum(o.gpu_queue_s for o in outcomes), 3),

@@ -183,6 +183,7 @@ class WorkerJob:
     ranked: int
     prefilter: bool
     run_time_sizes: bool
+    transfer: bool
     started_at: float       # when the run started (time.time()): its milestones count from there
 
 
@@ -285,7 +286,7 @@ def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection)
                               cache=job.cache, retune=job.retune,
                               pipeline_depth=job.pipeline_depth, ranked=job.ranked,
                               prefilter=job.prefilter,  # resolved by the parent
-                              run_time_sizes=job.run_time_sizes)
+                              run_time_sizes=job.run_time_sizes, transfer=job.transfer)
         problems = config.problems[job.start:] + config.problems[:job.start]
         def compiler(arch: str) -> RemoteCompiler:
             return RemoteCompiler(compile_connection, arch)
@@ -376,7 +377,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
                  cache: str, retune: bool = False, reporter: FleetReporter | None = None,
                  pipeline_depth: int = DEFAULT_PIPELINE_DEPTH, ranked: int = DEFAULT_RANKED,
                  prefilter: bool = False, workers_per_gpu: int = 1,
-                 run_time_sizes: bool = False,
+                 run_time_sizes: bool = False, transfer: bool = False,
                  started_at: float | None = None) -> tuple[list[ProblemOutcome], list[WorkerState]]:
     """Tune ``config``'s problems with ``workers_per_gpu`` worker processes per device (see
     the module docstring). Workers sharing a GPU compile in parallel and take turns on it
@@ -414,7 +415,8 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
         job = WorkerJob(worker=number, device=worker.device, start=start, config_path=str(config.origin),
                         families=tuple(families), budget=budget, storage=storage, cache=str(cache),
                         retune=retune, compile_workers=compile_workers, pipeline_depth=pipeline_depth,
-                        ranked=ranked, prefilter=prefilter, run_time_sizes=run_time_sizes, started_at=started_at)
+                        ranked=ranked, prefilter=prefilter, run_time_sizes=run_time_sizes, transfer=transfer,
+                        started_at=started_at)
         receiving, sending = context.Pipe(duplex=False)
         compiling = compiler.connect()
         process = context.Process(target=worker_main, args=(job, sending, os.getpid(), compiling),

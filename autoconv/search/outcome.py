@@ -114,6 +114,7 @@ class ProblemOutcome:
     workspace_bytes: int = 0
     study_name: str = ""
     stop_reason: str = ""
+    search: str = ""           # how it was searched: "full" (sampled until the patience) or "transfer"
     message: str = ""
     trials_run: int = 0        # candidates evaluated in this run
     trials_total: int = 0      # candidates evaluated in the study (all runs)

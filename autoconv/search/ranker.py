@@ -98,6 +98,8 @@ class Ranker:
             if sample.family in FAMILY_NAMES and sample.time_ms > 0:
                 by_family.setdefault(sample.family, []).append(sample)
         self.samples = {family: len(found) for family, found in by_family.items()}
+        #: How many distinct problems the samples are of.
+        self.problems = len({sample.problem for found in by_family.values() for sample in found})
         self._models: dict[str, _FamilyModel] = {}
         with threadpool_limits(limits=FIT_THREADS, user_api="blas"):
             for family, found in by_family.items():

@@ -17,6 +17,8 @@ Every command that tunes or reads what tuning wrote (``tune``, ``tune --gpus``'s
   whether that model keeps the candidates it predicts slow from being compiled (``--prefilter``);
 - whether a family with a build whose sizes come at run time is searched with it
   (``--run-time-sizes``);
+- whether a problem is tuned by transfer from the history where its model knows enough
+  problems (``--transfer``, :mod:`~autoconv.search.transfer`);
 
 and builds the :class:`~autoconv.search.tuner.Tuner` from them (:meth:`TuneSession.tuner`),
 so that the tuner's settings are written in one place.
@@ -68,6 +70,7 @@ class TuneSession:
     ranked: int = DEFAULT_RANKED
     prefilter: bool = False
     run_time_sizes: bool = False
+    transfer: bool = False
 
     @classmethod
     def from_config(cls, config: TuneConfig, *, families: Sequence[str] | None = None,
@@ -75,7 +78,7 @@ class TuneSession:
                     storage: str | None = None, cache: str | os.PathLike | None = None,
                     retune: bool = False, precision: str | None = None, layout: str | None = None,
                     pipeline_depth: int | None = None, ranked: int | None = None,
-                    prefilter: bool = False, run_time_sizes: bool = False) -> TuneSession:
+                    prefilter: bool = False, run_time_sizes: bool = False, transfer: bool = False) -> TuneSession:
         """``config`` with the command line's overrides (None or empty: the config's;
         ``precision`` and ``layout`` set every problem's)."""
         if precision is not None:
@@ -90,7 +93,7 @@ class TuneSession:
                    cache=cache_location(cache, storage, config), retune=retune,
                    pipeline_depth=DEFAULT_PIPELINE_DEPTH if pipeline_depth is None else pipeline_depth,
                    ranked=DEFAULT_RANKED if ranked is None else ranked, prefilter=prefilter,
-                   run_time_sizes=run_time_sizes)
+                   run_time_sizes=run_time_sizes, transfer=transfer)
 
     @classmethod
     def load(cls, config_path: str | os.PathLike, **overrides) -> TuneSession:
@@ -112,8 +115,8 @@ class TuneSession:
     def tuner(self, backend: Backend, *, cache: WinnerCache | None, reporter: Reporter | None = None,
               workers: int = 1, storage: Any = None) -> Tuner:
         """A :class:`~autoconv.search.tuner.Tuner` on ``backend`` with this session's storage,
-        families, budget, seed, workspace limit, ``retune``, pipeline depth, ranked count, pre-filter
-        and run-time sizes;
+        families, budget, seed, workspace limit, ``retune``, pipeline depth, ranked count, pre-filter,
+        run-time sizes and transfer;
         winners go into ``cache``
         (:meth:`open_cache`); ``workers`` processes enumerate the valid configurations. ``storage``:
         this session's storage already opened (:func:`~autoconv.search.storage.make_storage`)."""
@@ -122,4 +125,4 @@ class TuneSession:
                      seed=self.config.seed, workspace_limit=self.config.workspace_limit_bytes, cache=cache,
                      retune=self.retune, reporter=reporter, workers=workers,
                      pipeline_depth=self.pipeline_depth, ranked=self.ranked, prefilter=self.prefilter,
-                     run_time_sizes=self.run_time_sizes)
+                     run_time_sizes=self.run_time_sizes, transfer=self.transfer)

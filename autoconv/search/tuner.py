@@ -110,6 +110,7 @@ from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
 from autoconv.processes import process_owner
+from autoconv.search import transfer as transfer_search
 from autoconv.search.liveness import Liveness
 from autoconv.search.outcome import Milestones, PhaseClock, ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_ahead, enumerate_points
@@ -143,6 +144,9 @@ DEFAULT_PIPELINE_DEPTH = 24
 #: Fastest ok trials tried, in order, when the winner fails its re-verification; all of them are
 #: timed in the build with constants when one was ranked with sizes at run time (see ``_finish``).
 REVERIFY_CANDIDATES = 3
+#: What :meth:`Tuner._transfer_step` says when a transfer study has nothing to ask until a result
+#: comes.
+WAIT_FOR_RESULTS = "wait for results"
 #: Offset of the re-verification inputs' seed from the search's.
 REVERIFY_SEED_OFFSET = 7919
 #: Asks without a new candidate after which the space counts as exhausted (a safety
@@ -235,6 +239,10 @@ class Tuner:
             the winner is rebuilt with constants, :meth:`_finish`). Off by default: on an H100 it
             cut the compile CPU per candidate by ~30% but saved no tuning time (results/h100/
             tuning_cost/run_time_sizes).
+        transfer: tune a problem by transfer from the tuning history in ``storage`` where its
+            model is trained on enough problems (:mod:`~autoconv.search.transfer`: the
+            neighbours' winners and the model's picks, then the model's best variations of the
+            best; no sampler, no patience); else by a full study.
     """
 
     def __init__(self, backend: Backend, *, storage, families: Sequence[str], budget: Budget,
@@ -242,7 +250,7 @@ class Tuner:
                  cache: WinnerCache | None = None, retune: bool = False,
                  reporter: Reporter | None = None, pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
                  workers: int = 1, ranked: int = DEFAULT_RANKED, prefilter: bool = False,
-                 run_time_sizes: bool = False):
+                 run_time_sizes: bool = False, transfer: bool = False):
         if budget.trials is None and budget.seconds is None:
             raise AutoconvError("a tuning budget needs trials and/or seconds per problem")
         if not families:
@@ -264,6 +272,8 @@ class Tuner:
         self.ranked = max(0, ranked)
         self.prefilter = prefilter
         self.run_time_sizes = run_time_sizes
+        self.transfer = transfer
+        self._transferred: set[str] = set()  # the studies tuned by transfer (their end is not the patience)
         self.owner = process_owner()
         self.liveness = Liveness(self.storage, self.owner)
         # When this tuner submitted its first candidate and received its last result
@@ -383,8 +393,8 @@ class Tuner:
         for index, item, points in tuned:
             study = self._load_study(item.problem)
             history = SearchHistory.of(study, SIGNIFICANT_IMPROVEMENT)
-            if not self._patience_spent(history, 0) or \
-                    (self.budget.trials is not None and history.evaluated >= self.budget.trials):
+            ended_by_search = self._patience_spent(history, 0) or study.study_name in self._transferred
+            if not ended_by_search or (self.budget.trials is not None and history.evaluated >= self.budget.trials):
                 continue  # (ended by its trials or its seconds: the budget is spent)
             known = history.known()
             untried = [origin for family, config, origin in self._neighbour_starts(item.problem, points)
@@ -508,10 +518,18 @@ class Tuner:
                                     direction="minimize", load_if_exists=True)
         mark_problem(study, problem)
         self.liveness.fail_abandoned(study, force=True)
-        ranker = self._history_model(problem) if self.ranked or self.prefilter else None
-        self._enqueue_defaults(study, problem, points, ranker)
+        ranker = self._history_model(problem) if self.ranked or self.prefilter or self.transfer else None
+        transferring = self.transfer and ranker is not None and self._transfers(item, points, ranker)
+        outcome.search = "transfer" if transferring else "full"
+        if transferring:
+            assert ranker is not None  # (for mypy: checked above)
+            self._transferred.add(name)
+            enqueue_new(study, self._neighbour_starts(problem, points)
+                        + transfer_search.starts(ranker, problem, points), SearchHistory.of(study).known())
+        else:
+            self._enqueue_defaults(study, problem, points, ranker)
         prefilter = PreFilter(ranker, problem, points, seed=self.seed) \
-            if self.prefilter and ranker and ranker.families else None
+            if self.prefilter and ranker and ranker.families and not transferring else None
         history = SearchHistory.of(study)
         self.reporter.problem_started(item, name, history.evaluated, self.budget)
 
@@ -529,6 +547,24 @@ class Tuner:
                     if prefilter is not None:
                         prefilter.observe(history.timed())
                     flying = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
+                    if transferring:
+                        assert ranker is not None  # (for mypy: transferring needs it)
+                        stop = self._stop_reason(history, len(in_flight), started, patience_over=False) \
+                            or self._transfer_step(study, problem, points, ranker, history, flying, in_flight,
+                                                   polished)
+                        if stop == WAIT_FOR_RESULTS:
+                            stop = None
+                            break
+                        if stop:
+                            break
+                        candidate = self._next_candidate(study, problem, points, history, in_flight, outcome,
+                                                         workspace_limit, None)
+                        if candidate is None:
+                            stop = "every valid configuration evaluated"
+                            break
+                        trial, plan = candidate
+                        self._submit(study, trial, plan, history, in_flight)
+                        continue
                     polishing -= set(history.results)
                     patience_over = self._patience_spent(history, len(in_flight))
                     if patience_over and not polishing:
@@ -546,12 +582,7 @@ class Tuner:
                         stop = "every valid configuration evaluated"
                         break
                     trial, plan = candidate
-                    self.liveness.evaluating(study, trial.number)
-                    if self.first_submit_at is None:
-                        self.first_submit_at = time.time()
-                    in_flight.append((trial, plan, self.backend.submit(plan, screening=True,
-                                                                       cutoff_ms=cutoff_ms(history.best_ms,
-                                                                                           len(plan.launches)))))
+                    self._submit(study, trial, plan, history, in_flight)
                 if not in_flight:
                     outcome.stop_reason = stop or "done"
                     break
@@ -599,6 +630,53 @@ class Tuner:
         outcome.phases_s = {phase: round(seconds, 3) for phase, seconds in clock.seconds.items()}
         outcome.wall_s = time.monotonic() - started
         return outcome
+
+    def _submit(self, study, trial, plan: KernelPlan, history: SearchHistory, in_flight: deque) -> None:
+        """Hand ``trial``'s candidate to the backend (screening, cut off by the study's best) and
+        keep it in ``in_flight``."""
+        self.liveness.evaluating(study, trial.number)
+        if self.first_submit_at is None:
+            self.first_submit_at = time.time()
+        in_flight.append((trial, plan, self.backend.submit(plan, screening=True,
+                                                           cutoff_ms=cutoff_ms(history.best_ms, len(plan.launches)))))
+
+    def _transfers(self, item: NamedProblem, points: ValidPoints, ranker: Ranker) -> bool:
+        """Whether ``item`` is tuned by transfer from ``ranker`` (else a full study; the reason
+        is reported)."""
+        why_not = transfer_search.untrusted_reason(ranker, points)
+        if why_not:
+            self.reporter.note(f"{item.name}: a full study, not a transfer: {why_not}")
+        return why_not is None
+
+    def _transfer_step(self, study, problem: ConvProblem, points: ValidPoints, ranker: Ranker,
+                       history: SearchHistory, flying: set[str], in_flight, polished: dict[str, int]) -> str | None:
+        """What a transfer study (:mod:`~autoconv.search.transfer`) does before asking for its next
+        candidate: None (ask: one is queued), :data:`WAIT_FOR_RESULTS`, or why it ends. When its queue
+        is empty it queues the winners of neighbours cached since it began, else the model's best
+        variations of its best (once the start's candidates are all timed; each best once,
+        :data:`~autoconv.search.transfer.POLISHED_BESTS` at most)."""
+        if history.waiting - flying:
+            return None
+        if not polished and in_flight:
+            return WAIT_FOR_RESULTS  # (the first polish waits for the start's results)
+        queued = self._transfer_late(study, problem, points, history, flying)
+        best = ok_trials(study)[:1]
+        if not queued and best and best[0].key not in polished and len(polished) < transfer_search.POLISHED_BESTS:
+            polished[best[0].key] = history.judged
+            variations = transfer_search.best_variations(ranker, problem, points, best[0].family, best[0].config,
+                                                         history.known() | flying)
+            queued = enqueue_new(study, [(best[0].family, config, f"a variation of the best (trial {best[0].number}), "
+                                                                  "predicted fast by the tuning history's model")
+                                         for config in variations], history.known() | flying)
+        if queued:
+            return None
+        if in_flight:
+            return WAIT_FOR_RESULTS  # (a result may bring a new best to polish)
+        if not best:
+            return "transfer: no candidate of its start or their variations passed"
+        if len(polished) >= transfer_search.POLISHED_BESTS:
+            return f"transfer: {transfer_search.POLISHED_BESTS} bests polished"
+        return "transfer: the best's variations predicted fastest are timed, none faster"
 
     def _stop_reason(self, history: SearchHistory, in_flight: int, started: float,
                      patience_over: bool) -> str | None:

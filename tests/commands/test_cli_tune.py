@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from autoconv.cache.winners import WinnerCache
+from autoconv.search import transfer
 from tests.helpers import repo_env, run_cli
 
 CONFIG = """\
@@ -158,6 +159,18 @@ def test_prefilter_is_off_unless_asked_for(config, tmp_path, capsys, fake_gpu):
     code, _, err = run_cli(capsys, "tune", config, "--retune", "--trials", "14", "--prefilter")
     assert code == 0, err
     assert json.loads((tmp_path / "results" / "tune.json").read_text())["prefilter"] is True
+
+
+def test_transfer_is_off_unless_asked_for(config, tmp_path, capsys, fake_gpu, monkeypatch):
+    code, _, err = run_cli(capsys, "tune", config, "--trials", "60")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+    assert summary["transfer"] is False and {p["search"] for p in summary["problems"]} == {"full"}
+    monkeypatch.setattr(transfer, "MIN_PROBLEMS", 2)  # (the config's own two problems are the history)
+    code, _, err = run_cli(capsys, "tune", config, "--retune", "--transfer")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+    assert summary["transfer"] is True and {p["search"] for p in summary["problems"]} == {"transfer"}
 
 
 def test_run_time_sizes_are_off_unless_asked_for(config, tmp_path, capsys, fake_gpu):

@@ -257,6 +257,21 @@ def test_two_workers_share_one_gpu(tmp_path):
         assert 0 < moments["process"] and moments["tuned"] <= moments["closed"] <= summary["wall_s"] + 0.5
 
 
+@pytest.mark.slow
+def test_workers_are_told_to_transfer(tmp_path):
+    """``--transfer`` reaches the worker processes' tuners: with no history each says why its
+    studies are full ones."""
+    (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=8))
+    command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--workers-per-gpu", "2", "--transfer",
+               "--storage", str(tmp_path / "studies.journal")]
+    env = repo_env(AUTOCONV_BACKEND="fake", AUTOCONV_FAKE_DEVICES="1")
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "a full study, not a transfer: the tuning history" in " ".join(done.stderr.split())
+    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+    assert summary["transfer"] is True and {p["search"] for p in summary["problems"]} == {"full"}
+
+
 def test_workers_per_gpu_must_be_positive(tmp_path, capsys):
     (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=4))
     code, _, err = run_cli(capsys, "tune", str(tmp_path / "tune.yaml"), "--workers-per-gpu", "0")

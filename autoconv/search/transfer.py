@@ -1,0 +1,98 @@
+"""Tuning by transfer: a study that searches only where the tuning history points
+(``autoconv tune --transfer``).
+
+A full study (:mod:`autoconv.search.tuner`) samples until ``patience`` candidates after its best
+have not beaten it. Most of its candidates come after the best is found: on an H100, 17-18 of
+ResNet-50's 23 studies made their last gain of more than 2% within their first 10 candidates
+(results/h100/NOTES.md, twenty-first session). With a history of other problems' studies, a
+transfer study spends its candidates only where the history points:
+
+1. **Its start**: the winners of the nearest tuned problems (as a full study's warm start), and
+   what the history's model (:class:`~autoconv.search.ranker.Ranker`) predicts fastest: the best
+   configuration of each family it models, and :data:`PICKS_PER_FAMILY` of each family whose
+   predicted best is within :data:`FAMILY_MARGIN` of the fastest family's (the model ranks
+   families and tiles well, but its times are off by 25-55%, results/h100/tuning_cost/
+   ranker_transfer); each family it does not model gets its default.
+2. **Its polish**: once the start's candidates are timed, the :data:`VARIATIONS_PER_BEST`
+   variations of the best (each other choice of each parameter, at the nearest valid
+   configuration: :meth:`~autoconv.search.points.ValidPoints.variations`) the model predicts
+   fastest, all of them for a family it does not model; then those of each new best as soon as
+   it is found, :data:`POLISHED_BESTS` bests at most.
+3. **Its end**: the best's variations are timed and none was faster, or the budget's trials or
+   seconds are spent. The sampler proposes nothing and the patience plays no part.
+
+A study transfers only where the model is trained on at least :data:`MIN_PROBLEMS` problems of
+the same precision on this GPU (a model of a few problems extrapolates to any other); else it is
+a full study. So a first tune with ``--transfer`` runs full studies until enough of its own
+problems are tuned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy
+
+from autoconv.problems.problem import ConvProblem
+from autoconv.search.points import ValidPoints, config_key
+from autoconv.search.ranker import Ranker
+
+#: Problems the history's model must be trained on before a study transfers from it.
+MIN_PROBLEMS = 8
+#: Configurations of each family, predicted fastest, that the start of a transfer study tries
+#: where the family's predicted best is within :data:`FAMILY_MARGIN` of the fastest family's...
+PICKS_PER_FAMILY = 3
+#: ... (a ratio of predicted times); each other modelled family gets its predicted best only.
+FAMILY_MARGIN = 2.0
+#: Variations of a best, predicted fastest, that a transfer study times.
+VARIATIONS_PER_BEST = 6
+#: Bests whose variations a transfer study times, at most.
+POLISHED_BESTS = 4
+
+
+def untrusted_reason(ranker: Ranker, points: ValidPoints) -> str | None:
+    """Why a problem with these valid ``points`` cannot be tuned by transfer from ``ranker``, or
+    None when it can."""
+    if not set(points.families) & set(ranker.families):
+        return "the tuning history models none of its kernel families"
+    if ranker.problems < MIN_PROBLEMS:
+        return (f"the tuning history holds {ranker.problems} tuned problem(s) of its precision on this GPU, "
+                f"fewer than the {MIN_PROBLEMS} a transfer needs")
+    return None
+
+
+def starts(ranker: Ranker, problem: ConvProblem, points: ValidPoints) -> list[tuple[str, dict, str]]:
+    """The model's picks for the start of a transfer study (see the module docstring), as
+    (family, config, origin), fastest predicted first; then the default of each family the model
+    does not model."""
+    ranked: dict[str, list[tuple[float, dict]]] = {}
+    for family, configs in points.points.items():
+        if family in ranker.families:
+            predicted = ranker.predict_ms(problem, family, configs)
+            order = numpy.argsort(predicted, kind="stable")[:PICKS_PER_FAMILY]
+            ranked[family] = [(float(predicted[i]), configs[i]) for i in order]
+    fastest = min((best[0][0] for best in ranked.values()), default=None)
+    picks = []
+    for family, best in ranked.items():
+        close = fastest is not None and best[0][0] <= FAMILY_MARGIN * fastest
+        for place, (ms, config) in enumerate(best if close else best[:1], 1):
+            picks.append((ms, family, config, f"predicted {place} of {family} by the tuning history's model "
+                                              f"({ms:.4g} ms)"))
+    picks.sort(key=lambda pick: pick[0])
+    found = [(family, dict(config), origin) for _, family, config, origin in picks]
+    found += [(family, points.default(family), "family default (not modelled by the tuning history)")
+              for family in points.families if family not in ranked]
+    return found
+
+
+def best_variations(ranker: Ranker, problem: ConvProblem, points: ValidPoints, family: str,
+                    config: Mapping[str, object], exclude: set[str]) -> list[dict]:
+    """The :data:`VARIATIONS_PER_BEST` variations of ``config`` (:meth:`ValidPoints.variations`)
+    predicted fastest, fastest first, less those whose keys are in ``exclude`` (so a best polished
+    again queues nothing new); all of them, in the space's order, for a family the model does not
+    model."""
+    variations = points.variations(family, config)
+    if family in ranker.families and variations:
+        predicted = ranker.predict_ms(problem, family, variations)
+        variations = [variations[i] for i in numpy.argsort(predicted, kind="stable")[:VARIATIONS_PER_BEST]]
+    return [variation for variation in variations if config_key(family, variation) not in exclude]

@@ -1,0 +1,199 @@
+"""Tuning by transfer from the history (:mod:`autoconv.search.transfer`): what a transfer study
+starts from, which variations it polishes, when it transfers at all, and studies tuned so on the
+fake backend."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
+from autoconv.cache.neighbours import Neighbour
+from autoconv.cache.winners import WinnerCache
+from autoconv.kernels.limits import H100
+from autoconv.problems.config import Budget
+from autoconv.problems.models import NamedProblem
+from autoconv.problems.problem import parse_spec
+from autoconv.search import transfer
+from autoconv.search.points import ValidPoints, config_key, enumerate_points
+from autoconv.search.study import read_trials, study_name
+from autoconv.search.tuner import Tuner
+from tests.search.fake_history import FAMILIES, TRAINED, UNTUNED, tune_history
+
+#: A second problem the history does not hold.
+ANOTHER = parse_spec("N=8,C=16,H=40,W=40,K=32,R=3,S=3,pad=1")
+
+
+@pytest.fixture(scope="module")
+def points():
+    return ValidPoints(enumerate_points(UNTUNED, FAMILIES, H100, 1 << 30))
+
+
+@pytest.fixture
+def history(tmp_path):
+    """The fake history's storage, trusted although it holds only its two problems."""
+    return tune_history(str(tmp_path / "history.journal"))
+
+
+@pytest.fixture
+def trusting(monkeypatch):
+    monkeypatch.setattr(transfer, "MIN_PROBLEMS", len(TRAINED))
+
+
+class StubRanker:
+    """Models ``direct`` only: a config's predicted ms is its place in the enumeration, reversed
+    (the last enumerated is predicted fastest), times ``scale``."""
+
+    families = ("direct",)
+
+    def __init__(self, points, problems=transfer.MIN_PROBLEMS, scale=1.0):
+        configs = points.points["direct"]
+        self.order = {config_key("direct", c): (len(configs) - i) * scale for i, c in enumerate(configs)}
+        self.problems = problems
+
+    def predict_ms(self, problem, family, configs):
+        return [self.order[config_key(family, c)] for c in configs]
+
+
+def test_a_model_of_too_few_problems_or_of_none_of_the_families_is_not_trusted(points):
+    assert transfer.untrusted_reason(StubRanker(points), points) is None
+    few = transfer.untrusted_reason(StubRanker(points, problems=transfer.MIN_PROBLEMS - 1), points)
+    assert f"fewer than the {transfer.MIN_PROBLEMS}" in few
+    other = StubRanker(points)
+    other.families = ("implicit_gemm",)
+    assert "models none of its kernel families" in transfer.untrusted_reason(other, points)
+
+
+def test_the_start_is_the_models_fastest_then_the_defaults_of_the_families_it_does_not_model(points):
+    found = transfer.starts(StubRanker(points), UNTUNED, points)
+    direct = points.points["direct"]
+    assert [config for _, config, _ in found[:transfer.PICKS_PER_FAMILY]] == \
+        [direct[-1 - i] for i in range(transfer.PICKS_PER_FAMILY)]
+    assert all(family == "direct" and "predicted" in origin for family, _, origin in found[:-1])
+    assert found[-1] == ("im2col_gemm", points.default("im2col_gemm"),
+                         "family default (not modelled by the tuning history)")
+
+
+def test_a_family_predicted_far_slower_than_the_fastest_gets_its_best_only(points):
+    class TwoFamilies(StubRanker):
+        """``im2col_gemm`` modelled too: its configs predicted from ``offset`` ms up (direct's from 1 ms)."""
+
+        families = ("direct", "im2col_gemm")
+
+        def __init__(self, points, offset):
+            super().__init__(points)
+            self.order.update({config_key("im2col_gemm", c): offset + i
+                               for i, c in enumerate(points.points["im2col_gemm"])})
+
+    far = transfer.starts(TwoFamilies(points, 1000.0), UNTUNED, points)
+    assert [family for family, _, _ in far] == ["direct"] * transfer.PICKS_PER_FAMILY + ["im2col_gemm"]
+    assert far[-1][1] == points.points["im2col_gemm"][0]
+    near = transfer.starts(TwoFamilies(points, 0.5), UNTUNED, points)
+    assert sorted(family for family, _, _ in near) == \
+        ["direct"] * transfer.PICKS_PER_FAMILY + ["im2col_gemm"] * transfer.PICKS_PER_FAMILY
+    assert near[0][0] == "im2col_gemm"  # (fastest predicted first)
+
+
+def test_the_variations_polished_are_the_models_fastest_less_those_known(points):
+    ranker = StubRanker(points)
+    best = points.default("direct")
+    every = points.variations("direct", best)
+    assert len(every) > transfer.VARIATIONS_PER_BEST
+    chosen = transfer.best_variations(ranker, UNTUNED, points, "direct", best, set())
+    predicted = sorted(ranker.predict_ms(UNTUNED, "direct", every))
+    assert sorted(ranker.predict_ms(UNTUNED, "direct", chosen)) == predicted[:transfer.VARIATIONS_PER_BEST]
+    # Those known are left out, and not replaced: polishing a best again queues nothing new.
+    known = {config_key("direct", config) for config in chosen[:2]}
+    assert transfer.best_variations(ranker, UNTUNED, points, "direct", best, known) == chosen[2:]
+    # A family without a model: every variation.
+    other = points.default("im2col_gemm")
+    assert transfer.best_variations(ranker, UNTUNED, points, "im2col_gemm", other, set()) == \
+        points.variations("im2col_gemm", other)
+
+
+def transfer_trials(storage, problem):
+    study = optuna.load_study(study_name=study_name(problem, FAKE_IDENTITY.gpu_name, FAMILIES), storage=storage)
+    return [(record, study.trials[record.number].user_attrs.get("origin", "")) for record in read_trials(study)]
+
+
+def test_a_transfer_study_times_its_start_then_polishes_its_best_and_asks_the_sampler_nothing(history, trusting):
+    budget = Budget(trials=160, patience=40)
+    tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=budget, seed=3, transfer=True)
+    outcome = tuner.tune_problem(NamedProblem("new", UNTUNED))
+    assert outcome.search == "transfer" and outcome.stop_reason.startswith("transfer: ")
+    trials = transfer_trials(history, UNTUNED)
+    assert all(origin for _, origin in trials)  # (every one queued: none is a sampler's proposal)
+    assert not any(record.state == TrialState.WAITING for record, _ in trials)
+    start = [record.number for record, origin in trials if not origin.startswith("a variation")]
+    polish = [record.number for record, origin in trials if origin.startswith("a variation")]
+    assert polish and max(start) < min(polish)
+    # The first polish waited for the start's results: it varies the fastest of them.
+    first_polished = next(origin for _, origin in trials if origin.startswith("a variation"))
+    fastest_start = min((record for record, origin in trials if record.number in start and record.value is not None),
+                        key=lambda record: record.value)
+    assert f"(trial {fastest_start.number})" in first_polished
+    assert len(polish) <= transfer.POLISHED_BESTS * transfer.VARIATIONS_PER_BEST
+    assert outcome.trials_run == len(trials) < budget.patience
+    # The fake's best is found as a full study finds it.
+    full = Tuner(FakeBackend(), storage=tune_history(str(history_path(history)) + ".full"), families=FAMILIES,
+                 budget=budget, seed=3).tune_problem(NamedProblem("new", UNTUNED))
+    assert full.search == "full" and full.trials_run > 2 * outcome.trials_run
+    assert outcome.time_ms == pytest.approx(full.time_ms, rel=0.02)
+
+
+def history_path(storage) -> str:
+    """The journal file behind an Optuna journal storage (:func:`tune_history`'s)."""
+    return storage._backend._file_path
+
+
+def test_without_a_trusted_history_a_study_is_full_and_says_why(tmp_path, history):
+    notes = []
+
+    class Notes:
+        def __getattr__(self, name):
+            return notes.append if name == "note" else (lambda *args, **kwargs: None)
+
+    tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=30, patience=10), seed=3,
+                  transfer=True, reporter=Notes())
+    outcome = tuner.tune_problem(NamedProblem("new", UNTUNED))
+    assert outcome.search == "full" and "transfer" not in outcome.stop_reason
+    assert any(f"holds {len(TRAINED)} tuned problem(s)" in note and "a full study" in note for note in notes)
+
+
+def test_a_run_by_transfer_starts_from_the_neighbours_winners_and_caches_verified_winners(tmp_path, history,
+                                                                                         trusting):
+    with WinnerCache(tmp_path / "cache.sqlite") as cache:
+        Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=60), seed=3,
+              cache=cache).tune([NamedProblem("trained0", TRAINED[0])])  # (cached: the history's winner)
+        tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=160, patience=40),
+                      seed=3, cache=cache, transfer=True)
+        outcomes = tuner.tune([NamedProblem("new", UNTUNED), NamedProblem("another", ANOTHER)])
+        assert [outcome.search for outcome in outcomes] == ["transfer", "transfer"]
+        assert all(cache.get(tuner._cache_key(problem)) is not None for problem in (UNTUNED, ANOTHER))
+    origins = [origin for _, origin in transfer_trials(history, ANOTHER)]
+    assert origins[0].startswith("winner of ")  # (the neighbours' winners first, as a full study's)
+
+
+def test_a_transfer_study_tries_the_winner_of_a_neighbour_tuned_after_it_ended(tmp_path, history, trusting):
+    """At the end of a run (:meth:`Tuner._revisit`), as a full study whose patience ended it."""
+    with WinnerCache(tmp_path / "cache.sqlite") as cache:
+        tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=160, patience=40),
+                      seed=3, cache=cache, transfer=True)
+        item = NamedProblem("new", UNTUNED)
+        (outcome,) = tuner.tune([item])
+        entry = cache.get(tuner._cache_key(UNTUNED))
+        tried = {record.key for record, _ in transfer_trials(history, UNTUNED)}
+        points = ValidPoints(enumerate_points(UNTUNED, FAMILIES, H100, 1 << 30))
+        winner = next(point for point in reversed(points.points["direct"])
+                      if config_key("direct", point) not in tried)
+        tuner._neighbours = lambda problem: [  # type: ignore[method-assign]
+            Neighbour(TRAINED[0], dataclasses.replace(entry, family="direct", config=dict(winner)), 0.5)]
+        outcomes = {0: outcome}
+        tuner._revisit([(0, item, points)], outcomes)
+    again = [(record, origin) for record, origin in transfer_trials(history, UNTUNED) if record.key not in tried]
+    assert again[0][1].startswith("winner of ") and again[0][0].key == config_key("direct", winner)
+    assert again[0][0].state == TrialState.COMPLETE
+    assert outcomes[0].trials_run == outcome.trials_run + len(again)
