@@ -5,7 +5,7 @@
 #   plain no history (empty storage and cache), the default search
 #   hist  the history copied in, the default search
 # every run from empty CuPy and CUDA caches, its journal kept; then every VGG-16 run's winners
-# re-timed side by side in one process (compare_caches.py).
+# re-timed side by side in one process (compare_caches.py); then the tuner's GPU tests.
 #   bash results/h100/twentyeighth/call1.sh   (device tool: carry [".whl"])
 set -u
 source results/h100/tune_and_bench.sh
@@ -33,4 +33,7 @@ timeout 120 python3 results/h100/twentyeighth/compare_caches.py examples/vgg16.y
   plain1=/tmp/t_plain1/c.sqlite3 plain2=/tmp/t_plain2/c.sqlite3 hist1=/tmp/t_hist1/c.sqlite3 \
   tr1=/tmp/t_tr1/c.sqlite3 tr2=/tmp/t_tr2/c.sqlite3 > $R/compare.log 2>&1
 echo "compare rc=$? at $(( $(date +%s) - T0 ))s" | tee -a $R/times.txt; tail -5 $R/compare.log
+left=$(( 560 - ($(date +%s) - T0) ))
+[ $left -gt 40 ] && timeout $left python3 -m pytest -q -p no:cacheprovider -m gpu tests/search/test_killed_tune.py \
+  tests/gpu/test_gpu.py -k "tune or cache or killed" > $R/gpu_tests.log 2>&1; tail -2 $R/gpu_tests.log
 cd /tmp && tar czf $OUT/r.tgz r
