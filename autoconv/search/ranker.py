@@ -55,20 +55,31 @@ class Sample:
     time_ms: float
 
 
-def config_features(family: str, config: Mapping[str, object]) -> list[float]:
-    """One 0/1 indicator per (parameter, choice) of the family's search space, then the log2
-    of each numeric parameter (0 for other types)."""
+def _log2_or_zero(value: object) -> float:
+    return math.log2(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0.0
+
+
+def config_rows(family: str, configs: Sequence[Mapping[str, object]]) -> numpy.ndarray:
+    """One row per config: one 0/1 indicator per (parameter, choice) of the family's search
+    space, then the log2 of each numeric parameter (0 for other types). Built a parameter at a
+    time, not a config at a time: a problem's valid points number up to ~30000, and the start of a
+    transfer study (:mod:`autoconv.search.transfer`) ranks them all."""
     params = get_family(family).space.params
-    indicators = [float(config.get(name) == choice) for name, choices in params.items() for choice in choices]
-    logs = [math.log2(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-            else 0.0 for value in (config.get(name) for name in params)]
-    return indicators + logs
+    indicators, logs = [], []
+    for name, choices in params.items():
+        values = [config.get(name) for config in configs]
+        place = {choice: index for index, choice in reversed(list(enumerate(choices)))}  # (first match, as ==)
+        places = numpy.array([place.get(value, -1) for value in values], dtype=int)
+        indicators.append((places[:, None] == numpy.arange(len(choices))[None, :]).astype(float))
+        known_logs = {value: _log2_or_zero(value) for value in set(values)}
+        logs.append(numpy.array([known_logs[value] for value in values], dtype=float)[:, None])
+    return numpy.hstack(indicators + logs).reshape(len(configs), -1)
 
 
 def _design(problem: ConvProblem, family: str, configs: Sequence[Mapping[str, object]]) -> numpy.ndarray:
     """Rows of [problem features, config features, their products] for ``configs``."""
     p = numpy.array(list(problem_features(problem).values()))
-    c = numpy.array([config_features(family, config) for config in configs]).reshape(len(configs), -1)
+    c = config_rows(family, configs)
     products = (c[:, :, None] * p[None, None, :]).reshape(len(configs), -1)
     return numpy.hstack([numpy.broadcast_to(p, (len(configs), len(p))), c, products])
 

@@ -524,8 +524,11 @@ class Tuner:
         if transferring:
             assert ranker is not None  # (for mypy: checked above)
             self._transferred.add(name)
+            # The model's picks at the study's first start only: tuned again (a revisit, a resumed
+            # run) it queues the neighbours' winners it lacks, not the picks of a model refitted since.
+            known = SearchHistory.of(study).known()
             enqueue_new(study, self._neighbour_starts(problem, points)
-                        + transfer_search.starts(ranker, problem, points), SearchHistory.of(study).known())
+                        + ([] if known else transfer_search.starts(ranker, problem, points)), known)
         else:
             self._enqueue_defaults(study, problem, points, ranker)
         prefilter = PreFilter(ranker, problem, points, seed=self.seed) \

@@ -7,15 +7,17 @@ from __future__ import annotations
 import statistics
 from types import SimpleNamespace
 
+import numpy
 import optuna
 import pytest
 
 from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
+from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.search.points import enumerate_points
-from autoconv.search.ranker import MIN_SAMPLES, Ranker, history_samples
+from autoconv.search.ranker import MIN_SAMPLES, Ranker, config_rows, history_samples
 from autoconv.search.study import parse_study_name, study_name
 from autoconv.search.tuner import Tuner
 from tests.search.fake_history import FAMILIES, TRAINED, UNTUNED, tune_history
@@ -30,6 +32,19 @@ def synthetic_ms(problem, family, config) -> float:
 def history(tmp_path_factory):
     """A journal with the fake-timed studies of the two TRAINED problems."""
     return tune_history(str(tmp_path_factory.mktemp("history") / "studies.journal"))
+
+
+def test_a_configs_features_are_its_choices_one_hot_then_the_log2_of_its_numbers():
+    params = get_family("implicit_gemm_wgmma").space.params
+    configs = [dict(get_family("implicit_gemm_wgmma").space.default),
+               {name: choices[-1] for name, choices in params.items()}]
+    rows = config_rows("implicit_gemm_wgmma", configs)
+    for row, config in zip(rows, configs):
+        one_hot = [float(config[name] == choice) for name, choices in params.items() for choice in choices]
+        logs = [float(numpy.log2(value)) if type(value) in (int, float) and value > 0 else 0.0
+                for value in (config[name] for name in params)]
+        assert row.tolist() == pytest.approx(one_hot + logs)
+    assert any(isinstance(choice, str) for choices in params.values() for choice in choices)  # (and strings)
 
 
 def test_the_history_is_every_timed_trial_of_this_gpu_and_precision(history):

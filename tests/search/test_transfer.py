@@ -187,13 +187,18 @@ def test_a_transfer_study_tries_the_winner_of_a_neighbour_tuned_after_it_ended(t
         entry = cache.get(tuner._cache_key(UNTUNED))
         tried = {record.key for record, _ in transfer_trials(history, UNTUNED)}
         points = ValidPoints(enumerate_points(UNTUNED, FAMILIES, H100, 1 << 30))
-        winner = next(point for point in reversed(points.points["direct"])
-                      if config_key("direct", point) not in tried)
+        winner = next(point for point in points.points["direct"] if config_key("direct", point) not in tried)
         tuner._neighbours = lambda problem: [  # type: ignore[method-assign]
             Neighbour(TRAINED[0], dataclasses.replace(entry, family="direct", config=dict(winner)), 0.5)]
+        # The model has changed since (refitted with the study's trials): its picks now are others.
+        tuner._history_model = lambda problem: StubRanker(points)  # type: ignore[method-assign]
+        assert {config_key(family, config) for family, config, _ in transfer.starts(StubRanker(points), UNTUNED,
+                                                                                     points)} - tried
         outcomes = {0: outcome}
         tuner._revisit([(0, item, points)], outcomes)
     again = [(record, origin) for record, origin in transfer_trials(history, UNTUNED) if record.key not in tried]
     assert again[0][1].startswith("winner of ") and again[0][0].key == config_key("direct", winner)
     assert again[0][0].state == TrialState.COMPLETE
+    # (and no picks of the model, refitted with the study's own trials since its start)
+    assert not [origin for _, origin in again if origin.startswith("predicted")]
     assert outcomes[0].trials_run == outcome.trials_run + len(again)
