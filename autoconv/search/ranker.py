@@ -76,9 +76,13 @@ def config_rows(family: str, configs: Sequence[Mapping[str, object]]) -> numpy.n
     return numpy.hstack(indicators + logs).reshape(len(configs), -1)
 
 
+def _problem_row(problem: ConvProblem) -> numpy.ndarray:
+    return numpy.array(list(problem_features(problem).values()))
+
+
 def _design(problem: ConvProblem, family: str, configs: Sequence[Mapping[str, object]]) -> numpy.ndarray:
     """Rows of [problem features, config features, their products] for ``configs``."""
-    p = numpy.array(list(problem_features(problem).values()))
+    p = _problem_row(problem)
     c = config_rows(family, configs)
     products = (c[:, :, None] * p[None, None, :]).reshape(len(configs), -1)
     return numpy.hstack([numpy.broadcast_to(p, (len(configs), len(p))), c, products])
@@ -96,8 +100,16 @@ class _FamilyModel:
         gram = x.T @ x + RIDGE * numpy.eye(x.shape[1])
         self.weights = numpy.linalg.solve(gram, x.T @ (targets - self.intercept))
 
-    def predict(self, rows: numpy.ndarray) -> numpy.ndarray:
-        return self.intercept + ((rows - self.mean) / self.scale) @ self.weights
+    def predict(self, problem_row: numpy.ndarray, config_rows: numpy.ndarray) -> numpy.ndarray:
+        """The prediction for :func:`_design` rows of one problem, without building them: the
+        model is linear in the products, so on one problem it is a linear function of the config's
+        features alone (a problem's ~30000 valid points cost their features, not their products)."""
+        per_feature = self.weights / self.scale
+        constant = self.intercept - float(self.mean @ per_feature)
+        problems, configs = len(problem_row), config_rows.shape[1]
+        of_products = per_feature[problems + configs:].reshape(configs, problems)
+        of_config = per_feature[problems:problems + configs] + of_products @ problem_row
+        return constant + float(problem_row @ per_feature[:problems]) + config_rows @ of_config
 
 
 class Ranker:
@@ -116,8 +128,13 @@ class Ranker:
             for family, found in by_family.items():
                 if len(found) < MIN_SAMPLES or len({s.problem for s in found}) < 2:
                     continue
-                rows = numpy.vstack([_design(sample.problem, family, [sample.config]) for sample in found])
-                targets = numpy.array([math.log(sample.time_ms / (sample.problem.flops / 1e9)) for sample in found])
+                by_problem: dict[ConvProblem, list[Sample]] = {}
+                for sample in found:
+                    by_problem.setdefault(sample.problem, []).append(sample)
+                rows = numpy.vstack([_design(problem, family, [sample.config for sample in of_problem])
+                                     for problem, of_problem in by_problem.items()])
+                targets = numpy.array([math.log(sample.time_ms / (problem.flops / 1e9))
+                                       for problem, of_problem in by_problem.items() for sample in of_problem])
                 self._models[family] = _FamilyModel(rows, targets)
 
     @property
@@ -133,7 +150,7 @@ class Ranker:
         """
         if not configs:
             return numpy.zeros(0)
-        log_ms_per_gflop = self._models[family].predict(_design(problem, family, configs))
+        log_ms_per_gflop = self._models[family].predict(_problem_row(problem), config_rows(family, configs))
         return numpy.exp(log_ms_per_gflop) * (problem.flops / 1e9)
 
     def best(self, problem: ConvProblem, points: Mapping[str, Sequence[Mapping[str, object]]],

@@ -17,7 +17,7 @@ from autoconv.kernels.limits import H100
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.search.points import enumerate_points
-from autoconv.search.ranker import MIN_SAMPLES, Ranker, config_rows, history_samples
+from autoconv.search.ranker import MIN_SAMPLES, Ranker, _design, config_rows, history_samples
 from autoconv.search.study import parse_study_name, study_name
 from autoconv.search.tuner import Tuner
 from tests.search.fake_history import FAMILIES, TRAINED, UNTUNED, tune_history
@@ -71,6 +71,17 @@ def test_the_model_ranks_an_untuned_problems_points(history):
     # (whose median would sit at the space's median).
     assert statistics.median(chosen) <= every[len(every) // 10]
     assert min(chosen) <= every[len(every) // 100]
+
+
+def test_a_prediction_is_the_ridge_models_on_the_problems_design_rows(history):
+    """(Computed without the rows of products: the model is linear in them.)"""
+    ranker = Ranker(history_samples(history, FAKE_IDENTITY.gpu_name, "fp32"))
+    family = ranker.families[0]
+    configs = enumerate_points(UNTUNED, FAMILIES, H100, 1 << 30)[family][:50]
+    model = ranker._models[family]
+    rows = _design(UNTUNED, family, configs)
+    expected = numpy.exp(model.intercept + ((rows - model.mean) / model.scale) @ model.weights) * UNTUNED.flops / 1e9
+    assert ranker.predict_ms(UNTUNED, family, configs) == pytest.approx(expected, rel=1e-9)
 
 
 def test_a_study_name_reads_back():
