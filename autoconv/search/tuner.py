@@ -92,7 +92,7 @@ import os
 import time
 import warnings
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import cast
 
 import optuna
@@ -274,10 +274,6 @@ class Tuner:
         self.run_time_sizes = run_time_sizes
         self.transfer = transfer
         self._transferred: set[str] = set()  # the studies tuned by transfer (their end is not the patience)
-        # The problem a transfer run tunes next (item, valid points, workspace limit), and the
-        # problems whose start it compiled ahead (:meth:`_compile_ahead`).
-        self._upcoming: tuple[NamedProblem, ValidPoints, int] | None = None
-        self._compiled_ahead: set[str] = set()
         self.owner = process_owner()
         self.liveness = Liveness(self.storage, self.owner)
         # When this tuner submitted its first candidate and received its last result
@@ -330,12 +326,13 @@ class Tuner:
                                          [limit for _, _, limit in fitting], self.workers, ahead=ENUMERATED_AHEAD,
                                          skip=finished_by_another)
             tuned = []
-            for position, index, item, valid in self._turns(fitting, all_points, finished_by_another):
-                if valid is None:
+            for position, ((index, item), points) in enumerate(zip(to_tune, all_points)):
+                if points is None:
                     outcomes[index] = finished_since[position]
                     self.reporter.problem_finished(outcomes[index])
                     continue
                 try:
+                    valid = ValidPoints(points)
                     outcome = self.tune_problem(item, valid)
                     if valid.families:  # (else no study was made)
                         tuned.append((index, item, valid))
@@ -348,33 +345,6 @@ class Tuner:
         ordered = [outcomes[i] for i in range(len(problems))]
         self.reporter.run_finished(ordered)
         return ordered
-
-    def _turns(self, fitting: list, all_points, finished_by_another) -> Iterator[tuple]:
-        """Each problem's turn, in order: (position, index, item, its :class:`ValidPoints`, or None
-        when another worker finished it: ``finished_by_another(position)``). ``fitting``: the
-        (index, item, workspace limit) to tune; ``all_points``: their points (:func:`enumerate_ahead`).
-        A transfer run takes the next problem's points one turn ahead and keeps them in
-        ``self._upcoming`` while this one is tuned (:meth:`_compile_ahead`); at its turn the next
-        problem is looked up again, as another worker may have finished it meanwhile."""
-        turns = ((position, index, item, limit, points)
-                 for position, ((index, item, limit), points) in enumerate(zip(fitting, all_points)))
-        if not self.transfer:
-            for position, index, item, _, points in turns:
-                yield position, index, item, None if points is None else ValidPoints(points)
-            return
-        ahead = next(turns, None)
-        while ahead is not None:
-            position, index, item, _, points = ahead
-            ahead = next(turns, None)
-            self._upcoming = None
-            if ahead is not None and ahead[4] is not None:
-                ahead = (*ahead[:4], ValidPoints(ahead[4]))
-                self._upcoming = (ahead[2], ahead[4], ahead[3])
-            if position and points is not None and finished_by_another(position):
-                points = None  # (taken a turn ahead: another worker may have finished it since)
-            yield position, index, item, None if points is None else \
-                points if isinstance(points, ValidPoints) else ValidPoints(points)
-        self._upcoming = None
 
     def _settle(self, tuned: list, outcomes: dict[int, ProblemOutcome]) -> None:
         """Leave no trial behind: while another worker's trials are still running in the
@@ -704,37 +674,12 @@ class Tuner:
         if queued:
             return None
         if in_flight:
-            self._compile_ahead(ranker)  # (its polish is submitted: the cores have time to spare)
             return WAIT_FOR_RESULTS  # (a result may bring a new best to polish)
         if not best:
             return "transfer: no candidate of its start or their variations passed"
         if len(polished) >= transfer_search.POLISHED_BESTS:
             return f"transfer: {transfer_search.POLISHED_BESTS} bests polished"
         return "transfer: the best's variations predicted fastest are timed, none faster"
-
-    def _compile_ahead(self, ranker: Ranker) -> None:
-        """Start compiling the start of the problem a transfer run tunes next (``self._upcoming``:
-        the nearest tuned problems' winners and the model's picks, as its study will queue them)
-        while this study polishes its best, so that its first candidates need not wait for the
-        compilers (:meth:`Backend.prepare`; a submission of the same source takes the compile
-        under way). Once per problem, and only for one the model would tune by transfer. Why: a
-        transfer study's rounds are short, and its start's compiles set its first round's
-        latency; a transfer run left the host's cores ~half idle (twenty-eighth session)."""
-        if self._upcoming is None:
-            return
-        item, points, workspace_limit = self._upcoming
-        key = item.problem.key()
-        if key in self._compiled_ahead or transfer_search.untrusted_reason(ranker, points):
-            return
-        self._compiled_ahead.add(key)
-        for family, config, _ in (self._neighbour_starts(item.problem, points)
-                                  + transfer_search.starts(ranker, item.problem, points)):
-            try:
-                plan = get_family(family).plan(item.problem, config, self.backend.device, workspace_limit,
-                                               run_time_sizes=self.run_time_sizes)
-            except AutoconvError:
-                continue  # (its study will find out, and record why)
-            self.backend.prepare(plan)
 
     def _stop_reason(self, history: SearchHistory, in_flight: int, started: float,
                      patience_over: bool) -> str | None:

@@ -16,7 +16,7 @@ from autoconv.cache.winners import WinnerCache
 from autoconv.kernels.limits import H100
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
-from autoconv.problems.problem import ConvProblem, parse_spec
+from autoconv.problems.problem import parse_spec
 from autoconv.search import transfer
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.study import read_trials, study_name
@@ -202,71 +202,3 @@ def test_a_transfer_study_tries_the_winner_of_a_neighbour_tuned_after_it_ended(t
     # (and no picks of the model, refitted with the study's own trials since its start)
     assert not [origin for _, origin in again if origin.startswith("predicted")]
     assert outcomes[0].trials_run == outcome.trials_run + len(again)
-
-
-class Recording(FakeBackend):
-    """Records what is compiled ahead (:meth:`prepare`) and what is submitted, in order."""
-
-    def __init__(self):
-        super().__init__()
-        self.events: list[tuple[str, ConvProblem, str]] = []
-
-    def prepare(self, plan):
-        self.events.append(("prepare", plan.problem, plan.source_hash))
-
-    def submit(self, plan, **kwargs):
-        self.events.append(("submit", plan.problem, plan.source_hash))
-        return super().submit(plan, **kwargs)
-
-
-@pytest.mark.parametrize("transferring", [True, False])
-def test_a_transfer_run_compiles_the_next_problems_start_while_it_polishes(tmp_path, history, trusting,
-                                                                          transferring):
-    backend = Recording()
-    Tuner(backend, storage=history, families=FAMILIES, budget=Budget(trials=160, patience=40), seed=3,
-          transfer=transferring).tune([NamedProblem("new", UNTUNED), NamedProblem("another", ANOTHER)])
-    prepared = [(problem, source) for kind, problem, source in backend.events if kind == "prepare"]
-    if not transferring:
-        assert prepared == []
-        return
-    assert prepared and {problem for problem, _ in prepared} == {ANOTHER}  # (the next problem's, not the last's)
-    first_of_another = next(i for i, (kind, problem, _) in enumerate(backend.events)
-                            if kind == "submit" and problem == ANOTHER)
-    assert max(i for i, (kind, _, _) in enumerate(backend.events) if kind == "prepare") < first_of_another
-    # ... while the first problem's study was still submitting (its polish) ...
-    first_prepare = next(i for i, (kind, _, _) in enumerate(backend.events) if kind == "prepare")
-    assert any(kind == "submit" and problem == UNTUNED for kind, problem, _ in backend.events[first_prepare:])
-    # ... and mostly what the next study then submits first (its model, refitted with the first
-    # problem's trials, may pick a few others).
-    start_of_another = {source for kind, problem, source in backend.events[first_of_another:]
-                        if kind == "submit" and problem == ANOTHER}
-    hits = sum(source in start_of_another for _, source in prepared)
-    assert hits >= 0.5 * len(prepared), (hits, len(prepared))
-
-
-@pytest.mark.parametrize("transferring", [True, False])
-def test_a_problem_taken_a_turn_ahead_is_looked_up_again_at_its_turn(tmp_path, points, transferring):
-    """A transfer run holds the next problem's points while it tunes one; another worker may
-    finish that problem meanwhile, so at its turn it is looked up again (a run without transfer
-    takes each problem's points at its turn, after :func:`enumerate_ahead`'s own look-up)."""
-    tuner = Tuner(FakeBackend(), storage=str(tmp_path / "s.journal"), families=FAMILIES, budget=Budget(trials=4),
-                  transfer=transferring)
-    asked = []
-
-    def finished_by_another(position):
-        asked.append(position)
-        return position == 1
-
-    items = [NamedProblem(name, UNTUNED) for name in ("a", "b", "c")]
-    fitting = [(index, item, 1 << 30) for index, item in enumerate(items)]
-    upcoming = []
-    turns = []
-    for turn in tuner._turns(fitting, iter([points.points] * 3), finished_by_another):
-        turns.append(turn)
-        upcoming.append(tuner._upcoming[0].name if tuner._upcoming else None)
-    assert [position for position, *_ in turns] == [0, 1, 2]
-    if transferring:
-        assert [valid is None for *_, valid in turns] == [False, True, False] and asked == [1, 2]
-        assert upcoming == ["b", "c", None]
-    else:
-        assert all(valid is not None for *_, valid in turns) and asked == [] and upcoming == [None] * 3
