@@ -559,30 +559,20 @@ class Tuner:
                         stop = self._stop_reason(history, len(in_flight), started, patience_over=False) \
                             or self._transfer_step(study, problem, points, ranker, history, flying, in_flight,
                                                    polished)
-                        if stop == WAIT_FOR_RESULTS:
-                            stop = None
-                            break
-                        if stop:
-                            break
-                        candidate = self._next_candidate(study, problem, points, history, in_flight, outcome,
-                                                         workspace_limit, None)
-                        if candidate is None:
-                            stop = "every valid configuration evaluated"
-                            break
-                        trial, plan = candidate
-                        self._submit(study, trial, plan, history, in_flight)
-                        continue
-                    polishing -= set(history.results)
-                    patience_over = self._patience_spent(history, len(in_flight))
-                    if patience_over and not polishing:
-                        polishing = self._transfer_late(study, problem, points, history, flying) \
-                            or self._polish(study, points, history, flying, polished)
-                    stop = self._stop_reason(history, len(in_flight), started,
-                                             patience_over=patience_over and not polishing)
-                    if stop:
+                        wait = stop == WAIT_FOR_RESULTS
+                        stop = None if wait else stop
+                    else:
+                        polishing -= set(history.results)
+                        patience_over = self._patience_spent(history, len(in_flight))
+                        if patience_over and not polishing:
+                            polishing = self._transfer_late(study, problem, points, history, flying) \
+                                or self._polish(study, points, history, flying, polished)
+                        stop = self._stop_reason(history, len(in_flight), started,
+                                                 patience_over=patience_over and not polishing)
+                        # (the variations all in flight: wait for them, ask nothing else)
+                        wait = bool(polishing) and polishing <= flying
+                    if stop or wait:
                         break
-                    if polishing and polishing <= flying:
-                        break  # (the variations are all in flight: wait for them, ask nothing else)
                     candidate = self._next_candidate(study, problem, points, history, in_flight, outcome,
                                                      workspace_limit, prefilter)
                     if candidate is None:
