@@ -24,8 +24,9 @@ for path in sys.argv[1:]:
                 continue
             a = t.user_attrs
             total = (t.datetime_complete - t.datetime_start).total_seconds()
-            rows.append((total, a.get("compile_queue_s", 0), a.get("compile_s", 0), a.get("gpu_queue_s", 0),
-                         a.get("run_s", a.get("gpu_s", 0))))
+            details = a.get("details", {})  # (the queues are kept there, when not 0)
+            rows.append((total, details.get("compile_queue_s", 0), a.get("compile_s", 0),
+                         details.get("gpu_queue_s", 0), a.get("run_s", 0)))
     cols = list(zip(*rows))
     names = ("asked->told", "compile queue", "compile", "gpu queue", "run")
     print(path, len(rows), "candidates")
