@@ -157,12 +157,14 @@ class Ranker:
              count: int) -> list[tuple[str, dict[str, object], float]]:
         """The ``count`` configurations of ``points`` (family -> valid configurations)
         predicted fastest, fastest first, as (family, config, predicted ms); families
-        without a model are left out."""
+        without a model are left out. (Only each family's ``count`` fastest are sorted together: a
+        problem has up to ~30000 valid points.)"""
         ranked = []
         for family, configs in points.items():
-            if family in self._models and configs:
-                for config, ms in zip(configs, self.predict_ms(problem, family, configs)):
-                    ranked.append((float(ms), family, config))
+            if family in self.families and configs:
+                predicted = self.predict_ms(problem, family, configs)
+                ranked += [(float(predicted[index]), family, configs[index])
+                           for index in numpy.argsort(predicted, kind="stable")[:count]]
         ranked.sort(key=lambda item: item[0])
         return [(family, dict(config), ms) for ms, family, config in ranked[:count]]
 

@@ -39,8 +39,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy
-
 from autoconv.problems.problem import ConvProblem
 from autoconv.search.points import ValidPoints, config_key
 from autoconv.search.ranker import Ranker
@@ -73,17 +71,13 @@ def starts(ranker: Ranker, problem: ConvProblem, points: ValidPoints) -> list[tu
     """The model's picks for the start of a transfer study (see the module docstring), as
     (family, config, origin), fastest predicted first; then the default of each family the model
     does not model."""
-    ranked: dict[str, list[tuple[float, dict]]] = {}
-    for family, configs in points.points.items():
-        if family in ranker.families:
-            predicted = ranker.predict_ms(problem, family, configs)
-            order = numpy.argsort(predicted, kind="stable")[:PICKS_PER_FAMILY]
-            ranked[family] = [(float(predicted[i]), configs[i]) for i in order]
-    fastest = min((best[0][0] for best in ranked.values()), default=None)
+    ranked = {family: ranker.best(problem, {family: configs}, PICKS_PER_FAMILY)
+              for family, configs in points.points.items() if family in ranker.families}
+    fastest = min((best[0][2] for best in ranked.values()), default=None)
     picks = []
     for family, best in ranked.items():
-        close = fastest is not None and best[0][0] <= FAMILY_MARGIN * fastest
-        for place, (ms, config) in enumerate(best if close else best[:1], 1):
+        close = fastest is not None and best[0][2] <= FAMILY_MARGIN * fastest
+        for place, (_, config, ms) in enumerate(best if close else best[:1], 1):
             picks.append((ms, family, config, f"predicted {place} of {family} by the tuning history's model "
                                               f"({ms:.4g} ms)"))
     picks.sort(key=lambda pick: pick[0])
@@ -100,7 +94,6 @@ def best_variations(ranker: Ranker, problem: ConvProblem, points: ValidPoints, f
     again queues nothing new); all of them, in the space's order, for a family the model does not
     model."""
     variations = points.variations(family, config)
-    if family in ranker.families and variations:
-        predicted = ranker.predict_ms(problem, family, variations)
-        variations = [variations[i] for i in numpy.argsort(predicted, kind="stable")[:VARIATIONS_PER_BEST]]
+    if family in ranker.families:
+        variations = [fastest for _, fastest, _ in ranker.best(problem, {family: variations}, VARIATIONS_PER_BEST)]
     return [variation for variation in variations if config_key(family, variation) not in exclude]

@@ -660,11 +660,12 @@ class Tuner:
         best = ok_trials(study)[:1]
         if not queued and best and best[0].key not in polished and len(polished) < transfer_search.POLISHED_BESTS:
             polished[best[0].key] = history.judged
+            known = history.known() | flying
             variations = transfer_search.best_variations(ranker, problem, points, best[0].family, best[0].config,
-                                                         history.known() | flying)
+                                                         known)
             queued = enqueue_new(study, [(best[0].family, config, f"a variation of the best (trial {best[0].number}), "
                                                                   "predicted fast by the tuning history's model")
-                                         for config in variations], history.known() | flying)
+                                         for config in variations], known)
         if queued:
             return None
         if in_flight:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy
 import optuna
 import pytest
 from optuna.trial import TrialState
@@ -19,6 +20,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search import transfer
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
+from autoconv.search.ranker import Ranker
 from autoconv.search.study import read_trials, study_name
 from autoconv.search.tuner import Tuner
 from tests.search.fake_history import FAMILIES, TRAINED, UNTUNED, tune_history
@@ -55,7 +57,9 @@ class StubRanker:
         self.problems = problems
 
     def predict_ms(self, problem, family, configs):
-        return [self.order[config_key(family, c)] for c in configs]
+        return numpy.array([self.order[config_key(family, c)] for c in configs])
+
+    best = Ranker.best
 
 
 def test_a_model_of_too_few_problems_or_of_none_of_the_families_is_not_trusted(points):
