@@ -54,14 +54,15 @@ def _bars(console: Console) -> Progress:
 
 
 class RichReporter(Reporter):
-    """Progress bars: one for the problems, one for the current problem's trials."""
+    """Progress bars: one for the problems, one for each problem being tuned (two when a study
+    begins while another waits on its last candidates)."""
 
     def __init__(self, console: Console | None = None):
         self.console = console or Console(stderr=True)
         self.progress = _bars(self.console)
         self._problems_task: TaskID | None = None
-        self._trials_task: TaskID | None = None
-        self._best_family: str | None = None
+        self._trials_tasks: dict[str, TaskID] = {}  # problem name -> its trials' bar
+        self._best_families: dict[str, str] = {}    # problem name -> its best's family
 
     def run_started(self, problems: Sequence[NamedProblem], budget: Budget) -> None:
         self.console.print(f"tuning {len(problems)} problem(s); budget per problem: {budget.describe()}")
@@ -69,10 +70,8 @@ class RichReporter(Reporter):
         self._problems_task = self.progress.add_task("problems", total=len(problems), best="")
 
     def problem_started(self, item: NamedProblem, study: str, evaluated: int, budget: Budget) -> None:
-        if self._trials_task is not None:
-            self.progress.remove_task(self._trials_task)
-        self._best_family = None
-        self._trials_task = self.progress.add_task(
+        self._drop_trials_task(item.name)
+        self._trials_tasks[item.name] = self.progress.add_task(
             f"{item.name}", total=budget.trials, completed=evaluated, best="best: -")
         if evaluated:
             self.progress.console.print(f"  {item.name}: resuming its study ({evaluated} trials done)")
@@ -80,18 +79,24 @@ class RichReporter(Reporter):
     def trial_finished(self, item: NamedProblem, trial_number: int, plan: KernelPlan,
                        result: TrialResult, best: TrialResult | None, evaluated: int) -> None:
         if result.ok and best is result:
-            self._best_family = plan.family
-        text = _best_text(best) + (f" {self._best_family}" if self._best_family else "")
-        assert self._trials_task is not None  # (problem_started's)
-        self.progress.update(self._trials_task, completed=evaluated, best=text)
+            self._best_families[item.name] = plan.family
+        family = self._best_families.get(item.name)
+        text = _best_text(best) + (f" {family}" if family else "")
+        task = self._trials_tasks.get(item.name)
+        if task is not None:  # (problem_started's)
+            self.progress.update(task, completed=evaluated, best=text)
 
     def problem_finished(self, outcome: ProblemOutcome) -> None:
-        if self._trials_task is not None:
-            self.progress.remove_task(self._trials_task)
-            self._trials_task = None
+        self._drop_trials_task(outcome.name)
         if self._problems_task is not None:
             self.progress.advance(self._problems_task)
         self.progress.console.print(problem_line(outcome))
+
+    def _drop_trials_task(self, name: str) -> None:
+        task = self._trials_tasks.pop(name, None)
+        if task is not None:
+            self.progress.remove_task(task)
+        self._best_families.pop(name, None)
 
     def run_finished(self, outcomes: Sequence[ProblemOutcome]) -> None:
         self.progress.stop()

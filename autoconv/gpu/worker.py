@@ -11,7 +11,9 @@ compilations), and its first request waits in the pipe. The parent
   the GPU, and enough rotating timing sets to exceed twice the L2 cache. Replies
   ``("ok", None)``, or ``("problem_failed", why)`` when they do not fit in memory
   (compared with the free memory before anything is allocated:
-  :func:`autoconv.gpu.memory.check_fits`).
+  :func:`autoconv.gpu.memory.check_fits`). The :data:`PROBLEMS_KEPT` problems used last keep
+  their buffers, while the memory allows: a tuner alternating between two studies, or
+  re-verifying a winner on inputs of another seed, does not make them again.
 - ``("evaluate", (plan, cubin, compile_s, screening, cutoff_ms))``: load the cubin, read each kernel's
   registers, local memory and shared memory and reject what does not fit or spills;
   run the plan once on NaN-poisoned output and workspace and compare with the
@@ -36,6 +38,7 @@ from __future__ import annotations
 import os
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -62,6 +65,12 @@ STICKY_CUDA_ERRORS = {
 
 #: Exit status of a worker that ends itself after a sticky error.
 EXIT_CONTEXT_LOST = 70
+
+#: Problems (with their seed) whose buffers a worker keeps, the least recently used freed first:
+#: a tuner with two studies in flight alternates between their problems, and a winner's
+#: re-verification uses another seed's inputs. Making them again costs the random inputs and the
+#: float64 reference each time (a large layer's take a good part of a second).
+PROBLEMS_KEPT = 3
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,7 @@ def worker_main(connection, options: WorkerOptions) -> None:
                     continue
                 except cupy.cuda.memory.OutOfMemoryError as err:
                     session.buffers = None
+                    session.kept.clear()
                     cupy.get_default_memory_pool().free_all_blocks()
                     connection.send(("problem_failed", f"its inputs, float64 reference and timing buffers "
                                      f"do not fit in GPU memory ({err})"))
@@ -201,6 +211,13 @@ class ProblemBuffers:
         current = {"x": self.x, "w": self.w, "bias": self.bias}
         return [name for name, copy in self.pristine.items() if not same_bits(current[name], copy)]
 
+    def restore_inputs(self) -> None:
+        """The inputs' values as made, after a kernel wrote to them: the reference is theirs, and
+        the problem's next candidates are verified against it."""
+        current = {"x": self.x, "w": self.w, "bias": self.bias}
+        for name, copy in self.pristine.items():
+            current[name][...] = copy
+
 
 class WorkerSession:
     """The worker's state: the device's limits and the current problem's buffers."""
@@ -216,7 +233,8 @@ class WorkerSession:
         self.gpu_lock = GpuLock.for_device(options.device_id)
         #: How candidates are timed unless screened: the options' samples and warm-up.
         self.full_effort = TimingEffort(options.samples, options.warmup, FULL.target_ms)
-        self.buffers: ProblemBuffers | None = None
+        self.buffers: ProblemBuffers | None = None  # the current problem's
+        self.kept: OrderedDict[tuple, ProblemBuffers] = OrderedDict()  # (problem, seed) -> its buffers, oldest first
         # The last candidate's module stays loaded until the next one: after a sticky
         # error it must not be unloaded (that fails, noisily) before the worker exits.
         self.loaded: LoadedPlan | None = None
@@ -241,22 +259,49 @@ class WorkerSession:
         check_result(buffers.output_values(), buffers.reference, buffers.tolerance)
         buffers.written_inputs()
         self.buffers = None
+        self.kept.clear()
 
     def set_problem(self, problem, seed: int) -> None:
-        if self.buffers is not None and self.buffers.problem == problem and self.buffers.seed == seed:
+        """Make ``problem``'s buffers for ``seed`` the current ones: those kept, or new ones, for
+        which the oldest kept are freed (all of them, if the new ones do not fit beside the rest).
+
+        Raises:
+            DeviceMemoryError: they do not fit in the device's free memory (nothing allocated).
+        """
+        key = (problem, seed)
+        if key in self.kept:
+            self.kept.move_to_end(key)
+            self.buffers = self.kept[key]
             return
-        self.buffers = None  # free the previous problem's memory first
+        self.buffers = None
+        while len(self.kept) >= PROBLEMS_KEPT:
+            self.kept.popitem(last=False)
+        import cupy
+
+        from autoconv.errors import DeviceMemoryError
+
+        try:
+            buffers = self._allocate(problem, seed)
+        except (DeviceMemoryError, cupy.cuda.memory.OutOfMemoryError):
+            if not self.kept:
+                raise
+            self.kept.clear()  # (the other problems' buffers give way)
+            buffers = self._allocate(problem, seed)
+        self.buffers = self.kept[key] = buffers
+
+    def _allocate(self, problem, seed: int) -> ProblemBuffers:
+        """``problem``'s buffers for ``seed``, refused (DeviceMemoryError) before anything is
+        allocated if the estimate exceeds the free memory."""
         import cupy
 
         from autoconv.gpu.memory import check_fits
 
         cupy.get_default_memory_pool().free_all_blocks()
-        # Refuse a problem that cannot fit before allocating any of it (DeviceMemoryError).
         free_bytes, _ = cupy.cuda.runtime.memGetInfo()
         check_fits(problem, free_bytes, self.limits.name, self.limits.l2_bytes, free=True,
                    max_buffer_sets=self.options.max_buffer_sets)
         with self.gpu_lock:  # (the float64 reference would slow another worker's measurement)
-            self.buffers = ProblemBuffers(problem, seed, self.limits.l2_bytes, self.options.max_buffer_sets)
+            return ProblemBuffers(problem, seed, self.limits.l2_bytes, self.options.max_buffer_sets)
 
     def evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool = False,
                  cutoff_ms: float | None = None,
@@ -317,6 +362,7 @@ class WorkerSession:
                 return result(Status.WRONG_RESULT, verdict.message, error=verdict.error), False
             written = self.buffers.written_inputs()
             if written:
+                self.buffers.restore_inputs()
                 return result(Status.WRONG_RESULT, f"the kernel wrote to its input(s) {', '.join(written)}, "
                               "which must stay unchanged", error=verdict.error), False
 

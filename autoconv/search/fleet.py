@@ -339,9 +339,10 @@ class WorkerState:
     process: Any
     channel: Any = None  # the receiving end of the worker's pipe; None once it has ended
     gpu: str = ""
-    problem: str = ""
-    evaluated: int = 0
-    best: str = "best: -"
+    problem: str = ""           # the problem shown: the one it began last of those it tunes
+    evaluated: int = 0          # that problem's trials evaluated
+    best: str = "best: -"       # and its best
+    running: dict[str, tuple[int, str]] = field(default_factory=dict)  # each problem it tunes -> (evaluated, best)
     finished: set = field(default_factory=set)
     outcomes: list[ProblemOutcome] | None = None
     error: str = ""
@@ -503,23 +504,35 @@ def _apply(message: WorkerMessage, workers: dict[int, WorkerState], finished_by:
     if isinstance(message, WorkerStarted):
         worker.gpu = message.gpu
     elif isinstance(message, ProblemStarted):
-        worker.problem, worker.evaluated = message.problem, message.evaluated
-        worker.best = "best: -"
+        worker.running[message.problem] = (message.evaluated, "best: -")
+        _show(worker, message.problem)
     elif isinstance(message, TrialFinished):
-        worker.evaluated = message.evaluated
+        best = worker.running.get(message.problem, (0, "best: -"))[1]
         if message.best_ms is not None:
-            worker.best = f"best {message.best_ms:.4f} ms ({message.best_tflops:.1f} TFLOP/s)"
+            best = f"best {message.best_ms:.4f} ms ({message.best_tflops:.1f} TFLOP/s)"
+        worker.running[message.problem] = (message.evaluated, best)
+        if message.problem == worker.problem:
+            _show(worker, message.problem)
     elif isinstance(message, ProblemFinished):
         finished_by.setdefault(message.outcome.name, {})[worker.worker] = message.outcome
         worker.finished.add(message.outcome.name)
-        worker.problem = ""
+        worker.running.pop(message.outcome.name, None)
+        if message.outcome.name == worker.problem:
+            _show(worker, next(reversed(worker.running), ""))
     elif isinstance(message, WorkerNote):
         reporter.note(f"{worker.name}: {message.text}")
     elif isinstance(message, WorkerDone):
         worker.outcomes = message.outcomes
         worker.milestones_s = message.milestones_s
-        worker.problem = ""
+        worker.running.clear()
+        _show(worker, "")
     elif isinstance(message, WorkerFailed):
         worker.error = message.error
         reporter.note(f"{worker.name}: failed: {worker.error}")
     reporter.worker_update(worker)
+
+
+def _show(worker: WorkerState, problem: str) -> None:
+    """Show ``problem`` (one that ``worker`` tunes, or "": none) on its line."""
+    worker.problem = problem
+    worker.evaluated, worker.best = worker.running.get(problem, (0, "best: -"))

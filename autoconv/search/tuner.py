@@ -53,7 +53,10 @@ For each problem (:class:`Tuner.tune`):
 4. **Pipelined evaluation.** Up to ``pipeline_depth`` candidates are asked ahead and
    submitted to the backend, which compiles them in parallel while the GPU evaluates the
    earliest submitted of those compiled; the tuner takes each result as it is ready (TPE's
-   constant liar treats the pending ones as bad, so the batch stays diverse). A candidate
+   constant liar treats the pending ones as bad, so the batch stays diverse). A study waiting on
+   its last candidates (a transfer study between its rounds, a full one draining its pipeline)
+   leaves the compilers idle, so the next problem's study begins then, sharing the pipeline
+   (:data:`CONCURRENT_STUDIES`, :data:`OVERLAP_BELOW`, :meth:`Tuner._tune_overlapped`). A candidate
    over :data:`SLOW_CUTOFF` times the best is timed once, not in full (``cut_short``). With
    ``run_time_sizes`` (``autoconv tune --run-time-sizes``) a family with a build
    whose sizes come at run time (implicit_gemm_wgmma) is searched with it: a configuration tried
@@ -96,7 +99,8 @@ import os
 import time
 import warnings
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import cast
 
 import optuna
@@ -141,7 +145,8 @@ TRANSFERRED_WINNERS = 3
 #: Configurations the history's model ranks fastest that a study tries after its warm start
 #: (``autoconv tune --rank``; 0: none, the model is not built).
 DEFAULT_RANKED = 0
-#: Candidates asked ahead and compiling while the GPU evaluates (per problem). 24, not 8: six
+#: Candidates asked ahead and compiling while the GPU evaluates (per tuner: the studies it has in
+#: flight at once, :data:`CONCURRENT_STUDIES`, share them). 24, not 8: six
 #: ResNet-50 layers tuned from empty caches on an H100 host (16 cores) took 52.8 s against
 #: 85.3 s at 8, in both orders, best times within 2% (results/h100/tuning_cost/depth_cold/).
 DEFAULT_PIPELINE_DEPTH = 24
@@ -182,6 +187,15 @@ POLISH_ROUNDS = 2
 #: them well enough.
 SLOW_CUTOFF = 3.0
 LAUNCH_SLACK_MS = 0.02
+#: Studies a tuner keeps in flight at once. A study waiting on its last candidates (a transfer
+#: study between its rounds, a full one draining its pipeline at its end) leaves the host's
+#: compilers idle: the next problem's study begins then (:meth:`Tuner._tune_overlapped`).
+CONCURRENT_STUDIES = 2
+#: The next study begins only while the studies in flight hold fewer candidates than this: a
+#: transfer study's start (13-17 candidates) is mostly compiled before the next one's joins the
+#: queue, and two studies never start at once (six workers' starts at once queued the compilers
+#: for over a second per candidate, results/h100/twentyeighth).
+OVERLAP_BELOW = 8
 
 
 def sampler_seed(seed: int, study: str) -> int:
@@ -219,6 +233,34 @@ def lower_cutoffs(in_flight, best_ms: float) -> None:
         ticket.lower_cutoff(cast(float, cutoff_ms(best_ms, len(plan.launches))))
 
 
+#: What :meth:`Tuner._tune_overlapped` calls as each job ends: (tag, item, points, its outcome or the
+#: error that ended it).
+SearchEnded = Callable[[int, NamedProblem, ValidPoints, "ProblemOutcome | AutoconvError"], None]
+
+
+@dataclass(eq=False)
+class _Search:
+    """One problem's study while a :class:`Tuner` searches it (:meth:`Tuner._begin` to
+    :meth:`Tuner._end`)."""
+
+    item: NamedProblem
+    points: ValidPoints
+    study: optuna.Study
+    workspace_limit: int
+    outcome: ProblemOutcome
+    clock: PhaseClock
+    started: float                        # time.monotonic() at its beginning (its ``seconds`` count from there)
+    transfer: Ranker | None               # the history's model, when the study is a transfer; None: a full study
+    prefilter: PreFilter | None
+    in_flight: deque = field(default_factory=deque)  # (trial, plan, ticket), in submission order
+    best: TrialResult | None = None                  # the fastest result it received
+    #: Bests whose variations were queued -> the significant best then (:meth:`Tuner._polish`).
+    polished: dict[str, int] = field(default_factory=dict)
+    polishing: set[str] = field(default_factory=set)  # those variations, until evaluated (a full study's)
+    stop: str | None = None               # why it asks no more, once decided (its candidates in flight are finished)
+    tag: int = 0                          # its job's (:meth:`Tuner._tune_overlapped`)
+
+
 class Tuner:
     """Tunes problems on ``backend`` (see the module docstring).
 
@@ -231,7 +273,7 @@ class Tuner:
         workspace_limit: bytes of scratch memory a candidate may use.
         cache: where winners go (None: nowhere); ``retune`` ignores cached winners.
         reporter: progress callbacks.
-        pipeline_depth: candidates asked ahead of the GPU.
+        pipeline_depth: candidates asked ahead of the GPU (by all the studies in flight).
         workers: processes enumerating the valid points of the problems.
         ranked: configurations a study tries after its warm start because a model of the
             tuning history in ``storage`` predicts them fastest (:mod:`~autoconv.search.ranker`).
@@ -330,21 +372,27 @@ class Tuner:
                                          [limit for _, _, limit in fitting], self.workers, ahead=ENUMERATED_AHEAD,
                                          skip=finished_by_another)
             tuned = []
-            for position, ((index, item), points) in enumerate(zip(to_tune, all_points)):
-                if points is None:
-                    outcomes[index] = finished_since[position]
-                    self.reporter.problem_finished(outcomes[index])
-                    continue
-                try:
-                    valid = ValidPoints(points)
-                    outcome = self.tune_problem(item, valid)
-                    if valid.families:  # (else no study was made)
-                        tuned.append((index, item, valid))
-                except AutoconvError as err:  # e.g. the problem does not fit on the GPU
+
+            def jobs():
+                for position, ((index, item), points) in enumerate(zip(to_tune, all_points)):
+                    if points is None:
+                        outcomes[index] = finished_since[position]
+                        self.reporter.problem_finished(outcomes[index])
+                    else:
+                        yield index, item, ValidPoints(points)
+
+            def ended(index: int, item: NamedProblem, points: ValidPoints,
+                      outcome: ProblemOutcome | AutoconvError) -> None:
+                if isinstance(outcome, AutoconvError):  # e.g. the problem does not fit on the GPU
                     outcome = ProblemOutcome(name=item.name, problem=item.problem, count=item.count,
-                                             stop_reason="error", message=str(err))
+                                             stop_reason="error", message=str(outcome))
+                elif points.families:  # (else no study was made)
+                    tuned.append((index, item, points))
                 outcomes[index] = outcome
                 self.reporter.problem_finished(outcome)
+
+            self._tune_overlapped(jobs(), ended)
+            tuned.sort(key=lambda entry: entry[0])
             self._settle(tuned, outcomes)
         ordered = [outcomes[i] for i in range(len(problems))]
         self.reporter.run_finished(ordered)
@@ -497,11 +545,88 @@ class Tuner:
     # ---- one problem ---------------------------------------------------------------
     def tune_problem(self, item: NamedProblem, points: ValidPoints | None = None) -> ProblemOutcome:
         """Search ``item``'s problem (see the module docstring); never consults the cache."""
+        if points is None:
+            points = ValidPoints(enumerate_points(item.problem, self.families, self.backend.device,
+                                                  self.problem_workspace_limit(item)))
+        ended: list[ProblemOutcome | AutoconvError] = []
+        self._tune_overlapped([(0, item, points)], lambda _tag, _item, _points, outcome: ended.append(outcome))
+        if isinstance(ended[0], AutoconvError):
+            raise ended[0]
+        return ended[0]
+
+    def _tune_overlapped(self, jobs: Iterable[tuple[int, NamedProblem, ValidPoints]], ended: SearchEnded) -> None:
+        """Search the problem of each of ``jobs`` (``(tag, item, points)``), taken in turn, with up
+        to :data:`CONCURRENT_STUDIES` studies in flight: the next begins when those in flight ask
+        nothing until a result comes and hold fewer than :data:`OVERLAP_BELOW` candidates, so that
+        the host's compilers work on it while they wait on their last ones. ``ended`` hears of each
+        as it ends: its tag, item, points, and its outcome or the error that ended it (its
+        candidates in flight then abandoned and queued again). Any other exception abandons every
+        study in flight likewise, and is raised."""
+        jobs = iter(jobs)
+        active: list[_Search] = []
+        more = True
+
+        def drop(search: _Search, error: AutoconvError) -> None:
+            active.remove(search)
+            self._abandon(search)
+            ended(search.tag, search.item, search.points, error)
+
+        try:
+            while True:
+                for search in list(active):
+                    try:
+                        self._ask(search, self.pipeline_depth - sum(len(other.in_flight) for other in active
+                                                                    if other is not search))
+                        if not search.in_flight:
+                            active.remove(search)
+                            ended(search.tag, search.item, search.points, self._end(search))
+                    except AutoconvError as err:  # e.g. its problem does not fit on the GPU
+                        drop(search, err)
+                # (each asked just now, up to the pipeline's room: fewer in flight than that means
+                # that they wait for results)
+                if more and len(active) < CONCURRENT_STUDIES \
+                        and sum(len(search.in_flight) for search in active) < min(OVERLAP_BELOW, self.pipeline_depth):
+                    job = next(jobs, None)
+                    if job is None:
+                        more = False
+                        continue
+                    tag, item, points = job
+                    try:
+                        begun = self._begin(item, points)
+                    except AutoconvError as err:
+                        ended(tag, item, points, err)
+                        continue
+                    if isinstance(begun, ProblemOutcome):  # (nothing to search)
+                        ended(tag, item, points, begun)
+                    else:
+                        begun.tag = tag
+                        active.append(begun)
+                    continue  # (a study begun asks first)
+                if not active:
+                    if more:
+                        continue
+                    return
+                for search in active:
+                    search.clock.enter("wait")
+                # (the first whose result is ready: a slow compilation holds back no other result)
+                flying = [(search, index) for search in active for index in range(len(search.in_flight))]
+                search, index = flying[self.backend.first_done([search.in_flight[index][2]
+                                                                for search, index in flying])]
+                try:
+                    self._record(search, index)
+                except AutoconvError as err:
+                    drop(search, err)
+        except BaseException:
+            for search in active:
+                self._abandon(search)
+            raise
+
+    def _begin(self, item: NamedProblem, points: ValidPoints) -> _Search | ProblemOutcome:
+        """Open ``item``'s study and queue its start (its warm start, or a transfer's); its search,
+        or its outcome when no configuration is valid."""
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         problem = item.problem
         workspace_limit = self.problem_workspace_limit(item)
-        if points is None:
-            points = ValidPoints(enumerate_points(problem, self.families, self.backend.device, workspace_limit))
         name = study_name(problem, self.backend.identity.gpu_name, self.families)
         outcome = ProblemOutcome(name=item.name, problem=problem, count=item.count, study_name=name,
                                  valid_points=len(points))
@@ -537,95 +662,103 @@ class Tuner:
             self._enqueue_defaults(study, problem, points, ranker)
         prefilter = PreFilter(ranker, problem, points, seed=self.seed) \
             if self.prefilter and ranker and ranker.families and not transferring else None
-        history = SearchHistory.of(study)
-        self.reporter.problem_started(item, name, history.evaluated, self.budget)
+        self.reporter.problem_started(item, name, SearchHistory.of(study).evaluated, self.budget)
+        return _Search(item=item, points=points, study=study, workspace_limit=workspace_limit, outcome=outcome,
+                       clock=clock, started=started, transfer=ranker if transferring else None, prefilter=prefilter)
 
-        in_flight: deque = deque()
-        clock.enter("ask")
-        best: TrialResult | None = None
-        polished: dict[str, int] = {}  # bests whose variations were queued -> the significant best then
-        polishing: set[str] = set()    # those variations, until evaluated
-        try:
-            while True:
-                stop = None
-                self.liveness.fail_abandoned(study)
-                while len(in_flight) < self.pipeline_depth:
-                    history = SearchHistory.of(study, SIGNIFICANT_IMPROVEMENT)
-                    if prefilter is not None:
-                        prefilter.observe(history.timed())
-                    flying = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
-                    if transferring:
-                        assert ranker is not None  # (for mypy: transferring needs it)
-                        stop = self._stop_reason(history, len(in_flight), started, patience_over=False) \
-                            or self._transfer_step(study, problem, points, ranker, history, flying, in_flight,
-                                                   polished)
-                        wait = stop == WAIT_FOR_RESULTS
-                        stop = None if wait else stop
-                    else:
-                        polishing -= set(history.results)
-                        patience_over = self._patience_spent(history, len(in_flight))
-                        if patience_over and not polishing:
-                            polishing = self._transfer_late(study, problem, points, history, flying) \
-                                or self._polish(study, points, history, flying, polished)
-                        stop = self._stop_reason(history, len(in_flight), started,
-                                                 patience_over=patience_over and not polishing)
-                        # (the variations all in flight: wait for them, ask nothing else)
-                        wait = bool(polishing) and polishing <= flying
-                    if stop or wait:
-                        break
-                    candidate = self._next_candidate(study, problem, points, history, in_flight, outcome,
-                                                     workspace_limit, prefilter)
-                    if candidate is None:
-                        stop = "every valid configuration evaluated"
-                        break
-                    trial, plan = candidate
-                    self._submit(study, trial, plan, history, in_flight)
-                if not in_flight:
-                    outcome.stop_reason = stop or "done"
-                    break
-                clock.enter("wait")
-                # (the first whose result is ready: a slow compilation holds back no other result)
-                index = self.backend.first_done([ticket for _, _, ticket in in_flight])
-                trial, plan, ticket = in_flight[index]
-                result = self.backend.result(ticket)
-                self.last_result_at = time.time()
-                clock.enter("record")
-                del in_flight[index]  # only now: an interrupted wait leaves it to the cleanup below
-                self._tell(study, trial, plan, result)
-                self.liveness.done(study, trial.number)
-                outcome.trials_run += result.status.evaluated
-                outcome.compile_s += result.compile_s
-                outcome.compile_cpu_s += result.compile_cpu_s
-                outcome.gpu_s += result.run_s
-                outcome.compile_queue_s += result.compile_queue_s
-                outcome.gpu_queue_s += result.gpu_queue_s
-                outcome.cut_short += result.cut_short
-                if result.ok:
-                    if best is None or cast(float, result.time_ms) < cast(float, best.time_ms):  # (ok: timed)
-                        best = result
-                        lower_cutoffs(in_flight, cast(float, best.time_ms))
-                        if plan.constants:  # ranked with sizes at run time: the winner is rebuilt
-                            self.backend.prepare(get_family(plan.family).plan(
-                                problem, plan.config, self.backend.device, workspace_limit))
-                else:
-                    outcome.failures[result.status.value] = outcome.failures.get(result.status.value, 0) + 1
-                self.reporter.trial_finished(item, trial.number, plan, result, best,
-                                             SearchHistory.of(study).evaluated)
-                clock.enter("ask")
-        finally:
-            for trial, _plan, _ in in_flight:  # interrupted: leave no trial running, and queue each again
-                refuse(study, trial, Status.ABANDONED, "the tuning run ended before this candidate was evaluated")
-                retry_trial(study, trial, Status.ABANDONED.value)
-                self.liveness.done(study, trial.number)
-            sync_storage(self.storage)  # (the study's trials on the disk, however the search ended)
+    def _ask(self, search: _Search, depth: int) -> None:
+        """Ask for candidates and submit them, until ``search`` has ``depth`` in flight (the
+        pipeline's room the tuner's other studies leave), it must wait for results, or its budget
+        (or the transfer) ends it: then :attr:`_Search.stop` says why, and its candidates in flight
+        are finished."""
+        study, problem, points, in_flight = search.study, search.item.problem, search.points, search.in_flight
+        search.clock.enter("ask")
+        search.stop = None
+        self.liveness.fail_abandoned(study)
+        while len(in_flight) < depth:
+            history = SearchHistory.of(study, SIGNIFICANT_IMPROVEMENT)
+            if search.prefilter is not None:
+                search.prefilter.observe(history.timed())
+            flying = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
+            if search.transfer is not None:
+                stop = self._stop_reason(history, len(in_flight), search.started, patience_over=False) \
+                    or self._transfer_step(study, problem, points, search.transfer, history, flying, in_flight,
+                                           search.polished)
+                wait = stop == WAIT_FOR_RESULTS
+                stop = None if wait else stop
+            else:
+                search.polishing -= set(history.results)
+                patience_over = self._patience_spent(history, len(in_flight))
+                if patience_over and not search.polishing:
+                    search.polishing = self._transfer_late(study, problem, points, history, flying) \
+                        or self._polish(study, points, history, flying, search.polished)
+                stop = self._stop_reason(history, len(in_flight), search.started,
+                                         patience_over=patience_over and not search.polishing)
+                # (the variations all in flight: wait for them, ask nothing else)
+                wait = bool(search.polishing) and search.polishing <= flying
+            if stop or wait:
+                search.stop = stop
+                return
+            candidate = self._next_candidate(study, problem, points, history, in_flight, search.outcome,
+                                             search.workspace_limit, search.prefilter)
+            if candidate is None:
+                search.stop = "every valid configuration evaluated"
+                return
+            trial, plan = candidate
+            self._submit(study, trial, plan, history, in_flight)
 
+    def _record(self, search: _Search, index: int) -> None:
+        """Tell ``search``'s study the result of its ``index``-th candidate in flight (ready)."""
+        study, outcome, in_flight = search.study, search.outcome, search.in_flight
+        trial, plan, ticket = in_flight[index]
+        result = self.backend.result(ticket)
+        self.last_result_at = time.time()
+        search.clock.enter("record")
+        del in_flight[index]  # only now: an interrupted wait leaves it to the cleanup (:meth:`_abandon`)
+        self._tell(study, trial, plan, result)
+        self.liveness.done(study, trial.number)
+        outcome.trials_run += result.status.evaluated
+        outcome.compile_s += result.compile_s
+        outcome.compile_cpu_s += result.compile_cpu_s
+        outcome.gpu_s += result.run_s
+        outcome.compile_queue_s += result.compile_queue_s
+        outcome.gpu_queue_s += result.gpu_queue_s
+        outcome.cut_short += result.cut_short
+        if result.ok:
+            best = search.best
+            if best is None or cast(float, result.time_ms) < cast(float, best.time_ms):  # (ok: timed)
+                search.best = result
+                lower_cutoffs(in_flight, cast(float, result.time_ms))
+                if plan.constants:  # ranked with sizes at run time: the winner is rebuilt
+                    self.backend.prepare(get_family(plan.family).plan(
+                        search.item.problem, plan.config, self.backend.device, search.workspace_limit))
+        else:
+            outcome.failures[result.status.value] = outcome.failures.get(result.status.value, 0) + 1
+        self.reporter.trial_finished(search.item, trial.number, plan, result, search.best,
+                                     SearchHistory.of(study).evaluated)
+
+    def _abandon(self, search: _Search) -> None:
+        """Leave none of ``search``'s trials running (its search was interrupted): each in flight
+        is failed and queued again."""
+        for trial, _plan, _ in search.in_flight:
+            refuse(search.study, trial, Status.ABANDONED, "the tuning run ended before this candidate was evaluated")
+            retry_trial(search.study, trial, Status.ABANDONED.value)
+            self.liveness.done(search.study, trial.number)
+        search.in_flight.clear()
+        sync_storage(self.storage)  # (the study's trials on the disk, however the search ended)
+
+    def _end(self, search: _Search) -> ProblemOutcome:
+        """``search``'s outcome, its winner re-verified and cached (:meth:`_finish`)."""
+        study, outcome = search.study, search.outcome
+        outcome.stop_reason = search.stop or "done"
+        sync_storage(self.storage)  # (the study's trials on the disk)
         outcome.trials_total = SearchHistory.of(study).evaluated
-        clock.enter("finish")
-        self._finish(study, problem, outcome)
+        search.clock.enter("finish")
+        self._finish(study, search.item.problem, outcome)
         sync_storage(self.storage)  # (the study on the disk, whatever happens to the host next)
-        clock.enter(None)
-        outcome.phases_s = {phase: round(seconds, 3) for phase, seconds in clock.seconds.items()}
-        outcome.wall_s = time.monotonic() - started
+        search.clock.enter(None)
+        outcome.phases_s = {phase: round(seconds, 3) for phase, seconds in search.clock.seconds.items()}
+        outcome.wall_s = time.monotonic() - search.started
         return outcome
 
     def _submit(self, study, trial, plan: KernelPlan, history: SearchHistory, in_flight: deque) -> None:

@@ -513,3 +513,28 @@ def test_a_worker_reads_a_journal_in_a_thread_and_opens_a_database_in_its_own(tm
         assert fleet._load_storage(loader, journal, Reporter()).result() == journal
         assert fleet._load_storage(loader, database, Reporter()).result() == database
     assert opened_in[journal].startswith("loader") and opened_in[database] == threading.current_thread().name
+
+
+def test_a_worker_line_shows_the_problem_it_began_last_of_the_two_it_tunes():
+    """A worker's tuner begins its next study while one waits on its last candidates: the line
+    follows the one begun last, and falls back to the other when it ends first."""
+    from autoconv.search.fleet import FleetReporter, ProblemFinished, ProblemStarted, TrialFinished, WorkerState, _apply
+
+    worker, finished_by = WorkerState(worker=1, device=0, process=None), {}
+    first, second = ProblemOutcome(name="a", problem=parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1")), \
+        ProblemOutcome(name="b", problem=parse_spec("N=1,C=4,H=9,W=9,K=8,R=3,S=3,pad=1"))
+
+    def line():
+        return worker.problem, worker.evaluated, worker.best
+
+    for message, shown in [
+            (ProblemStarted(1, "a", 0), ("a", 0, "best: -")),
+            (TrialFinished(1, "a", "direct", True, 0.5, 1.0, 12), ("a", 12, "best 0.5000 ms (1.0 TFLOP/s)")),
+            (ProblemStarted(1, "b", 3), ("b", 3, "best: -")),
+            (TrialFinished(1, "a", "direct", True, 0.25, 2.0, 13), ("b", 3, "best: -")),  # (a's: not shown)
+            (TrialFinished(1, "b", "direct", True, 0.75, 1.5, 4), ("b", 4, "best 0.7500 ms (1.5 TFLOP/s)")),
+            (ProblemFinished(1, second), ("a", 13, "best 0.2500 ms (2.0 TFLOP/s)")),
+            (ProblemFinished(1, first), ("", 0, "best: -"))]:
+        _apply(message, {1: worker}, finished_by, FleetReporter())
+        assert line() == shown, message
+    assert worker.finished == {"a", "b"} and not worker.running

@@ -159,9 +159,9 @@ def test_a_tuner_does_not_enumerate_a_problem_another_worker_finished_meanwhile(
     def cached(item, quiet=False):  # (nothing cached when the run starts; `second` once `first` is tuned)
         return finished_elsewhere if item is second and tuned else None
 
-    original = tuner.tune_problem
+    original = tuner._begin
 
-    def tune_problem(item, valid=None):
+    def begin(item, valid):
         tuned.append(item.name)
         return original(item, valid)
 
@@ -175,7 +175,7 @@ def test_a_tuner_does_not_enumerate_a_problem_another_worker_finished_meanwhile(
             yield points
 
     monkeypatch.setattr(tuner, "_cached", cached)
-    monkeypatch.setattr(tuner, "tune_problem", tune_problem)
+    monkeypatch.setattr(tuner, "_begin", begin)
     monkeypatch.setattr(tuner_module, "enumerate_ahead", recorded)
     outcomes = tuner.tune([first, second])
     assert tuned == ["first"] and outcomes[1] is finished_elsewhere

@@ -1,0 +1,51 @@
+"""The GPU worker's problem buffers (:class:`autoconv.gpu.worker.WorkerSession`): the problems used
+last keep theirs, and inputs a kernel wrote are restored before the next candidate."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoconv.problems.problem import parse_spec
+
+pytestmark = pytest.mark.gpu
+
+SPECS = ["N=2,C=8,H=11,W=9,K=12,R=3,S=3,pad=1", "N=1,C=16,H=7,W=7,K=8,R=1,S=1",
+         "N=2,C=4,H=13,W=13,K=4,R=3,S=1,pad=1x0,bias=1", "N=1,C=8,H=9,W=9,K=16,R=3,S=3,stride=2"]
+
+
+@pytest.fixture
+def session():
+    from autoconv.gpu.device import read_device
+    from autoconv.gpu.worker import WorkerOptions, WorkerSession
+
+    limits, _ = read_device(0)
+    return WorkerSession(limits, WorkerOptions())
+
+
+def test_the_problems_used_last_keep_their_buffers(session):
+    from autoconv.gpu.worker import PROBLEMS_KEPT
+
+    problems = [parse_spec(spec) for spec in SPECS]
+    assert PROBLEMS_KEPT == 3  # (the sequence below is written for it)
+    made = {}
+    for problem in problems[:2]:
+        session.set_problem(problem, 1)
+        made[problem] = session.buffers
+    session.set_problem(problems[0], 1)  # (alternating: nothing made again)
+    assert session.buffers is made[problems[0]] and session.buffers.problem == problems[0]
+    session.set_problem(problems[0], 2)  # (another seed: other inputs)
+    assert session.buffers is not made[problems[0]] and session.buffers.seed == 2
+    session.set_problem(problems[2], 1)  # (a fourth: the least recently used, problem 1's, is freed)
+    assert list(session.kept) == [(problems[0], 1), (problems[0], 2), (problems[2], 1)]
+    session.set_problem(problems[1], 1)
+    assert session.buffers is not made[problems[1]] and (problems[0], 1) not in session.kept
+
+
+def test_inputs_a_kernel_wrote_are_restored(session):
+    session.set_problem(parse_spec(SPECS[2]), 3)
+    buffers = session.buffers
+    buffers.x[...] = 0
+    buffers.bias[...] = 1
+    assert sorted(buffers.written_inputs()) == ["bias", "x"]
+    buffers.restore_inputs()
+    assert buffers.written_inputs() == []
