@@ -168,7 +168,8 @@ class Backend(ABC):
       shorter timing, good enough to rank candidates (the search's); without it the time
       is measured in full (what is cached and reported). A screened candidate whose one call,
       timed alone after its verification, takes longer than ``cutoff_ms`` has that time for
-      its result (``cut_short``: ranked, not timed in full).
+      its result (``cut_short``: ranked, not timed in full). A plan of a lower ``priority`` (a
+      moment of the host's :func:`time.monotonic`; default: now) compiles first.
     - ``result(ticket)`` finishes that candidate (waits for its compilation, then runs
       it on the device) and returns its :class:`TrialResult`; each ticket is redeemed
       exactly once, in any order. ``first_done(tickets)`` says which of several submitted
@@ -186,7 +187,7 @@ class Backend(ABC):
 
     @abstractmethod
     def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False,
-               cutoff_ms: float | None = None) -> Ticket:
+               cutoff_ms: float | None = None, priority: float | None = None) -> Ticket:
         ...
 
     @abstractmethod

@@ -71,7 +71,7 @@ class FakeBackend(Backend):
         self.prepared.append(plan)
 
     def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False,
-               cutoff_ms: float | None = None) -> Ticket:
+               cutoff_ms: float | None = None, priority: float | None = None) -> Ticket:
         return Ticket(plan, screening, cutoff_ms)
 
     def result(self, ticket: Ticket) -> TrialResult:

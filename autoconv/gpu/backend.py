@@ -342,11 +342,11 @@ class CupyBackend(Backend):
         return (base * 1_000_003 + zlib.crc32(problem.key().encode())) % 2**32
 
     def submit(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False,
-               cutoff_ms: float | None = None) -> CupyTicket:
-        """Start compiling ``plan`` and queue it for the GPU; ``seed`` picks other
-        verification inputs than the problem's usual ones (the final re-verification of
-        a winner uses this); ``screening`` times it with the search's shorter effort
-        (:data:`autoconv.gpu.timing.SCREENING`)."""
+               cutoff_ms: float | None = None, priority: float | None = None) -> CupyTicket:
+        """Start compiling ``plan`` (after the jobs of a lower ``priority``, :class:`CompilePool`)
+        and queue it for the GPU; ``seed`` picks other verification inputs than the problem's
+        usual ones (the final re-verification of a winner uses this); ``screening`` times it
+        with the search's shorter effort (:data:`autoconv.gpu.timing.SCREENING`)."""
         if self._closed:
             raise RuntimeError("the backend is closed")
         with self._cubins_lock:
@@ -357,7 +357,8 @@ class CupyBackend(Backend):
             ticket = CupyTicket(plan, None, seed, compiled=dataclasses.replace(cached, seconds=0.0, cpu_seconds=0.0),
                                 screening=screening, cutoff_ms=cutoff_ms)
         else:
-            job = prepared if prepared is not None else self._compiler.submit(plan.source, plan.name)
+            job = prepared if prepared is not None else self._compiler.submit(plan.source, plan.name,
+                                                                                  priority=priority)
             ticket = CupyTicket(plan, job, seed, screening=screening, cutoff_ms=cutoff_ms)
         self._pending.put(ticket)
         if ticket.job is not None:

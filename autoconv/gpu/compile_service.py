@@ -6,7 +6,9 @@ With a pool each, the host's cores are divided among them, and a worker whose st
 the parent process holds one :class:`~autoconv.gpu.compiler.CompilePool`
 (:class:`CompileService`), and each worker compiles through it (:class:`RemoteCompiler`, a
 :class:`~autoconv.gpu.compiler.Compiler` like the pool), so any idle core takes the next source,
-whoever submitted it. Jobs are compiled in the order they arrive. (Measured on two H200s of a
+whoever submitted it. Jobs are compiled in the order of their priority (a moment of the host's
+monotonic clock: a tuner gives each study's candidates the moment the study began), else of their
+arrival. (Measured on two H200s of a
 32-core host, results/h200x2/shared_compile_pool: the run times moved within their spread, and
 the compilers still kept ~18 cores busy on average. The workers' own pace of asking for
 candidates, not the division of the cores, is what leaves the rest idle.)
@@ -17,7 +19,7 @@ compiling waits for that compilation, and a source compiled before is answered f
 problems, and a family whose sources hold no problem sizes (the tuner's ranking build of
 implicit_gemm_wgmma) sends the same source for each problem it tries a configuration on.
 
-The two talk over a pipe per worker: ``("compile", number, arch, source, name)`` and
+The two talk over a pipe per worker: ``("compile", number, arch, source, name, priority)`` and
 ``("close",)`` one way, ``(number, outcome)`` the other. A worker that closes its end, or dies,
 has its jobs not yet started dropped; a parent that dies ends the workers' waits with a failed
 outcome that says so (and the workers themselves: they watch their parent).
@@ -110,7 +112,7 @@ class CompileService:
                 message = connection.recv()
                 if message[0] != "compile":
                     break
-                _, number, arch, source, name = message
+                _, number, arch, source, name, priority = message
                 key, request = (arch, hashlib.sha256(f"{name}\0{source}".encode()).hexdigest()), next(self._requests)
                 pool = self._compile_pool()
                 with self._lock:
@@ -120,7 +122,8 @@ class CompileService:
                     elif key in self._compiling:
                         self._compiling[key].waiting.add(request)
                     else:
-                        self._compiling[key] = _SharedJob(pool, pool.submit(source, name, arch), request, {request})
+                        job = pool.submit(source, name, arch, priority=priority)
+                        self._compiling[key] = _SharedJob(pool, job, request, {request})
                 if compiled is not None:  # compiled before: no CPU spent on it now
                     send(number, dataclasses.replace(compiled, seconds=0.0, cpu_seconds=0.0))
                     continue
@@ -201,12 +204,12 @@ class RemoteCompiler:
         self._receiver = threading.Thread(target=self._receive, name="autoconv-compile-receiver", daemon=True)
         self._receiver.start()
 
-    def submit(self, source: str, name: str) -> CompileJob:
+    def submit(self, source: str, name: str, *, priority: float | None = None) -> CompileJob:
         with self._lock:
             job = RemoteJob(source, name, next(self._numbers))
             self._waiting[job.number] = job
             try:
-                self._connection.send(("compile", job.number, self.arch, source, name))
+                self._connection.send(("compile", job.number, self.arch, source, name, priority))
             except (OSError, ValueError):
                 self._finish(job.number, SERVICE_ENDED)
         return job

@@ -12,6 +12,8 @@ A source the compiler rejects is an expected outcome (:class:`CompileOutcome` wi
 from __future__ import annotations
 
 import concurrent.futures
+import heapq
+import itertools
 import multiprocessing
 import os
 import shutil
@@ -158,7 +160,8 @@ class CompileJob:
         self.source = source
         self.name = name
         self.arch = arch
-        self.future: concurrent.futures.Future | None = None
+        self.future: concurrent.futures.Future | None = None  # once a compiler process has it
+        self.started = threading.Event()                      # set then
         self.submitted = 0.0
         self.finished = 0.0   # when its outcome arrived (time.monotonic(); 0 until then)
         self.restarts = 0
@@ -190,7 +193,10 @@ class Compiler(Protocol):
 
     arch: str
 
-    def submit(self, source: str, name: str) -> CompileJob: ...
+    def submit(self, source: str, name: str, *, priority: float | None = None) -> CompileJob:
+        """Compile ``source`` once a compiler is free and no job of a lower ``priority`` (a
+        :func:`time.monotonic` moment; default: now) waits."""
+        ...
 
     def ready(self, job: CompileJob) -> bool:
         """Whether :meth:`result` would return ``job``'s outcome without waiting for a compiler
@@ -222,11 +228,16 @@ class CompilePool:
     processes (spawned, so no CUDA state is inherited), ahead of when their results are needed.
     The processes start with the first job, or all at once with :meth:`start`.
 
-    A compilation that runs past ``timeout_s`` fails (the pool is restarted to free its
-    process); a compiler process that dies fails the job it ran after one retry.
-    ``submit``, ``result`` and ``cancel`` may be called from different threads.
-    ``compile_function`` compiles one source (NVRTC's :func:`compile_source`; tests pass a
-    stand-in).
+    A job waits for a free process, behind the jobs of a lower ``priority`` (by default, its
+    arrival: first come, first served). The tuner gives each study's candidates the moment the
+    study began, so that a study's rounds are not queued behind the start of a study begun after
+    it (:meth:`autoconv.search.tuner.Tuner._tune_overlapped`).
+
+    A compilation that runs past ``timeout_s`` (counted from the job's arrival, its wait for a
+    process included) fails, and the pool is restarted to free its process; a compiler process
+    that dies fails the job it ran after one retry. ``submit``, ``result`` and ``cancel`` may be
+    called from different threads. ``compile_function`` compiles one source (NVRTC's
+    :func:`compile_source`; tests pass a stand-in).
     """
 
     def __init__(self, arch: str, workers: int | None = None,
@@ -236,8 +247,14 @@ class CompilePool:
         self.timeout_s = timeout_s
         self.compile_function = compile_function or compile_source
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
-        self._pending: list[CompileJob] = []
-        self._lock = threading.Lock()  # guards the executor and the pending list
+        self._pending: list[CompileJob] = []    # the jobs whose outcome was not taken: waiting or compiling
+        self._waiting: list[tuple[float, int, CompileJob]] = []  # a heap: (priority, arrival, job) for a process
+        self._compiling: set[CompileJob] = set()  # those the processes have
+        self._arrivals = itertools.count()
+        self._feeding = True  # (off while a restart ends the processes)
+        # Guards the executor and the jobs' lists; reentrant, as a future done at once calls back
+        # (and a restart's cancelled futures do) in the thread that holds it.
+        self._lock = threading.RLock()
 
     def _ensure_executor(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._executor is None:
@@ -255,18 +272,38 @@ class CompilePool:
             for _ in range(self.workers):
                 executor.submit(int)
 
-    def submit(self, source: str, name: str, arch: str = "") -> CompileJob:
-        """Compile ``source`` for ``arch`` (default: the pool's)."""
+    def submit(self, source: str, name: str, arch: str = "", *, priority: float | None = None) -> CompileJob:
+        """Compile ``source`` for ``arch`` (default: the pool's) once a process is free and no job
+        of a lower ``priority`` waits (default: its arrival, :func:`time.monotonic`)."""
         job = CompileJob(source, name, arch or self.arch)
         with self._lock:
-            self._start(job)
+            job.submitted = time.monotonic()
+            heapq.heappush(self._waiting, (job.submitted if priority is None else priority, next(self._arrivals), job))
             self._pending.append(job)
+            self._feed()
         return job
 
+    def _feed(self) -> None:
+        """(with the lock held) Hand the waiting jobs, lowest priority first, to the free processes."""
+        while self._feeding and self._waiting and len(self._compiling) < self.workers:
+            _, _, job = heapq.heappop(self._waiting)
+            if job.outcome is None:  # (not cancelled or past its limit while it waited)
+                self._start(job)
+
     def _start(self, job: CompileJob) -> None:
-        job.submitted = time.monotonic()
-        job.future = self._ensure_executor().submit(self.compile_function, job.source, job.arch, job.name)
-        job.future.add_done_callback(lambda future: _finished(job, future))
+        """(with the lock held)"""
+        future = self._ensure_executor().submit(self.compile_function, job.source, job.arch, job.name)
+        job.future = future
+        self._compiling.add(job)
+        job.started.set()
+        future.add_done_callback(lambda done: self._done(job, done))
+
+    def _done(self, job: CompileJob, future: concurrent.futures.Future) -> None:
+        _finished(job, future)
+        with self._lock:
+            if job.future is future:  # (not a compilation a restart replaced)
+                self._compiling.discard(job)
+                self._feed()
 
     def ready(self, job: CompileJob) -> bool:
         future = job.future
@@ -278,7 +315,16 @@ class CompilePool:
         from its submission (or its resubmission after a restart)."""
         while job.outcome is None:
             future = job.future
-            assert future is not None  # (submit started it)
+            if future is None:  # (waiting for a process)
+                left = job.submitted + self.timeout_s - time.monotonic()
+                if left <= 0:
+                    with self._lock:
+                        if job.future is None and job.outcome is None:
+                            job.outcome = CompileOutcome(False, b"", f"error: no compiler process was free within "
+                                                         f"{self.timeout_s:g} s", self.timeout_s)
+                    continue
+                job.started.wait(left)
+                continue
             try:
                 job.outcome = future.result(timeout=max(0.0, job.submitted + self.timeout_s - time.monotonic()))
             except concurrent.futures.CancelledError:
@@ -312,8 +358,10 @@ class CompilePool:
     def cancel(self, job: CompileJob) -> None:
         """Drop ``job`` if no process has started compiling it (one that has runs on)."""
         with self._lock:
-            if job.future is not None and job.future.cancel():
-                job.outcome = CANCELLED
+            if job.outcome is not None:
+                return
+            if job.future is None or job.future.cancel():
+                job.outcome = CANCELLED  # (one waiting for a process is skipped when its turn comes)
                 if job in self._pending:
                     self._pending.remove(job)
 
@@ -322,11 +370,22 @@ class CompilePool:
             self._restart_locked()
 
     def _restart_locked(self) -> None:
-        """Kill the pool's processes and resubmit every job still without an outcome."""
-        self._kill()
+        """Kill the pool's processes and compile again every job they had without an outcome, before
+        the waiting ones; each job without an outcome gets a new limit."""
+        compiling = [job for job in self._pending if job.outcome is None and job.future is not None]
+        self._feeding = False  # (the cancelled futures' callbacks start nothing on the old processes)
+        try:
+            self._kill()
+        finally:
+            self._feeding = True
+        self._compiling.clear()
+        restarted = time.monotonic()
         for job in self._pending:
             if job.outcome is None:
-                self._start(job)
+                job.submitted = restarted
+        for job in compiling:
+            self._start(job)
+        self._feed()
 
     def _kill(self) -> None:
         executor, self._executor = self._executor, None
@@ -345,5 +404,6 @@ class CompilePool:
     def close(self) -> None:
         with self._lock:
             self._pending.clear()
+            self._waiting.clear()
             if self._executor is not None:
                 self._kill()

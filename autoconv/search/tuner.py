@@ -705,7 +705,9 @@ class Tuner:
                 search.stop = "every valid configuration evaluated"
                 return
             trial, plan = candidate
-            self._submit(study, trial, plan, history, in_flight)
+            # (compiled before the candidates of the studies begun after it: its rounds, not their starts,
+            # are what its end waits for)
+            self._submit(study, trial, plan, history, in_flight, priority=search.started)
 
     def _record(self, search: _Search, index: int) -> None:
         """Tell ``search``'s study the result of its ``index``-th candidate in flight (ready)."""
@@ -761,13 +763,14 @@ class Tuner:
         outcome.wall_s = time.monotonic() - search.started
         return outcome
 
-    def _submit(self, study, trial, plan: KernelPlan, history: SearchHistory, in_flight: deque) -> None:
-        """Hand ``trial``'s candidate to the backend (screening, cut off by the study's best) and
-        keep it in ``in_flight``."""
+    def _submit(self, study, trial, plan: KernelPlan, history: SearchHistory, in_flight: deque,
+                priority: float) -> None:
+        """Hand ``trial``'s candidate to the backend (screening, cut off by the study's best; compiled
+        after those of a lower ``priority``) and keep it in ``in_flight``."""
         self.liveness.evaluating(study, trial.number)
         if self.first_submit_at is None:
             self.first_submit_at = time.time()
-        in_flight.append((trial, plan, self.backend.submit(plan, screening=True,
+        in_flight.append((trial, plan, self.backend.submit(plan, screening=True, priority=priority,
                                                            cutoff_ms=cutoff_ms(history.best_ms, len(plan.launches)))))
 
     def _transfers(self, item: NamedProblem, points: ValidPoints, ranker: Ranker) -> bool:

@@ -181,3 +181,46 @@ def test_started_the_service_spawns_its_compiler_processes_before_any_job():
         compiler.close()
     finally:
         service.close()
+
+
+def test_the_pool_hands_a_free_process_the_waiting_job_of_lowest_priority():
+    """(A study's rounds before the start of a study begun after it: the tuner gives each study's
+    candidates the moment it began.) Without a priority, a job waits behind every one given."""
+    from autoconv.gpu.compiler import CompilePool
+
+    pool = CompilePool("sm_90a", workers=1, compile_function=stand_in_compile)
+    try:
+        busy = pool.submit("300", "busy")
+        time.sleep(0.1)  # (its process has it)
+        jobs = {name: pool.submit("20", name, priority=priority)
+                for name, priority in [("late", 3.0), ("first", 1.0), ("unranked", None), ("second", 2.0)]}
+        assert pool.result(busy).ok and all(pool.result(job).ok for job in jobs.values())
+        assert sorted(jobs, key=lambda name: jobs[name].finished) == ["first", "second", "late", "unranked"]
+    finally:
+        pool.close()
+
+
+def test_the_service_compiles_the_waiting_jobs_of_every_worker_by_priority(service):
+    older, newer = (RemoteCompiler(service.connect(), "sm_90a") for _ in range(2))
+    busy = [older.submit("300", f"busy{k}") for k in range(2)]  # (both processes)
+    time.sleep(0.1)
+    began = time.monotonic()
+    late = [newer.submit("50", f"newer{k}", priority=began) for k in range(4)]  # (a study begun now)
+    early = [older.submit("50", f"older{k}", priority=began - 10.0) for k in range(4)]  # (one begun before)
+    assert all(compiler.result(job).ok for compiler, jobs in ((older, busy + early), (newer, late)) for job in jobs)
+    assert max(job.finished for job in early) <= min(job.finished for job in late)
+    older.close()
+    newer.close()
+
+
+def test_a_job_waiting_for_a_process_can_be_cancelled_and_is_skipped():
+    from autoconv.gpu.compiler import CompilePool
+
+    pool = CompilePool("sm_90a", workers=1, compile_function=stand_in_compile)
+    try:
+        busy, waiting, after = pool.submit("200", "busy"), pool.submit("10", "waiting"), pool.submit("10", "after")
+        pool.cancel(waiting)
+        assert pool.result(waiting) is CANCELLED and waiting.future is None  # (never handed to a process)
+        assert pool.result(busy).ok and pool.result(after).ok
+    finally:
+        pool.close()

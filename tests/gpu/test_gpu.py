@@ -358,8 +358,8 @@ def test_backend_runs_a_candidate_compiled_first_before_one_submitted_first():
             super().__init__(arch, workers=2)
             self.slow: CompileJob | None = None
 
-        def submit(self, source: str, name: str, arch: str = "") -> CompileJob:
-            job = super().submit(source, name, arch)
+        def submit(self, source: str, name: str, arch: str = "", *, priority: float | None = None) -> CompileJob:
+            job = super().submit(source, name, arch, priority=priority)
             self.slow = self.slow or job
             return job
 
@@ -395,7 +395,7 @@ def test_backend_abandons_a_candidate_whose_compilation_the_run_cut_short():
         def __init__(self, arch: str):
             self.arch = arch
 
-        def submit(self, source: str, name: str) -> CompileJob:
+        def submit(self, source: str, name: str, *, priority: float | None = None) -> CompileJob:
             return CompileJob(source, name)
 
         def ready(self, job: CompileJob) -> bool:

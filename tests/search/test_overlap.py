@@ -34,6 +34,7 @@ class Recording(FakeBackend):
     def __init__(self, *args, raise_for: str | None = None, interrupt_after: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.events: list[tuple[str, str]] = []
+        self.priorities: dict[str, set] = {}  # problem -> the priorities its candidates were submitted with
         self.raise_for, self.interrupt_after = raise_for, interrupt_after
 
     @staticmethod
@@ -42,6 +43,8 @@ class Recording(FakeBackend):
 
     def submit(self, plan, **kwargs):
         self.events.append(("submit", self.name(plan)))
+        if kwargs.get("screening"):  # (a search's candidate, not a winner's re-verification)
+            self.priorities.setdefault(self.name(plan), set()).add(kwargs.get("priority"))
         return super().submit(plan, **kwargs)
 
     def first_done(self, tickets) -> int:
@@ -105,6 +108,11 @@ def test_the_next_study_begins_while_the_one_in_flight_waits_on_its_last_candida
             begun.add(name)
         overlapped |= len(flying) == 2
     assert overlapped
+    # A study's candidates compile before those of the studies begun after it: each carries the
+    # moment its study began.
+    assert all(len(backend.priorities[item.name]) == 1 for item in PROBLEMS)
+    began = [next(iter(backend.priorities[item.name])) for item in PROBLEMS]
+    assert None not in began and began == sorted(began) and len(set(began)) == len(PROBLEMS)
     # Each result went to its own study: its trials are those evaluated for its problem, none left.
     for item, outcome in zip(PROBLEMS, outcomes):
         trials = study_of(tuner, item.problem).get_trials(deepcopy=False)

@@ -663,7 +663,7 @@ class _LastFirstBackend(FakeBackend):
         self.redeemed: list[int] = []   # submission numbers, in the order the tuner redeemed them
         self._submitted = 0
 
-    def submit(self, plan, *, seed=None, screening=False, cutoff_ms=None):
+    def submit(self, plan, *, seed=None, screening=False, cutoff_ms=None, priority=None):
         ticket = super().submit(plan, seed=seed, screening=screening, cutoff_ms=cutoff_ms)
         ticket.number = self._submitted  # type: ignore[attr-defined]
         self._submitted += 1
@@ -700,7 +700,7 @@ class _CutoffRecorder(FakeBackend):
         self.cutoffs: list[tuple[bool, float | None]] = []   # (screening, cutoff_ms) per submission
         self.applied: list[float | None] = []  # the cut-off each ticket had when evaluated
 
-    def submit(self, plan, *, seed=None, screening=False, cutoff_ms=None):
+    def submit(self, plan, *, seed=None, screening=False, cutoff_ms=None, priority=None):
         self.cutoffs.append((screening, cutoff_ms))
         return super().submit(plan, seed=seed, screening=screening, cutoff_ms=cutoff_ms)
 
