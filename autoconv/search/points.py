@@ -73,9 +73,10 @@ def enumerate_ahead(problems: Sequence[ConvProblem], families: Sequence[str], de
                     skip: Callable[[int], bool] | None = None) -> Iterator[dict[str, list[dict]] | None]:
     """:func:`enumerate_points` of each of ``problems`` in turn, as soon as it is done, while the
     next ``ahead`` problems are enumerated in the background (one (problem, family) per job in
-    ``workers`` processes; the first problem in this one, while they start). The tuner takes a problem's points when it comes to it: tuning starts
-    after the first problem's enumeration instead of everyone's, and a tuning worker of a fleet
-    does not enumerate far ahead the problems other workers will have finished by then.
+    ``workers`` processes; the first problem in this one, while they start). The tuner takes a
+    problem's points when it comes to it: tuning starts after the first problem's enumeration
+    instead of everyone's, and a tuning worker of a fleet does not enumerate far ahead the problems
+    other workers will have finished by then.
     ``workspace_limit`` is one limit for all problems, or one per problem. ``skip(index)``, asked
     when a problem's turn comes, says it is no longer wanted (another worker has finished it):
     None is yielded for it at once, and its enumeration is dropped instead of waited for."""

@@ -577,11 +577,13 @@ class Tuner:
                     try:
                         self._ask(search, self.pipeline_depth - sum(len(other.in_flight) for other in active
                                                                     if other is not search))
-                        if not search.in_flight:
-                            active.remove(search)
-                            ended(search.tag, search.item, search.points, self._end(search))
+                        outcome = None if search.in_flight else self._end(search)
                     except AutoconvError as err:  # e.g. its problem does not fit on the GPU
                         drop(search, err)
+                        continue
+                    if outcome is not None:
+                        active.remove(search)
+                        ended(search.tag, search.item, search.points, outcome)
                 # (each asked just now, up to the pipeline's room: fewer in flight than that means
                 # that they wait for results)
                 if more and len(active) < CONCURRENT_STUDIES \

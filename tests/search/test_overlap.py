@@ -29,10 +29,13 @@ class Recording(FakeBackend):
     """Records each submission and each result, with its problem's name (``events``); hands out the
     *last* ready ticket first, so that a later study's results overtake an earlier one's. Raises an
     AutoconvError for ``raise_for``'s candidates, or KeyboardInterrupt once ``interrupt_after``
-    results came, while two studies have candidates in flight."""
+    results came, while two studies have candidates in flight; an AutoconvError for the
+    re-verification of ``raise_verifying``'s winner."""
 
-    def __init__(self, *args, raise_for: str | None = None, interrupt_after: int | None = None, **kwargs):
+    def __init__(self, *args, raise_for: str | None = None, interrupt_after: int | None = None,
+                 raise_verifying: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.raise_verifying = raise_verifying
         self.events: list[tuple[str, str]] = []
         self.priorities: dict[str, set] = {}  # problem -> the priorities its candidates were submitted with
         self.raise_for, self.interrupt_after = raise_for, interrupt_after
@@ -57,6 +60,8 @@ class Recording(FakeBackend):
             raise KeyboardInterrupt
         if name == self.raise_for and len(self.in_flight()) == 2:
             raise AutoconvError(f"cannot tune {name} on this GPU (injected)")
+        if name == self.raise_verifying and not ticket.screening:  # (a winner's re-verification)
+            raise AutoconvError(f"the GPU worker died while preparing {name} (injected)")
         self.events.append(("result", name))
         return super().result(ticket)
 
@@ -144,6 +149,15 @@ def test_an_error_ends_its_own_study_and_the_other_goes_on(history):
     queued_again = [t for t in trials if t.state == TrialState.WAITING
                     and str(t.user_attrs.get("origin", "")).startswith("retry of trial")]
     assert abandoned and len(queued_again) == len(abandoned)
+
+
+def test_an_error_in_a_studys_end_ends_it_alone(history):
+    backend = Recording(raise_verifying="another")
+    tuner = Tuner(backend, storage=history, families=FAMILIES, budget=Budget(trials=40, patience=12), seed=3,
+                  pipeline_depth=12)
+    first, second, third = tuner.tune(PROBLEMS)
+    assert second.stop_reason == "error" and "while preparing another (injected)" in second.message
+    assert first.source == third.source == "tuned"
 
 
 def test_an_interrupt_abandons_every_study_in_flight_and_queues_their_candidates_again(history):
