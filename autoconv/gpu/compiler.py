@@ -161,7 +161,7 @@ class CompileJob:
         self.name = name
         self.arch = arch
         self.future: concurrent.futures.Future | None = None  # once a compiler process has it
-        self.started = threading.Event()                      # set then
+        self.started = threading.Event()                      # set then (or once it is cancelled)
         self.submitted = 0.0
         self.finished = 0.0   # when its outcome arrived (time.monotonic(); 0 until then)
         self.restarts = 0
@@ -362,6 +362,7 @@ class CompilePool:
                 return
             if job.future is None or job.future.cancel():
                 job.outcome = CANCELLED  # (one waiting for a process is skipped when its turn comes)
+                job.started.set()  # (a thread waiting for its result sees the outcome now)
                 if job in self._pending:
                     self._pending.remove(job)
 

@@ -219,7 +219,14 @@ def test_a_job_waiting_for_a_process_can_be_cancelled_and_is_skipped():
     pool = CompilePool("sm_90a", workers=1, compile_function=stand_in_compile)
     try:
         busy, waiting, after = pool.submit("200", "busy"), pool.submit("10", "waiting"), pool.submit("10", "after")
+        outcomes = []
+        waiter = threading.Thread(target=lambda: outcomes.append(pool.result(waiting)))
+        waiter.start()  # (waiting for its result, which no process will compute)
+        time.sleep(0.05)
+        cancelled = time.monotonic()
         pool.cancel(waiting)
+        waiter.join(timeout=5)
+        assert outcomes == [CANCELLED] and time.monotonic() - cancelled < 1.0
         assert pool.result(waiting) is CANCELLED and waiting.future is None  # (never handed to a process)
         assert pool.result(busy).ok and pool.result(after).ok
     finally:
