@@ -86,6 +86,20 @@ def study_of(tuner, problem):
                              storage=tuner.storage)
 
 
+def overlap_tuner(backend, history, **options) -> Tuner:
+    """A tuner of the fake history's families with room in its pipeline for two studies."""
+    options = {"budget": Budget(trials=40, patience=12), "pipeline_depth": 12, **options}
+    return Tuner(backend, storage=history, families=FAMILIES, seed=3, **options)
+
+
+def abandoned_and_queued_again(trials) -> tuple[list, list]:
+    """Of a study's ``trials``: those failed as abandoned, and the retries of them that wait."""
+    abandoned = [t for t in trials if t.user_attrs.get("status") == "abandoned"]
+    retries = [t for t in trials if t.state == TrialState.WAITING
+               and str(t.user_attrs.get("origin", "")).startswith("retry of trial")]
+    return abandoned, retries
+
+
 @pytest.fixture
 def history(tmp_path, monkeypatch):
     """The fake history's storage, trusted for transfer although it holds only its two problems."""
@@ -98,8 +112,7 @@ def test_the_next_study_begins_while_the_one_in_flight_waits_on_its_last_candida
     backend = Recording()
     depth = 12
     with WinnerCache(tmp_path / "cache.sqlite") as cache:
-        tuner = Tuner(backend, storage=history, families=FAMILIES, budget=Budget(trials=40, patience=12), seed=3,
-                      cache=cache, pipeline_depth=depth, transfer=search == "transfer")
+        tuner = overlap_tuner(backend, history, cache=cache, pipeline_depth=depth, transfer=search == "transfer")
         outcomes = tuner.tune(PROBLEMS)
         assert [outcome.search for outcome in outcomes] == [search] * 3
         assert all(outcome.source == "tuned" and cache.get(tuner._cache_key(outcome.problem)) for outcome in outcomes)
@@ -129,8 +142,7 @@ def test_the_next_study_begins_while_the_one_in_flight_waits_on_its_last_candida
 
 def test_one_study_at_a_time_when_the_pipeline_has_no_room_for_a_second(history):
     backend = Recording()
-    Tuner(backend, storage=history, families=FAMILIES, budget=Budget(trials=10), seed=3,
-          pipeline_depth=1).tune(PROBLEMS[:2])
+    overlap_tuner(backend, history, budget=Budget(trials=10), pipeline_depth=1).tune(PROBLEMS[:2])
     assert all(len(flying) <= 1 for _, _, flying in flights(backend.events))
 
 
@@ -138,23 +150,19 @@ def test_an_error_ends_its_own_study_and_the_other_goes_on(history):
     """The second study's candidates fail with an error (as a problem the GPU worker cannot
     prepare does) while the first still has candidates in flight."""
     backend = Recording(raise_for="another")
-    tuner = Tuner(backend, storage=history, families=FAMILIES, budget=Budget(trials=40, patience=12), seed=3,
-                  pipeline_depth=12)
+    tuner = overlap_tuner(backend, history)
     first, second, third = tuner.tune(PROBLEMS)
     assert second.stop_reason == "error" and "cannot tune another on this GPU (injected)" in second.message
     assert first.source == third.source == "tuned"
     trials = study_of(tuner, PROBLEMS[1].problem).get_trials(deepcopy=False)
     assert not [t for t in trials if t.state == TrialState.RUNNING]
-    abandoned = [t for t in trials if t.user_attrs.get("status") == "abandoned"]
-    queued_again = [t for t in trials if t.state == TrialState.WAITING
-                    and str(t.user_attrs.get("origin", "")).startswith("retry of trial")]
+    abandoned, queued_again = abandoned_and_queued_again(trials)
     assert abandoned and len(queued_again) == len(abandoned)
 
 
 def test_an_error_in_a_studys_end_ends_it_alone(history):
     backend = Recording(raise_verifying="another")
-    tuner = Tuner(backend, storage=history, families=FAMILIES, budget=Budget(trials=40, patience=12), seed=3,
-                  pipeline_depth=12)
+    tuner = overlap_tuner(backend, history)
     first, second, third = tuner.tune(PROBLEMS)
     assert second.stop_reason == "error" and "while preparing another (injected)" in second.message
     assert first.source == third.source == "tuned"
@@ -162,8 +170,7 @@ def test_an_error_in_a_studys_end_ends_it_alone(history):
 
 def test_an_interrupt_abandons_every_study_in_flight_and_queues_their_candidates_again(history):
     backend = Recording(interrupt_after=30)
-    tuner = Tuner(backend, storage=history, families=FAMILIES, budget=Budget(trials=40, patience=12), seed=3,
-                  pipeline_depth=12)
+    tuner = overlap_tuner(backend, history)
     with pytest.raises(KeyboardInterrupt):
         tuner.tune(PROBLEMS)
     flying = dict((name, count) for count, name in backend.in_flight())
@@ -173,16 +180,14 @@ def test_an_interrupt_abandons_every_study_in_flight_and_queues_their_candidates
             continue
         trials = study_of(tuner, item.problem).get_trials(deepcopy=False)
         assert not [t for t in trials if t.state == TrialState.RUNNING]
-        abandoned = [t for t in trials if t.user_attrs.get("status") == "abandoned"]
+        abandoned, queued_again = abandoned_and_queued_again(trials)
         assert len(abandoned) == flying[item.name]  # (the candidate interrupted included)
-        assert len([t for t in trials if t.state == TrialState.WAITING
-                    and str(t.user_attrs.get("origin", "")).startswith("retry of trial")]) == len(abandoned)
+        assert len(queued_again) == len(abandoned)
 
 
 def test_with_one_study_at_a_time_none_overlaps(history, monkeypatch):
     """The constant is what bounds it (and 1 restores the earlier order: each study ends first)."""
     monkeypatch.setattr(tuner_module, "CONCURRENT_STUDIES", 1)
     backend = Recording()
-    Tuner(backend, storage=history, families=FAMILIES, budget=Budget(trials=40, patience=12), seed=3,
-          pipeline_depth=12, transfer=True).tune(PROBLEMS)
+    overlap_tuner(backend, history, transfer=True).tune(PROBLEMS)
     assert all(len(flying) <= 1 for _, _, flying in flights(backend.events))
