@@ -332,6 +332,10 @@ def _load_storage(loader: concurrent.futures.ThreadPoolExecutor, storage: str,
     return loader.submit(make_storage, storage, on_repair=reporter.note)
 
 
+#: (evaluated, best) of a problem a worker has not yet reported on.
+NOT_STARTED = (0, "best: -")
+
+
 @dataclass
 class WorkerState:
     worker: int       # its number in the fleet
@@ -339,9 +343,7 @@ class WorkerState:
     process: Any
     channel: Any = None  # the receiving end of the worker's pipe; None once it has ended
     gpu: str = ""
-    problem: str = ""           # the problem shown: the one it began last of those it tunes
-    evaluated: int = 0          # that problem's trials evaluated
-    best: str = "best: -"       # and its best
+    problem: str = ""           # the problem shown: the one it began last of those it tunes ("": none)
     running: dict[str, tuple[int, str]] = field(default_factory=dict)  # each problem it tunes -> (evaluated, best)
     finished: set = field(default_factory=set)
     outcomes: list[ProblemOutcome] | None = None
@@ -352,6 +354,16 @@ class WorkerState:
     @property
     def name(self) -> str:
         return self.label or f"GPU {self.device}"
+
+    @property
+    def evaluated(self) -> int:
+        """The shown problem's trials evaluated."""
+        return self.running.get(self.problem, NOT_STARTED)[0]
+
+    @property
+    def best(self) -> str:
+        """The shown problem's best, as its line says it."""
+        return self.running.get(self.problem, NOT_STARTED)[1]
 
     @property
     def status(self) -> str:
@@ -504,35 +516,27 @@ def _apply(message: WorkerMessage, workers: dict[int, WorkerState], finished_by:
     if isinstance(message, WorkerStarted):
         worker.gpu = message.gpu
     elif isinstance(message, ProblemStarted):
-        worker.running[message.problem] = (message.evaluated, "best: -")
-        _show(worker, message.problem)
+        worker.running[message.problem] = (message.evaluated, NOT_STARTED[1])
+        worker.problem = message.problem
     elif isinstance(message, TrialFinished):
-        best = worker.running.get(message.problem, (0, "best: -"))[1]
+        best = worker.running.get(message.problem, NOT_STARTED)[1]
         if message.best_ms is not None:
             best = f"best {message.best_ms:.4f} ms ({message.best_tflops:.1f} TFLOP/s)"
         worker.running[message.problem] = (message.evaluated, best)
-        if message.problem == worker.problem:
-            _show(worker, message.problem)
     elif isinstance(message, ProblemFinished):
         finished_by.setdefault(message.outcome.name, {})[worker.worker] = message.outcome
         worker.finished.add(message.outcome.name)
         worker.running.pop(message.outcome.name, None)
         if message.outcome.name == worker.problem:
-            _show(worker, next(reversed(worker.running), ""))
+            worker.problem = next(reversed(worker.running), "")
     elif isinstance(message, WorkerNote):
         reporter.note(f"{worker.name}: {message.text}")
     elif isinstance(message, WorkerDone):
         worker.outcomes = message.outcomes
         worker.milestones_s = message.milestones_s
         worker.running.clear()
-        _show(worker, "")
+        worker.problem = ""
     elif isinstance(message, WorkerFailed):
         worker.error = message.error
         reporter.note(f"{worker.name}: failed: {worker.error}")
     reporter.worker_update(worker)
-
-
-def _show(worker: WorkerState, problem: str) -> None:
-    """Show ``problem`` (one that ``worker`` tunes, or "": none) on its line."""
-    worker.problem = problem
-    worker.evaluated, worker.best = worker.running.get(problem, (0, "best: -"))
