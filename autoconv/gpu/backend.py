@@ -16,7 +16,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import importlib.util
-import multiprocessing
 import threading
 import time
 import zlib
@@ -29,7 +28,7 @@ from autoconv.backends.base import Backend, BackendIdentity, Status, Ticket, Tri
 from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.gpu.compiler import DEFAULT_COMPILE_TIMEOUT_S, CompileJob, CompileOutcome, CompilePool, Compiler
 from autoconv.gpu.device import INSTALL_HINT
-from autoconv.gpu.worker import WorkerOptions, worker_main
+from autoconv.gpu.worker import LaunchedWorker, WorkerOptions, launch_worker, worker_main
 from autoconv.kernels.families import KernelPlan
 from autoconv.kernels.limits import DeviceLimits
 from autoconv.problems.problem import ConvProblem
@@ -63,10 +62,16 @@ class WorkerFailure(RuntimeError):
 class GpuWorker:
     """Supervises one GPU worker process, restarting it whenever it is lost."""
 
-    def __init__(self, options: WorkerOptions, candidate_timeout_s: float = DEFAULT_CANDIDATE_TIMEOUT_S):
+    def __init__(self, options: WorkerOptions, candidate_timeout_s: float = DEFAULT_CANDIDATE_TIMEOUT_S,
+                 launched: LaunchedWorker | None = None):
+        """``launched``: a worker started already with the same ``options``
+        (:func:`~autoconv.gpu.worker.launch_worker`), which the first :meth:`start` waits for
+        instead of starting one."""
+        if launched is not None and launched.options != options:
+            raise ValueError(f"the GPU worker was launched with {launched.options}, not {options}")
         self.options = options
         self.candidate_timeout_s = candidate_timeout_s
-        self._context = multiprocessing.get_context("spawn")
+        self._launched = launched
         # The live worker and its pipe (both None before start() and once it is lost).
         self._process: BaseProcess | None = None
         self._connection: Connection | None = None
@@ -77,17 +82,13 @@ class GpuWorker:
 
     # ---- life cycle ----------------------------------------------------------------
     def start(self) -> None:
-        """Start a worker and wait until it has a CUDA context.
+        """Start a worker (or take the one launched before) and wait until it has a CUDA context.
 
         Raises:
             BackendUnavailable: no CuPy or no usable GPU (the worker's own words).
         """
-        parent, child = self._context.Pipe()
-        process = self._context.Process(target=worker_main, args=(child, self.options),
-                                        name="autoconv-gpu-worker", daemon=True)
-        process.start()
-        child.close()  # so that the parent sees EOF when the worker dies
-        self._process, self._connection, self._problem = process, parent, None
+        launched, self._launched = self._launched or launch_worker(self.options, target=worker_main), None
+        self._process, self._connection, self._problem = launched.process, launched.connection, None
         try:
             reply = self._receive(STARTUP_TIMEOUT_S, "starting")
         except EOFError:
@@ -201,6 +202,13 @@ class GpuWorker:
             self._reap()
         return TrialResult.from_dict(data).with_(gpu_queue_s=started - sent)
 
+    def prepare_inputs(self, problem, seed: int) -> None:
+        """Have the live worker make ``problem``'s inputs for ``seed`` now, unless it holds them
+        (a lost worker is left to the next :meth:`evaluate` to replace). Raises as
+        :meth:`evaluate` would while preparing them."""
+        if self._process is not None and self._problem != (problem, seed):
+            self._prepare(problem, seed)
+
     def _prepare(self, problem, seed: int) -> None:
         assert self._connection is not None  # (a live worker)
         try:
@@ -255,8 +263,10 @@ class ReadyFirst(Generic[T]):
             items, self._items = self._items, []
             return items
 
-    def take(self) -> T | None:
-        """The first ready item, once one is (see :meth:`close`)."""
+    def take(self, while_waiting: Callable[[list[T]], None] | None = None) -> T | None:
+        """The first ready item, once one is (see :meth:`close`). While none is, before each
+        wait, ``while_waiting`` is called with the items not ready, first submitted first
+        (outside the lock: items are put, and made ready, meanwhile)."""
         with self._changed:
             while True:
                 if self._closed:
@@ -264,6 +274,15 @@ class ReadyFirst(Generic[T]):
                 for index, item in enumerate(self._items):
                     if self._ready(item):
                         return self._items.pop(index)
+                if while_waiting is not None and self._items:
+                    waiting = list(self._items)
+                    self._changed.release()
+                    try:
+                        while_waiting(waiting)
+                    finally:
+                        self._changed.acquire()
+                    if self._closed or any(self._ready(item) for item in self._items):
+                        continue  # (its wake-up came during the call: do not wait for another)
                 self._changed.wait(timeout=READY_POLL_S)
 
 
@@ -300,6 +319,8 @@ class CupyBackend(Backend):
             backend's own (``compile_workers`` and ``compile_timeout_s`` are then the
             compiler's business): the fleet's workers share one pool of the host
             (:mod:`autoconv.gpu.compile_service`).
+        launched: its GPU worker, started already with these ``device_id`` and ``samples``
+            (:func:`autoconv.gpu.worker.launch_worker`): the fleet's workers start theirs first.
 
     Raises:
         BackendUnavailable: CuPy is not installed or there is no usable GPU.
@@ -308,11 +329,11 @@ class CupyBackend(Backend):
     def __init__(self, device_id: int = 0, *, compile_workers: int | None = None,
                  candidate_timeout_s: float = DEFAULT_CANDIDATE_TIMEOUT_S,
                  compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S, samples: int = 7, seed: int = 0,
-                 compiler: Callable[[str], Compiler] | None = None):
+                 compiler: Callable[[str], Compiler] | None = None, launched: LaunchedWorker | None = None):
         if importlib.util.find_spec("cupy") is None:
             raise BackendUnavailable(f"the GPU backend needs CuPy, which is not installed; {INSTALL_HINT}")
         self.seed = seed
-        self._worker = GpuWorker(WorkerOptions(device_id=device_id, samples=samples), candidate_timeout_s)
+        self._worker = GpuWorker(WorkerOptions(device_id=device_id, samples=samples), candidate_timeout_s, launched)
         self._worker.start()
         assert self._worker.limits is not None and self._worker.identity is not None  # (started)
         self.device = self._worker.limits
@@ -402,7 +423,7 @@ class CupyBackend(Backend):
     def _dispatch(self) -> None:
         while True:
             try:
-                ticket = self._pending.take()  # (once closed, each left: _run abandons it)
+                ticket = self._pending.take(self._prepare_inputs_ahead)  # (once closed, each left: _run abandons it)
             except BaseException as err:  # a bug in a compiler's ready(): every waiting caller hears of it
                 for left in self._pending.close_and_drain():
                     left.error = err
@@ -420,6 +441,17 @@ class CupyBackend(Backend):
                 ticket.done.set()
                 with self._finished:
                     self._finished.notify_all()
+
+    def _prepare_inputs_ahead(self, waiting: list[CupyTicket]) -> None:
+        """While no cubin is ready: the GPU worker makes the inputs and reference of the first
+        waiting candidate's problem now, not after its compilation (a large layer's take a good
+        part of a second, and each study's first result waited for them)."""
+        if self._closed:
+            return
+        try:
+            self._worker.prepare_inputs(waiting[0].plan.problem, waiting[0].seed)
+        except (AutoconvError, WorkerFailure):
+            pass  # (the candidate's evaluation prepares them again, and reports why that fails)
 
     def _run(self, ticket: CupyTicket) -> TrialResult:
         # A candidate cut short by the run's end (the backend closed, the compile service gone)

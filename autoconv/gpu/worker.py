@@ -35,18 +35,21 @@ the worker replies ``("error", traceback)`` and exits.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING
 
-from autoconv.backends.base import Status, TrialResult, failed
-from autoconv.dtypes import POISON_BITS, buffer_values
-
-if TYPE_CHECKING:  # (for the annotation: the worker imports it where it loads a plan)
+# This module imports autoconv's others where it uses them, so that a tuning worker can import it
+# and start its GPU worker (:func:`launch_worker`) before it imports the tuner.
+if TYPE_CHECKING:  # (for the annotations)
+    from autoconv.backends.base import TrialResult
     from autoconv.gpu.kernels import LoadedPlan
 
 #: CUDA errors after which the context is unusable ("sticky" errors), by code.
@@ -66,6 +69,9 @@ STICKY_CUDA_ERRORS = {
 #: Exit status of a worker that ends itself after a sticky error.
 EXIT_CONTEXT_LOST = 70
 
+#: The process name of a GPU worker.
+PROCESS_NAME = "autoconv-gpu-worker"
+
 #: Problems (with their seed) whose buffers a worker keeps, the least recently used freed first:
 #: a tuner with two studies in flight alternates between their problems, and a winner's
 #: re-verification uses another seed's inputs. Making them again costs the random inputs and the
@@ -79,6 +85,29 @@ class WorkerOptions:
     samples: int = 7          # timed graph replays per fully timed candidate (median reported)
     warmup: int = 2
     max_buffer_sets: int = 256
+
+
+@dataclass
+class LaunchedWorker:
+    """A GPU worker process started with ``options``, and the starting process's end of its pipe."""
+
+    process: BaseProcess
+    connection: Connection
+    options: WorkerOptions
+
+
+def launch_worker(options: WorkerOptions,
+                  target: Callable[[Connection, WorkerOptions], None] | None = None) -> LaunchedWorker:
+    """Start a GPU worker process (spawned, daemonic: it ends with this process) running
+    ``target`` (default: :func:`worker_main`), and return without waiting for its replies:
+    it imports CuPy, makes its CUDA context and warms up (seconds with an empty CuPy kernel
+    cache) meanwhile. :class:`autoconv.gpu.backend.GpuWorker` waits for its "ready"."""
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=target or worker_main, args=(child, options), name=PROCESS_NAME, daemon=True)
+    process.start()
+    child.close()  # so that the parent sees EOF when the worker dies
+    return LaunchedWorker(process, parent, options)
 
 
 def worker_main(connection, options: WorkerOptions) -> None:
@@ -187,6 +216,7 @@ class ProblemBuffers:
     def verification(self, workspace) -> dict:
         """The verification buffers, with output and workspace poisoned (NaN: 0xFFFF in a
         16-bit output, a NaN in both formats)."""
+        from autoconv.dtypes import POISON_BITS
         from autoconv.verify.compare import POISON
 
         self.y.fill(POISON_BITS[self.problem.output_dtype])
@@ -201,6 +231,8 @@ class ProblemBuffers:
     def output_values(self):
         """The verification output's values, in the reference's (logical) layout."""
         import cupy
+
+        from autoconv.dtypes import buffer_values
 
         return buffer_values(self.problem, self.y, cupy)
 
@@ -321,6 +353,7 @@ class WorkerSession:
                   cutoff_ms: float | None) -> tuple[TrialResult, bool]:
         import cupy
 
+        from autoconv.backends.base import Status, TrialResult, failed
         from autoconv.gpu.kernels import LoadedPlan
         from autoconv.gpu.timing import SCREENING, time_calls
         from autoconv.verify.compare import check_result

@@ -43,6 +43,27 @@ def test_a_take_waits_until_an_item_is_made_ready_and_woken():
     assert taken == ["a"]
 
 
+def test_while_nothing_is_ready_the_waiting_items_are_handed_over_before_each_wait():
+    """(the GPU worker then prepares the inputs of the first waiting candidate's problem)"""
+    ready: set[str] = set()
+    items = ReadyFirst(lambda item: item in ready)
+    items.put("first")
+    items.put("second")
+    seen: list[list[str]] = []
+
+    def while_waiting(waiting: list[str]) -> None:
+        seen.append(waiting)
+        ready.add("second")  # (made ready while the call ran, its wake-up before any wait)
+        items.wake()
+
+    started = time.monotonic()
+    assert items.take(while_waiting) == "second"
+    assert seen == [["first", "second"]] and time.monotonic() - started < backend_module.READY_POLL_S / 2
+    ready.add("first")
+    assert items.take(lambda waiting: seen.append(waiting)) == "first"
+    assert len(seen) == 1  # (not called when an item is ready)
+
+
 def test_an_item_ready_without_notice_is_found_by_looking_again(monkeypatch):
     monkeypatch.setattr(backend_module, "READY_POLL_S", 0.05)
     deadline = time.monotonic() + 0.2
