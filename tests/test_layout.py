@@ -176,6 +176,9 @@ def test_domain_code_never_imports_the_command_line():
     ("autoconv", ("cupy", "torch", "optuna")),
     ("autoconv.runtime", ("cupy",)),  # conv2d needs CuPy (or PyTorch) only when called
     ("autoconv.gpu", ("cupy",)),
+    # A fleet worker starts its GPU worker from here before it imports the tuner (its warm-up then
+    # overlaps those imports): nothing heavy may come first.
+    ("autoconv.search.fleet_entry", ("cupy", "torch", "optuna", "numpy", "jinja2", "yaml")),
 ])
 def test_importing_leaves_heavy_packages_alone(module, heavy):
     script = (f"import sys, {module}\n"

@@ -46,31 +46,36 @@ parent merges each problem's outcomes over the workers
 
 from __future__ import annotations
 
-import concurrent.futures
 import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
-import threading
 import time
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autoconv.backends.base import TrialResult
-from autoconv.backends.factory import backend_kind, make_backend
+from autoconv.backends.factory import backend_kind
 from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError, BackendUnavailable
-from autoconv.gpu.compile_service import CompileService, RemoteCompiler
+from autoconv.gpu.compile_service import CompileService
 from autoconv.gpu.device import require_cupy
-from autoconv.kernels.families import KernelPlan
-from autoconv.problems.config import Budget, load_config
+from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
-from autoconv.processes import exit_with_parent
-from autoconv.search.outcome import Milestones, ProblemOutcome, Reporter, merge_outcomes
-from autoconv.search.session import TuneSession
-from autoconv.search.storage import is_url, make_storage, prepare_storage
+from autoconv.search.fleet_entry import worker_process
+from autoconv.search.fleet_worker import (
+    ProblemFinished,
+    ProblemStarted,
+    TrialFinished,
+    WorkerDone,
+    WorkerFailed,
+    WorkerJob,
+    WorkerMessage,
+    WorkerNote,
+    WorkerStarted,
+)
+from autoconv.search.outcome import ProblemOutcome, merge_outcomes
+from autoconv.search.storage import prepare_storage
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, DEFAULT_RANKED
 
 #: Seconds between two looks at the workers while no event arrives.
@@ -163,175 +168,6 @@ def refuse_unshareable(storage: str) -> None:
                             "(postgresql+psycopg://user@host/db)")
 
 
-# ---- the workers -----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class WorkerJob:
-    """What one worker process tunes (everything it needs, picklable)."""
-
-    worker: int             # this worker's number in the fleet (0, 1, ...)
-    device: int             # the CUDA device it measures on
-    start: int              # index of the problem this worker begins with
-    config_path: str
-    families: tuple[str, ...]
-    budget: Budget
-    storage: str
-    cache: str
-    retune: bool
-    compile_workers: int    # its share of the host's cores: the processes that enumerate valid configurations
-    pipeline_depth: int
-    ranked: int
-    prefilter: bool
-    run_time_sizes: bool
-    transfer: bool
-    started_at: float       # when the run started (time.time()): its milestones count from there
-
-
-# ---- what a worker tells the parent ------------------------------------------------------
-
-@dataclass(frozen=True)
-class WorkerMessage:
-    """From worker number ``worker`` to the parent, through its :class:`WorkerChannel`."""
-
-    worker: int
-
-
-@dataclass(frozen=True)
-class WorkerStarted(WorkerMessage):
-    gpu: str  # the GPU's name and architecture
-
-
-@dataclass(frozen=True)
-class ProblemStarted(WorkerMessage):
-    problem: str
-    evaluated: int  # trials evaluated in the problem's study so far
-
-
-@dataclass(frozen=True)
-class TrialFinished(WorkerMessage):
-    problem: str
-    family: str
-    ok: bool
-    best_ms: float | None  # this worker's best of the problem so far, and its TFLOP/s
-    best_tflops: float | None
-    evaluated: int
-
-
-@dataclass(frozen=True)
-class ProblemFinished(WorkerMessage):
-    outcome: ProblemOutcome
-
-
-@dataclass(frozen=True)
-class WorkerNote(WorkerMessage):
-    text: str
-
-
-@dataclass(frozen=True)
-class WorkerDone(WorkerMessage):
-    outcomes: list[ProblemOutcome]
-    milestones_s: dict[str, float] = field(default_factory=dict)  # (outcome.MILESTONES)
-
-
-@dataclass(frozen=True)
-class WorkerFailed(WorkerMessage):
-    error: str
-
-
-class WorkerChannel:
-    """The sending end of one worker's pipe to the parent (``put`` is safe from any thread)."""
-
-    def __init__(self, connection):
-        self.connection, self._lock = connection, threading.Lock()
-
-    def put(self, message: WorkerMessage) -> None:
-        with self._lock:
-            self.connection.send(message)
-
-
-class QueueReporter(Reporter):
-    """Sends a worker's progress to the parent as :class:`WorkerMessage` objects (through
-    anything with a ``put``: a :class:`WorkerChannel`, or a queue in tests)."""
-
-    def __init__(self, events, worker: int):
-        self.events, self.worker = events, worker
-
-    def problem_started(self, item: NamedProblem, study: str, evaluated: int, budget: Budget) -> None:
-        self.events.put(ProblemStarted(self.worker, item.name, evaluated))
-
-    def trial_finished(self, item: NamedProblem, trial_number: int, plan: KernelPlan,
-                       result: TrialResult, best: TrialResult | None, evaluated: int) -> None:
-        self.events.put(TrialFinished(self.worker, item.name, plan.family, result.ok,
-                                      None if best is None else best.time_ms,
-                                      None if best is None else best.tflops, evaluated))
-
-    def problem_finished(self, outcome: ProblemOutcome) -> None:
-        self.events.put(ProblemFinished(self.worker, outcome))
-
-    def note(self, text: str) -> None:
-        self.events.put(WorkerNote(self.worker, text))
-
-
-def worker_main(job: WorkerJob, connection, parent_pid: int, compile_connection) -> None:
-    """One worker: tune every problem of the config on device ``job.device``,
-    telling the parent through ``connection`` (the sending end of its pipe), compiling through
-    ``compile_connection`` (its pipe to the parent's :class:`CompileService`)."""
-    exit_with_parent(parent_pid)
-    events = WorkerChannel(connection)
-    milestones = Milestones(job.started_at)
-    milestones.mark("process")
-    try:
-        config = load_config(job.config_path)
-        session = TuneSession(config, families=job.families, budget=job.budget, storage=job.storage,
-                              cache=job.cache, retune=job.retune,
-                              pipeline_depth=job.pipeline_depth, ranked=job.ranked,
-                              prefilter=job.prefilter,  # resolved by the parent
-                              run_time_sizes=job.run_time_sizes, transfer=job.transfer)
-        problems = config.problems[job.start:] + config.problems[:job.start]
-        def compiler(arch: str) -> RemoteCompiler:
-            return RemoteCompiler(compile_connection, arch)
-
-        reporter = QueueReporter(events, job.worker)
-        with concurrent.futures.ThreadPoolExecutor(1, "autoconv-storage-load") as loader:
-            storage = _load_storage(loader, session.storage, reporter)
-            with make_backend(job.device, seed=config.seed, compiler=compiler) as backend, \
-                    session.open_cache() as winners:
-                milestones.mark("backend")
-                identity = backend.identity
-                events.put(WorkerStarted(job.worker, f"{identity.gpu_name} "
-                                                     f"(sm_{''.join(map(str, identity.compute_capability))})"))
-                opened = storage.result()
-                milestones.mark("storage")
-                tuner = session.tuner(backend, cache=winners, reporter=reporter, workers=job.compile_workers,
-                                      storage=opened)
-                outcomes = tuner.tune(problems)
-                tuner.mark_search(milestones)
-                milestones.mark("tuned")
-        milestones.mark("closed")
-        events.put(WorkerDone(job.worker, outcomes, milestones.in_order()))
-    except AutoconvError as err:
-        events.put(WorkerFailed(job.worker, str(err)))
-    except BaseException as err:  # noqa: BLE001 - reported to the parent, which goes on
-        events.put(WorkerFailed(job.worker, "".join(traceback.format_exception(err)).strip()))
-    finally:
-        connection.close()
-
-
-def _load_storage(loader: concurrent.futures.ThreadPoolExecutor, storage: str,
-                  reporter: Reporter) -> concurrent.futures.Future:
-    """``storage`` opened: a journal file in ``loader``'s thread, so that its records (seconds of
-    them for a long tuning history) are read while the GPU worker starts; a database here and now.
-    (Only the journal in a thread: two threads importing SQLAlchemy at once, the database's
-    storage and the winners' cache, can see a module of it partly initialized.)"""
-    if is_url(storage):
-        done: concurrent.futures.Future = concurrent.futures.Future()
-        done.set_result(make_storage(storage, on_repair=reporter.note))
-        return done
-    import optuna.storages.journal  # noqa: F401 - imported here, not in the thread (see above)
-
-    return loader.submit(make_storage, storage, on_repair=reporter.note)
-
-
 #: (evaluated, best) of a problem a worker has not yet reported on.
 NOT_STARTED = (0, "best: -")
 
@@ -413,8 +249,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     slots = [(device, copy) for copy in range(workers_per_gpu) for device in devices]
     compile_workers = max(2, (os.cpu_count() or 2) // len(slots))  # (each worker's share, as before)
     compiler = CompileService(processes=compile_workers * len(slots))
-    if backend_kind() == "cupy":  # (the fake backend compiles nothing)
-        compiler.start()  # its processes import CuPy meanwhile
+    on_gpus = backend_kind() == "cupy"  # (the fake backend has no GPU worker and compiles nothing)
     # Create the storage's and the cache's tables once, before the workers race to.
     prepare_storage(storage, on_repair=reporter.note)
     WinnerCache(cache).close()
@@ -432,12 +267,18 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
                         started_at=started_at)
         receiving, sending = context.Pipe(duplex=False)
         compiling = compiler.connect()
-        process = context.Process(target=worker_main, args=(job, sending, os.getpid(), compiling),
+        process = context.Process(target=worker_process,
+                                  args=(pickle.dumps(job), worker.device if on_gpus else None, sending,
+                                        os.getpid(), compiling),
                                   name=f"autoconv-tune-worker{number}-gpu{worker.device}")
         process.start()
         sending.close()  # the worker holds its own copy: its exit is the pipe's end
         compiling.close()
         worker.process, worker.channel = process, receiving
+    if on_gpus:
+        # After the workers: their GPU workers start first (their warm-up is what the first results
+        # wait for); the compiler processes are first needed some seconds later.
+        compiler.start()
 
     finished_by: dict[str, dict[int, ProblemOutcome]] = {}
     names = [item.name for item in config.problems]

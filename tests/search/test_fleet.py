@@ -95,15 +95,8 @@ def test_worker_messages_update_the_parents_view_of_the_worker():
     from autoconv.kernels.families import get_family
     from autoconv.kernels.limits import H100
     from autoconv.problems.models import NamedProblem
-    from autoconv.search.fleet import (
-        FleetReporter,
-        QueueReporter,
-        WorkerDone,
-        WorkerFailed,
-        WorkerStarted,
-        WorkerState,
-        _apply,
-    )
+    from autoconv.search.fleet import FleetReporter, WorkerState, _apply
+    from autoconv.search.fleet_worker import QueueReporter, WorkerDone, WorkerFailed, WorkerStarted
 
     class Recorder(FleetReporter):
         def __init__(self):
@@ -498,7 +491,7 @@ def test_a_worker_reads_a_journal_in_a_thread_and_opens_a_database_in_its_own(tm
     import concurrent.futures
     import threading
 
-    from autoconv.search import fleet
+    from autoconv.search import fleet_worker
     from autoconv.search.outcome import Reporter
 
     opened_in = {}
@@ -507,18 +500,19 @@ def test_a_worker_reads_a_journal_in_a_thread_and_opens_a_database_in_its_own(tm
         opened_in[str(storage)] = threading.current_thread().name
         return storage
 
-    monkeypatch.setattr(fleet, "make_storage", make_storage)
+    monkeypatch.setattr(fleet_worker, "make_storage", make_storage)
     journal, database = str(tmp_path / "studies.journal"), "postgresql+psycopg://user@host/db"
     with concurrent.futures.ThreadPoolExecutor(1, "loader") as loader:
-        assert fleet._load_storage(loader, journal, Reporter()).result() == journal
-        assert fleet._load_storage(loader, database, Reporter()).result() == database
+        assert fleet_worker._load_storage(loader, journal, Reporter()).result() == journal
+        assert fleet_worker._load_storage(loader, database, Reporter()).result() == database
     assert opened_in[journal].startswith("loader") and opened_in[database] == threading.current_thread().name
 
 
 def test_a_worker_line_shows_the_problem_it_began_last_of_the_two_it_tunes():
     """A worker's tuner begins its next study while one waits on its last candidates: the line
     follows the one begun last, and falls back to the other when it ends first."""
-    from autoconv.search.fleet import FleetReporter, ProblemFinished, ProblemStarted, TrialFinished, WorkerState, _apply
+    from autoconv.search.fleet import FleetReporter, WorkerState, _apply
+    from autoconv.search.fleet_worker import ProblemFinished, ProblemStarted, TrialFinished
 
     worker, finished_by = WorkerState(worker=1, device=0, process=None), {}
     first, second = ProblemOutcome(name="a", problem=parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1")), \

@@ -1,0 +1,30 @@
+"""A fleet worker process's first steps (:mod:`autoconv.search.fleet`), before it imports the tuner.
+
+The worker's job arrives pickled: its classes import the tuner (half a second, more while the
+host's compiler processes start beside it), and the GPU worker is started before that, so that
+its CUDA context and warm-up (seconds with an empty CuPy kernel cache) overlap those imports,
+the storage's opening and the first compilations instead of holding back the first results
+(results/h100/thirtieth).
+"""
+
+from __future__ import annotations
+
+import pickle
+from multiprocessing.connection import Connection
+
+from autoconv.gpu.worker import WorkerOptions, launch_worker
+from autoconv.processes import exit_with_parent
+
+
+def worker_process(job: bytes, gpu_device: int | None, connection: Connection, parent_pid: int,
+                   compile_connection: Connection) -> None:
+    """Entry point of a fleet worker process: ``job`` is its pickled
+    :class:`~autoconv.search.fleet_worker.WorkerJob`; ``gpu_device`` the CUDA device whose GPU worker
+    to start now (None with a backend that has none); ``parent_pid`` the parent's, with which
+    this process ends (:func:`~autoconv.processes.exit_with_parent`); the rest as
+    :func:`~autoconv.search.fleet_worker.worker_main`'s."""
+    exit_with_parent(parent_pid)
+    launched = launch_worker(WorkerOptions(device_id=gpu_device)) if gpu_device is not None else None
+    from autoconv.search.fleet_worker import worker_main
+
+    worker_main(pickle.loads(job), connection, compile_connection, launched=launched)
