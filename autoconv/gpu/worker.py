@@ -277,21 +277,22 @@ class WorkerSession:
         cold CuPy kernel cache that takes seconds, which must not count against the
         first candidate's time limit. It runs after "ready", before the first request is read,
         so the parent waits for it under the first problem's preparation limit. (The comparisons
-        themselves compile once whatever the sizes: :mod:`autoconv.verify.device_sums`.)"""
+        themselves compile once whatever the sizes: :mod:`autoconv.verify.device_sums`.)
+
+        Without the GPU's lock: its seconds are the host compiling, and its kernels take
+        microseconds. Under the lock, the workers sharing a GPU warmed up one after another, and
+        their first results all waited ~2 s more (results/h100/thirtieth)."""
         from autoconv.problems.problem import parse_spec
         from autoconv.verify.compare import check_result
 
-        self.set_problem(parse_spec("N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1,bias=1"), 0)
-        buffers = self.buffers
-        assert buffers is not None  # (set_problem's)
+        buffers = ProblemBuffers(parse_spec("N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1,bias=1"), 0,
+                                 self.limits.l2_bytes, self.options.max_buffer_sets)
         buffers.verification(None)
         buffers.y[...] = buffers.reference
         check_result(buffers.output_values(), buffers.reference, buffers.tolerance)
         buffers.y.fill(float("nan"))
         check_result(buffers.output_values(), buffers.reference, buffers.tolerance)
         buffers.written_inputs()
-        self.buffers = None
-        self.kept.clear()
 
     def set_problem(self, problem, seed: int) -> None:
         """Make ``problem``'s buffers for ``seed`` the current ones: those kept, or new ones, for

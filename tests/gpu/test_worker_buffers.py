@@ -49,3 +49,19 @@ def test_inputs_a_kernel_wrote_are_restored(session):
     assert sorted(buffers.written_inputs()) == ["bias", "x"]
     buffers.restore_inputs()
     assert buffers.written_inputs() == []
+
+
+def test_the_warm_up_runs_while_another_worker_holds_the_gpu(session):
+    """Workers sharing a GPU warm up at once (their seconds are CuPy compiling), not one after
+    another behind the lock that keeps kernels from running beside another's measurement; and
+    the warm-up leaves no buffers behind."""
+    import threading
+
+    from autoconv.gpu.exclusive import GpuLock
+
+    done = threading.Event()
+    with GpuLock.for_device(0):  # (another worker measuring; a lock file of its own: flock excludes it too)
+        warming = threading.Thread(target=lambda: (session.warm_up(), done.set()), daemon=True)
+        warming.start()
+        assert done.wait(timeout=120), "the warm-up waited for the GPU's lock"
+    assert session.buffers is None and not session.kept
