@@ -24,7 +24,12 @@ def worker_process(job: bytes, gpu_device: int | None, connection: Connection, p
     this process ends (:func:`~autoconv.processes.exit_with_parent`); the rest as
     :func:`~autoconv.search.fleet_worker.worker_main`'s."""
     exit_with_parent(parent_pid)
-    launched = launch_worker(WorkerOptions(device_id=gpu_device)) if gpu_device is not None else None
+    launched = None
+    if gpu_device is not None:
+        try:
+            launched = launch_worker(WorkerOptions(device_id=gpu_device))
+        except Exception:  # noqa: BLE001 - e.g. no process could be started: the backend's own start says why
+            launched = None
     from autoconv.search.fleet_worker import worker_main
 
     worker_main(pickle.loads(job), connection, compile_connection, launched=launched)

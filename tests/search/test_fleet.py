@@ -532,3 +532,21 @@ def test_a_worker_line_shows_the_problem_it_began_last_of_the_two_it_tunes():
         _apply(message, {1: worker}, finished_by, FleetReporter())
         assert line() == shown, message
     assert worker.finished == {"a", "b"} and not worker.running
+
+
+def test_a_worker_whose_early_gpu_worker_cannot_start_leaves_it_to_its_backend(monkeypatch):
+    """(the backend's own start then fails with the reason, reported like any worker's error)"""
+    import pickle
+
+    from autoconv.search import fleet_entry, fleet_worker
+
+    def cannot_start(options):
+        raise OSError("no more processes")
+
+    given = {}
+    monkeypatch.setattr(fleet_entry, "launch_worker", cannot_start)
+    monkeypatch.setattr(fleet_worker, "worker_main",
+                        lambda job, connection, compile_connection, launched: given.update(job=job, launched=launched))
+    monkeypatch.setattr(fleet_entry, "exit_with_parent", lambda pid: None)
+    fleet_entry.worker_process(pickle.dumps("the job"), 0, None, 1, None)
+    assert given == {"job": "the job", "launched": None}
