@@ -168,8 +168,7 @@ class GpuWorker:
         if self._process is None:
             self.start()
             self.restarts += 1
-        if self._problem != (plan.problem, seed):
-            self._prepare(plan.problem, seed)
+        self.prepare_inputs(plan.problem, seed)
         sent = started = time.perf_counter()
         assert self._process is not None and self._connection is not None  # (started above)
         try:

@@ -158,8 +158,7 @@ def worker_main(job: WorkerJob, connection, compile_connection, launched: Launch
         reporter = QueueReporter(events, job.worker)
         with concurrent.futures.ThreadPoolExecutor(1, "autoconv-storage-load") as loader:
             storage = _load_storage(loader, session.storage, reporter)
-            gpu_worker = {"launched": launched} if launched is not None else {}
-            with make_backend(job.device, seed=config.seed, compiler=compiler, **gpu_worker) as backend, \
+            with make_backend(job.device, seed=config.seed, compiler=compiler, launched=launched) as backend, \
                     session.open_cache() as winners:
                 milestones.mark("backend")
                 identity = backend.identity

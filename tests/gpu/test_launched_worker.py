@@ -83,8 +83,8 @@ def test_inputs_prepared_ahead_are_made_once_per_problem_and_seed(monkeypatch):
         for problem, seed in [(PROBLEM, 0), (PROBLEM, 0), (PROBLEM, 1), (other, 1), (other, 1)]:
             worker.prepare_inputs(problem, seed)
         assert worker._problem == (other, 1)
-        assert worker._connection.send(("which", None)) is None and \
-            worker._receive(10, "listing")[1] == [(PROBLEM, 0), (PROBLEM, 1), (other, 1)]
+        worker._connection.send(("which", None))
+        assert worker._receive(10, "listing")[1] == [(PROBLEM, 0), (PROBLEM, 1), (other, 1)]
     finally:
         worker.close()
     worker.prepare_inputs(PROBLEM, 0)  # (no live worker: left to the next evaluation to start one)
