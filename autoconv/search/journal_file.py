@@ -18,6 +18,9 @@ makes them. A problem's study is forced to the disk when its search ends, howeve
 :func:`autoconv.search.storage.check_journal`) is written only by an append that forced the
 file to the disk, so a journal that lost its unforced tail in a crash is never taken for
 one cut after its writers left it.
+
+It also keeps a snapshot of Optuna's replay beside the file (:mod:`autoconv.search.journal_snapshot`):
+a process that opens a long history loads it and replays only the records after it.
 """
 
 from __future__ import annotations
@@ -25,9 +28,18 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any, Protocol
 
+import optuna
 from optuna.storages.journal import JournalFileBackend
+
+from autoconv.search.journal_snapshot import PrefixHash, read_snapshot, write_snapshot
+
+try:  # (Optuna >= 4 has it, but does not export it: JournalStorage asks its backend isinstance of it)
+    from optuna.storages.journal._base import BaseJournalSnapshot
+except ImportError:  # another layout: no snapshots, every process replays the whole journal
+    BaseJournalSnapshot = object  # type: ignore[assignment,misc]
 
 #: Seconds between two of a process's appends that force the journal to the disk.
 SYNC_INTERVAL_S = 1.0
@@ -41,9 +53,9 @@ class MarkingLock(Protocol):
     def release(self, mark: bool | None = None) -> None: ...
 
 
-class GroupCommitJournal(JournalFileBackend):
+class GroupCommitJournal(JournalFileBackend, BaseJournalSnapshot):
     """A journal file at ``path`` whose writers serialise on ``lock`` and force it to the disk
-    at most every :data:`SYNC_INTERVAL_S` (see the module docstring)."""
+    at most every :data:`SYNC_INTERVAL_S`, with a snapshot of its replay (see the module docstring)."""
 
     def __init__(self, path: str, lock: MarkingLock):
         # (Optuna's backend calls only acquire and release of its lock)
@@ -51,6 +63,22 @@ class GroupCommitJournal(JournalFileBackend):
         self._path = path
         self._lock_of_writers = lock
         self._synced = -SYNC_INTERVAL_S  # time.monotonic() of this process's last fsync
+        self._prefix_hash = PrefixHash(Path(path))
+
+    def load_snapshot(self) -> bytes | None:
+        """Optuna's replay of this journal's start, if a snapshot matches it (else None: a full replay)."""
+        found = read_snapshot(Path(self._path), optuna.__version__)
+        return None if found is None else found.replay
+
+    def save_snapshot(self, snapshot: bytes) -> None:
+        """Keep ``snapshot``, Optuna's replay as it stands, as this journal's snapshot. Optuna
+        hands it over right after reading the journal to its end (under its storage's lock), so
+        it covers every record read so far: those whose byte offsets the backend recorded."""
+        offsets = getattr(self, "_log_number_offset", None)  # (JournalFileBackend's: record number -> byte offset)
+        if not isinstance(offsets, dict) or not offsets:
+            return  # (another Optuna, which keeps no offsets: no snapshot, full replays as before)
+        lines = max(offsets)
+        write_snapshot(Path(self._path), snapshot, offsets[lines], lines, optuna.__version__, self._prefix_hash)
 
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
         text = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode()
