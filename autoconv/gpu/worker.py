@@ -41,7 +41,7 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING
@@ -85,6 +85,10 @@ class WorkerOptions:
     samples: int = 7          # timed graph replays per fully timed candidate (median reported)
     warmup: int = 2
     max_buffer_sets: int = 256
+    #: Which step of :meth:`WorkerSession.warm_up` to start at: a tuning run gives its GPU workers
+    #: different turns. (Not compared: it changes no measurement, and a backend adopts a GPU
+    #: worker launched with any turn.)
+    warm_up_turn: int = field(default=0, compare=False)
 
 
 @dataclass
@@ -171,47 +175,34 @@ class ProblemBuffers:
     """Inputs, reference and timing buffers of one problem, on the GPU."""
 
     def __init__(self, problem, seed: int, l2_bytes: int, max_sets: int):
-        import cupy
-        import numpy
+        inputs = verification_inputs(problem, seed)
+        reference, tolerance = reference_and_tolerance(problem, *inputs)
+        self._assemble(problem, seed, inputs, reference, tolerance, timing_sets(problem, seed, l2_bytes, max_sets))
 
-        from autoconv.dtypes import kernel_buffer, output_buffer, random_buffer, tensor_values
-        from autoconv.gpu.memory import timing_set_bytes
-        from autoconv.gpu.timing import buffer_sets_for
-        from autoconv.verify.reference import conv2d_reference, random_inputs
-        from autoconv.verify.tolerance import tolerance
+    @classmethod
+    def of(cls, problem, seed: int, inputs: tuple, reference, tolerance: float, sets: list[dict]) -> ProblemBuffers:
+        """Buffers of parts made already: ``inputs`` (x, w, bias) as :func:`verification_inputs`
+        makes them, their ``reference`` and ``tolerance``, the timing ``sets``."""
+        buffers = cls.__new__(cls)
+        buffers._assemble(problem, seed, inputs, reference, tolerance, sets)
+        return buffers
+
+    def _assemble(self, problem, seed: int, inputs: tuple, reference, tolerance: float, sets: list[dict]) -> None:
+        import cupy
+
+        from autoconv.dtypes import output_buffer
 
         self.problem = problem
         self.seed = seed
-        # The buffers as the kernels take them (the problem's layout and element type), made on
-        # the host; the reference reads their values on the GPU (a float32 NCHW problem's buffers
-        # are its values: no copy; a 16-bit problem's are decoded).
-        x, w, bias = random_inputs(problem, numpy.random.default_rng(seed))
-        self.x = cupy.asarray(kernel_buffer(problem, "x", x))
-        self.w = cupy.asarray(kernel_buffer(problem, "w", w))
-        self.bias = cupy.asarray(kernel_buffer(problem, "bias", bias)) if bias is not None else None
+        self.x, self.w, self.bias = inputs
         self.pristine = {"x": self.x.copy(), "w": self.w.copy()}
         if self.bias is not None:
             self.pristine["bias"] = self.bias.copy()
-        x, w = tensor_values(problem, "x", self.x, cupy), tensor_values(problem, "w", self.w, cupy)
-        bias = tensor_values(problem, "bias", self.bias, cupy) if self.bias is not None else None
-        self.reference = conv2d_reference(problem, x, w, bias, xp=cupy)
-        #: The relative L2 error a kernel's output may have (its precision's). For a 16-bit
-        #: problem it rounds the reference to the output type, which compiles CuPy's kernels for
-        #: the output's decoding (the same operations) before any candidate's time limit runs.
-        self.tolerance = tolerance(problem, x, w, self.reference, xp=cupy)
-        del x, w, bias
+        self.reference = reference
+        #: The relative L2 error a kernel's output may have (its precision's).
+        self.tolerance = tolerance
         self.y = output_buffer(problem, cupy)
-
-        per_set = timing_set_bytes(problem)  # (as the memory estimate counts them)
-        generator = cupy.random.default_rng(seed + 1)
-
-        self.timing_sets = []
-        for _ in range(buffer_sets_for(per_set, l2_bytes, max_sets)):
-            buffers = {"x": random_buffer(problem, "x", generator, cupy),
-                       "w": random_buffer(problem, "w", generator, cupy), "y": output_buffer(problem, cupy)}
-            if problem.bias:
-                buffers["bias"] = random_buffer(problem, "bias", generator, cupy)
-            self.timing_sets.append(buffers)
+        self.timing_sets = sets
 
     def verification(self, workspace) -> dict:
         """The verification buffers, with output and workspace poisoned (NaN: 0xFFFF in a
@@ -251,6 +242,101 @@ class ProblemBuffers:
             current[name][...] = copy
 
 
+def verification_inputs(problem, seed: int) -> tuple:
+    """``problem``'s verification inputs (x, w, bias or None) for ``seed``, on the GPU as the kernels
+    take them (the problem's layout and element type). Made on the host from a seeded generator,
+    so that every process makes the same ones."""
+    import cupy
+    import numpy
+
+    from autoconv.dtypes import kernel_buffer
+    from autoconv.verify.reference import random_inputs
+
+    x, w, bias = random_inputs(problem, numpy.random.default_rng(seed))
+    return (cupy.asarray(kernel_buffer(problem, "x", x)), cupy.asarray(kernel_buffer(problem, "w", w)),
+            cupy.asarray(kernel_buffer(problem, "bias", bias)) if bias is not None else None)
+
+
+def reference_and_tolerance(problem, x, w, bias) -> tuple:
+    """The float64 reference output of inputs ``x``, ``w``, ``bias`` (:func:`verification_inputs`),
+    computed on the GPU, and the relative L2 error a kernel's output may have against it. (For a
+    16-bit problem the tolerance rounds the reference to the output type, which compiles CuPy's
+    kernels for the output's decoding before any candidate's time limit runs.)"""
+    import cupy
+
+    from autoconv.dtypes import tensor_values
+    from autoconv.verify.reference import conv2d_reference
+    from autoconv.verify.tolerance import tolerance
+
+    # The reference reads the buffers' values (a float32 NCHW problem's buffers are its values:
+    # no copy; a 16-bit problem's are decoded).
+    x, w = tensor_values(problem, "x", x, cupy), tensor_values(problem, "w", w, cupy)
+    bias = tensor_values(problem, "bias", bias, cupy) if bias is not None else None
+    reference = conv2d_reference(problem, x, w, bias, xp=cupy)
+    return reference, tolerance(problem, x, w, reference, xp=cupy)
+
+
+def timing_sets(problem, seed: int, l2_bytes: int, max_sets: int) -> list[dict]:
+    """The rotating buffer sets candidates are timed on (``x``, ``w``, ``y``, ``bias``: random data
+    made on the GPU), as many as exceed twice the L2 cache (:func:`autoconv.gpu.timing.buffer_sets_for`)."""
+    import cupy
+
+    from autoconv.dtypes import output_buffer, random_buffer
+    from autoconv.gpu.memory import timing_set_bytes
+    from autoconv.gpu.timing import buffer_sets_for
+
+    per_set = timing_set_bytes(problem)  # (as the memory estimate counts them)
+    generator = cupy.random.default_rng(seed + 1)
+    sets = []
+    for _ in range(buffer_sets_for(per_set, l2_bytes, max_sets)):
+        buffers = {"x": random_buffer(problem, "x", generator, cupy),
+                   "w": random_buffer(problem, "w", generator, cupy), "y": output_buffer(problem, cupy)}
+        if problem.bias:
+            buffers["bias"] = random_buffer(problem, "bias", generator, cupy)
+        sets.append(buffers)
+    return sets
+
+
+#: The problem the warm-up runs (tiny: its kernels take microseconds; bias: its kernels too).
+WARM_UP_PROBLEM = "N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1,bias=1"
+
+
+def _warm_reference(problem, l2_bytes: int) -> None:
+    """The inputs, the float64 reference and the tolerance."""
+    reference_and_tolerance(problem, *verification_inputs(problem, 0))
+
+
+def _warm_timing_sets(problem, l2_bytes: int) -> None:
+    """The timing sets' random data."""
+    timing_sets(problem, 0, l2_bytes, 1)
+
+
+def _warm_verification(problem, l2_bytes: int) -> None:
+    """A candidate's check: the poisoned output, the comparisons of a right and a wrong one, the
+    inputs' bits. (On inputs and a reference made without the other steps' kernels.)"""
+    import cupy
+    import numpy
+
+    from autoconv.dtypes import kernel_buffer
+    from autoconv.verify.compare import check_result
+
+    inputs = tuple(cupy.asarray(kernel_buffer(problem, name, numpy.ones(shape, dtype=numpy.float32)))
+                   for name, shape in (("x", problem.input_shape), ("w", problem.weight_shape), ("bias", (problem.K,))))
+    reference = cupy.asarray(numpy.ones(problem.output_shape))
+    buffers = ProblemBuffers.of(problem, 0, inputs, reference, 1e-5, [])
+    buffers.verification(None)
+    buffers.y[...] = buffers.reference
+    check_result(buffers.output_values(), buffers.reference, buffers.tolerance)
+    buffers.y.fill(float("nan"))
+    check_result(buffers.output_values(), buffers.reference, buffers.tolerance)
+    buffers.written_inputs()
+
+
+#: The warm-up's steps: each compiles its own CuPy kernels, so that the GPU workers sharing a host
+#: can take them in different orders (:meth:`WorkerSession.warm_up`).
+WARM_UP_STEPS = (_warm_reference, _warm_timing_sets, _warm_verification)
+
+
 class WorkerSession:
     """The worker's state: the device's limits and the current problem's buffers."""
 
@@ -281,18 +367,18 @@ class WorkerSession:
 
         Without the GPU's lock: its seconds are the host compiling, and its kernels take
         microseconds. Under the lock, the workers sharing a GPU warmed up one after another, and
-        their first results all waited ~2 s more (results/h100/thirtieth)."""
-        from autoconv.problems.problem import parse_spec
-        from autoconv.verify.compare import check_result
+        their first results all waited ~2 s more (results/h100/thirtieth).
 
-        buffers = ProblemBuffers(parse_spec("N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1,bias=1"), 0,
-                                 self.limits.l2_bytes, self.options.max_buffer_sets)
-        buffers.verification(None)
-        buffers.y[...] = buffers.reference
-        check_result(buffers.output_values(), buffers.reference, buffers.tolerance)
-        buffers.y.fill(float("nan"))
-        check_result(buffers.output_values(), buffers.reference, buffers.tolerance)
-        buffers.written_inputs()
+        Its steps (:data:`WARM_UP_STEPS`) start at the options' ``warm_up_turn``: the GPU workers of
+        a tuning run start at different steps, each compiles its first step's kernels while the
+        others compile theirs, and finds the rest in CuPy's kernel cache on disk (with an empty
+        cache, each compiled all of them at once before: ~4 s of 18 NVRTC compilations each)."""
+        from autoconv.problems.problem import parse_spec
+
+        problem = parse_spec(WARM_UP_PROBLEM)
+        first = self.options.warm_up_turn % len(WARM_UP_STEPS)
+        for step in WARM_UP_STEPS[first:] + WARM_UP_STEPS[:first]:
+            step(problem, self.limits.l2_bytes)
 
     def set_problem(self, problem, seed: int) -> None:
         """Make ``problem``'s buffers for ``seed`` the current ones: those kept, or new ones, for

@@ -269,7 +269,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
         compiling = compiler.connect()
         process = context.Process(target=worker_process,
                                   args=(pickle.dumps(job), worker.device if on_gpus else None, sending,
-                                        os.getpid(), compiling),
+                                        os.getpid(), compiling, number),  # (number: its warm-up turn)
                                   name=f"autoconv-tune-worker{number}-gpu{worker.device}")
         process.start()
         sending.close()  # the worker holds its own copy: its exit is the pipe's end

@@ -17,17 +17,18 @@ from autoconv.processes import exit_with_parent
 
 
 def worker_process(job: bytes, gpu_device: int | None, connection: Connection, parent_pid: int,
-                   compile_connection: Connection) -> None:
+                   compile_connection: Connection, warm_up_turn: int = 0) -> None:
     """Entry point of a fleet worker process: ``job`` is its pickled
     :class:`~autoconv.search.fleet_worker.WorkerJob`; ``gpu_device`` the CUDA device whose GPU worker
-    to start now (None with a backend that has none); ``parent_pid`` the parent's, with which
+    to start now (None with a backend that has none), at step ``warm_up_turn`` of its warm-up
+    (:class:`~autoconv.gpu.worker.WorkerOptions`); ``parent_pid`` the parent's, with which
     this process ends (:func:`~autoconv.processes.exit_with_parent`); the rest as
     :func:`~autoconv.search.fleet_worker.worker_main`'s."""
     exit_with_parent(parent_pid)
     launched = None
     if gpu_device is not None:
         try:
-            launched = launch_worker(WorkerOptions(device_id=gpu_device))
+            launched = launch_worker(WorkerOptions(device_id=gpu_device, warm_up_turn=warm_up_turn))
         except Exception:  # noqa: BLE001 - e.g. no process could be started: the backend's own start says why
             launched = None
     from autoconv.search.fleet_worker import worker_main

@@ -65,3 +65,35 @@ def test_the_warm_up_runs_while_another_worker_holds_the_gpu(session):
         warming.start()
         assert done.wait(timeout=120), "the warm-up waited for the GPU's lock"
     assert session.buffers is None and not session.kept
+
+
+WARM_UP_SCRIPT = """
+import sys
+from autoconv.gpu.device import read_device
+from autoconv.gpu.worker import WorkerOptions, WorkerSession
+limits, _ = read_device(0)
+for turn in map(int, sys.argv[1:]):
+    WorkerSession(limits, WorkerOptions(warm_up_turn=turn)).warm_up()
+"""
+
+
+def test_every_warm_up_turn_compiles_the_same_kernels_and_one_after_another_none(tmp_path):
+    """Each turn's order of the warm-up's steps compiles the same CuPy kernels (fresh kernel
+    caches), so a GPU worker whose turn comes after another's finds its kernels on disk."""
+    import os
+    import subprocess
+    import sys
+
+    def cached_after(folder, *turns):
+        environment = {**os.environ, "CUPY_CACHE_DIR": str(folder)}
+        subprocess.run([sys.executable, "-c", WARM_UP_SCRIPT, *map(str, turns)], check=True, env=environment,
+                       timeout=300)
+        return sorted(path.name for path in folder.iterdir())
+
+    kernels = [cached_after(tmp_path / f"turn{turn}", turn) for turn in range(3)]
+    assert kernels[0] and kernels[0] == kernels[1] == kernels[2]
+    shared = tmp_path / "shared"
+    assert cached_after(shared, 1) == kernels[0]
+    modified = {path.name: path.stat().st_mtime_ns for path in shared.iterdir()}
+    cached_after(shared, 0, 2)  # (the others' turns, after it: nothing compiled again)
+    assert {path.name: path.stat().st_mtime_ns for path in shared.iterdir()} == modified

@@ -74,3 +74,31 @@ def test_16bit_buffers_follow_the_layout_and_dtype(numpy_as_cupy, extra):
     for timing in buffers.timing_sets:
         assert timing["x"].dtype == np.uint16 and timing["y"].dtype == out
     assert sum(array.nbytes for array in buffers.timing_sets[0].values()) == timing_set_bytes(problem)
+
+
+@pytest.mark.parametrize("turn", [0, 1, 2, 4])
+def test_the_warm_up_runs_each_step_once_from_its_turn(numpy_as_cupy, monkeypatch, turn):
+    """GPU workers sharing a host start their warm-up at different steps (their turns), so that
+    each compiles its first step's kernels while the others compile theirs."""
+    from autoconv.gpu import exclusive, worker
+    from autoconv.kernels.limits import H100
+
+    monkeypatch.setattr(exclusive.GpuLock, "for_device", classmethod(lambda cls, device: cls("test")))
+    ran = []
+
+    def recorded(step):
+        return lambda problem, l2_bytes: (ran.append(step.__name__), step(problem, l2_bytes))
+
+    monkeypatch.setattr(worker, "WARM_UP_STEPS", tuple(recorded(step) for step in worker.WARM_UP_STEPS))
+    session = worker.WorkerSession(H100, worker.WorkerOptions(warm_up_turn=turn))
+    session.warm_up()  # (on NumPy: every step runs through)
+    names = ["_warm_reference", "_warm_timing_sets", "_warm_verification"]
+    assert ran == names[turn % 3:] + names[:turn % 3]
+    assert session.buffers is None and not session.kept
+
+
+def test_a_warm_up_turn_is_not_an_option_a_launched_worker_must_match():
+    from autoconv.gpu.worker import WorkerOptions
+
+    assert WorkerOptions(device_id=1, warm_up_turn=2) == WorkerOptions(device_id=1)
+    assert WorkerOptions(device_id=1, warm_up_turn=2) != WorkerOptions(device_id=0, warm_up_turn=2)
