@@ -22,9 +22,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
+
+from autoconv.errors import BackendUnavailable
 
 #: Flags for every candidate: C++17 (the templates use constexpr lambdas and
 #: ``if constexpr``); no fast-math, which would change float32 results.
@@ -60,13 +61,32 @@ class CompileOutcome:
 TEMPLATE_HEADERS = ("cuda_runtime.h", "mma.h", "crt/mma.h", "cuda_pipeline.h")
 
 
-@lru_cache(maxsize=1)
+#: The headers' folders of this process, once found (or given: :func:`use_include_dirs`).
+_include_dirs: tuple[str, ...] | None = None
+
+
 def cuda_include_dirs() -> tuple[str, ...]:
     """Folders with the CUDA headers templates may include (``mma.h``,
     ``cuda_pipeline.h``): CuPy's CUDA path, ``$CUDA_PATH``/``$CUDA_HOME``, nvcc's
     toolkit, ``/usr/local/cuda``; the first that has all of :data:`TEMPLATE_HEADERS`,
     else the first that has ``cuda_runtime.h``. (The pip-installed CUDA headers that
-    CuPy may point at ship ``mma.h`` without the ``crt/mma.h`` it includes.)"""
+    CuPy may point at ship ``mma.h`` without the ``crt/mma.h`` it includes.)
+    Found once per process (CuPy's path costs an import of CuPy), or given by the pool that
+    started it (:func:`use_include_dirs`)."""
+    global _include_dirs
+    if _include_dirs is None:
+        _include_dirs = _find_include_dirs()
+    return _include_dirs
+
+
+def use_include_dirs(folders: tuple[str, ...]) -> None:
+    """Take ``folders`` as this process's :func:`cuda_include_dirs` (found by the process that
+    started it)."""
+    global _include_dirs
+    _include_dirs = tuple(folders)
+
+
+def _find_include_dirs() -> tuple[str, ...]:
     candidates: list[Path] = []
     try:
         import cupy
@@ -101,11 +121,7 @@ def compile_source(source: str, arch: str, name: str = "kernel") -> CompileOutco
     Returns an outcome with ``ok=False`` and the compiler log when NVRTC rejects the
     source. Raises :class:`~autoconv.errors.BackendUnavailable` without CuPy.
     """
-    from autoconv.gpu.device import require_cupy
-
-    require_cupy()
-    from cupy_backends.cuda.libs import nvrtc
-
+    nvrtc = _nvrtc_binding()
     started, started_cpu = time.perf_counter(), time.process_time()
     program = nvrtc.createProgram(source, f"{name}.cu", [], [])
     try:
@@ -122,22 +138,39 @@ def compile_source(source: str, arch: str, name: str = "kernel") -> CompileOutco
     return CompileOutcome(True, cubin, log, time.perf_counter() - started, time.process_time() - started_cpu)
 
 
+def _nvrtc_binding():
+    """CuPy's NVRTC binding alone: a compiler process needs nothing else of CuPy, whose whole
+    import takes ~2.5 CPU-s (0.1 s for the binding; an H200 host, results/h100/thirtyfirst), and
+    a tuning run starts ~15 compiler processes at once.
+
+    Raises:
+        BackendUnavailable: CuPy is not installed.
+    """
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+    except ImportError as err:
+        from autoconv.gpu.device import INSTALL_HINT
+        raise BackendUnavailable(f"CuPy is not installed ({err}); {INSTALL_HINT}") from None
+    return nvrtc
+
+
 def _text(value) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else (value or "")
 
 
-def _warm_up(parent_pid: int) -> None:
+def _warm_up(parent_pid: int, include_dirs: tuple[str, ...] | None) -> None:
     """Pool initializer: end with the tuning process (:func:`exit_with_parent`: a killed
-    run leaves no compiler behind); import CuPy and find the headers once per process,
-    so the first candidate's compile time is the compiler's alone. (Without CuPy each
-    compilation says so itself.)"""
-    from autoconv.errors import BackendUnavailable
-    from autoconv.gpu.device import require_cupy
+    run leaves no compiler behind); take the headers' folders the pool's process found
+    (``include_dirs``; None: find them here) and import NVRTC's binding once per process, so the
+    first candidate's compile time is the compiler's alone. (Without CuPy each compilation says
+    so itself.)"""
     from autoconv.processes import exit_with_parent
 
     exit_with_parent(parent_pid)
+    if include_dirs is not None:
+        use_include_dirs(include_dirs)
     try:
-        require_cupy()
+        _nvrtc_binding()
     except BackendUnavailable:
         return
     cuda_include_dirs()
@@ -258,9 +291,12 @@ class CompilePool:
 
     def _ensure_executor(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._executor is None:
+            # The headers are found here, once, and handed to the processes: finding them
+            # imports CuPy, ~2.5 CPU-s that each of ~15 processes starting at once paid before.
+            include_dirs = cuda_include_dirs()
             self._executor = concurrent.futures.ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_warm_up, initargs=(os.getpid(),))
+                initializer=_warm_up, initargs=(os.getpid(), include_dirs))
         return self._executor
 
     def start(self) -> None:

@@ -231,3 +231,31 @@ def test_a_job_waiting_for_a_process_can_be_cancelled_and_is_skipped():
         assert pool.result(busy).ok and pool.result(after).ok
     finally:
         pool.close()
+
+
+def report_headers_and_imports(source: str, arch: str, name: str) -> CompileOutcome:
+    """A stand-in compiler that says which headers' folders its process uses and whether CuPy
+    (not only its NVRTC binding) was imported there."""
+    import json
+    import sys
+
+    from autoconv.gpu.compiler import cuda_include_dirs
+
+    return CompileOutcome(True, b"", json.dumps({"dirs": cuda_include_dirs(), "cupy": "cupy" in sys.modules}), 0.0)
+
+
+def test_the_pool_finds_the_headers_once_and_its_processes_do_not_import_cupy(monkeypatch):
+    """Finding the headers imports CuPy (~2.5 CPU-s): the pool's own process finds them and hands
+    them to its compiler processes, which import only NVRTC's binding."""
+    import json
+
+    from autoconv.gpu import compiler
+    from autoconv.gpu.compiler import CompilePool
+
+    monkeypatch.setattr(compiler, "_include_dirs", ("/found/by/the/pool/include",))
+    pool = CompilePool("sm_90a", workers=1, compile_function=report_headers_and_imports)
+    try:
+        reported = json.loads(pool.result(pool.submit("source", "k")).log)
+    finally:
+        pool.close()
+    assert reported == {"dirs": ["/found/by/the/pool/include"], "cupy": False}
