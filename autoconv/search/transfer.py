@@ -9,12 +9,17 @@ transfer study spends its candidates only where the history points:
 
 1. **Its start**: the winners of the nearest tuned problems (as a full study's warm start), and
    what the history's model (:class:`~autoconv.search.ranker.Ranker`) predicts fastest: the best
-   configuration of each family it models, and :data:`PICKS_PER_FAMILY` of each family whose
-   predicted best is within :data:`FAMILY_MARGIN` of the fastest family's; each family it does
-   not model gets its default. Every modelled family keeps its predicted best because the model
-   ranks a family's tiles better than it ranks the families: its times are off by 25-55%
-   (results/h100/tuning_cost/ranker_transfer), and on two of VGG-16's layers it ranked first a
-   family that measured ~4x the best (results/h100/twentyeighth).
+   configuration of each family it models; each family it does not model gets its default. Every
+   modelled family gets its predicted best because the model ranks a family's tiles better than it
+   ranks the families: its times are off by 25-55% (results/h100/tuning_cost/ranker_transfer), and
+   on two of VGG-16's layers it ranked first a family that measured ~4x the best
+   (results/h100/twentyeighth).
+   Once the start is timed, the next :data:`PICKS_PER_FAMILY` - 1 of each modelled family whose
+   fastest time so far is within :data:`FAMILY_MARGIN` of the study's best (:func:`more_picks`),
+   queued with the first polish: the measured times, not the model's, decide which families are
+   worth more picks. (The start took them for every family *predicted* within that margin: on an
+   H200, in three VGG-16 runs, 134 of their 588 candidates were picks of families measured more than
+   2x slower, and none of them was a best; results/h100/thirtyfirst.)
 2. **Its polish**: once the start's candidates are timed, the :data:`VARIATIONS_PER_BEST`
    variations of the best (each other choice of each parameter, at the nearest valid
    configuration: :meth:`~autoconv.search.points.ValidPoints.variations`) the model predicts
@@ -37,18 +42,19 @@ slowest, so such a run leaves the cores about half idle.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from autoconv.problems.problem import ConvProblem
-from autoconv.search.points import ValidPoints, config_key
+from autoconv.search.points import ValidPoints, config_key, parse_config_key
 from autoconv.search.ranker import Ranker
 
 #: Problems the history's model must be trained on before a study transfers from it.
 MIN_PROBLEMS = 8
-#: Configurations of each family, predicted fastest, that the start of a transfer study tries
-#: where the family's predicted best is within :data:`FAMILY_MARGIN` of the fastest family's...
+#: Configurations of each modelled family, predicted fastest, that a transfer study times where
+#: the family's fastest time is within :data:`FAMILY_MARGIN` of the study's best...
 PICKS_PER_FAMILY = 3
-#: ... (a ratio of predicted times); each other modelled family gets its predicted best only.
+#: ... (a ratio of measured times); each other modelled family gets its predicted best only.
 FAMILY_MARGIN = 2.0
 #: Variations of a best, predicted fastest, that a transfer study times.
 VARIATIONS_PER_BEST = 6
@@ -68,23 +74,46 @@ def untrusted_reason(ranker: Ranker, points: ValidPoints) -> str | None:
 
 
 def starts(ranker: Ranker, problem: ConvProblem, points: ValidPoints) -> list[tuple[str, dict, str]]:
-    """The model's picks for the start of a transfer study (see the module docstring), as
-    (family, config, origin), fastest predicted first; then the default of each family the model
-    does not model."""
-    ranked = {family: ranker.best(problem, {family: configs}, PICKS_PER_FAMILY)
-              for family, configs in points.points.items() if family in ranker.families}
-    fastest = min((best[0][2] for best in ranked.values()), default=None)
+    """The model's picks for the start of a transfer study (see the module docstring): the
+    predicted best of each family it models, as (family, config, origin), fastest predicted first;
+    then the default of each family the model does not model."""
     picks = []
-    for family, best in ranked.items():
-        close = fastest is not None and best[0][2] <= FAMILY_MARGIN * fastest
-        for place, (_, config, ms) in enumerate(best if close else best[:1], 1):
-            picks.append((ms, family, config, f"predicted {place} of {family} by the tuning history's model "
-                                              f"({ms:.4g} ms)"))
+    for family, configs in points.points.items():
+        if family in ranker.families:
+            (_, config, ms), = ranker.best(problem, {family: configs}, 1)
+            picks.append((ms, family, config, _pick_origin(1, family, ms)))
     picks.sort(key=lambda pick: pick[0])
     found = [(family, dict(config), origin) for _, family, config, origin in picks]
     found += [(family, points.default(family), "family default (not modelled by the tuning history)")
-              for family in points.families if family not in ranked]
+              for family in points.families if family not in ranker.families]
     return found
+
+
+def more_picks(ranker: Ranker, problem: ConvProblem, points: ValidPoints,
+               timed: Mapping[str, float]) -> list[tuple[str, dict, str]]:
+    """Once a transfer study's start is timed (``timed``: config key -> ms): the picks after the
+    first, up to :data:`PICKS_PER_FAMILY`, of each modelled family whose fastest timed configuration
+    is within :data:`FAMILY_MARGIN` of the fastest of all, as (family, config, origin); fastest
+    predicted first."""
+    fastest_of: dict[str, float] = {}
+    for key, ms in timed.items():
+        family = parse_config_key(key)[0]
+        fastest_of[family] = min(ms, fastest_of.get(family, ms))
+    if not fastest_of:
+        return []
+    best = min(fastest_of.values())
+    picks = []
+    for family, configs in points.points.items():
+        if family in ranker.families and fastest_of.get(family, math.inf) <= FAMILY_MARGIN * best:
+            for place, (_, config, ms) in enumerate(ranker.best(problem, {family: configs}, PICKS_PER_FAMILY), 1):
+                if place > 1:
+                    picks.append((ms, family, config, _pick_origin(place, family, ms)))
+    picks.sort(key=lambda pick: pick[0])
+    return [(family, dict(config), origin) for _, family, config, origin in picks]
+
+
+def _pick_origin(place: int, family: str, ms: float) -> str:
+    return f"predicted {place} of {family} by the tuning history's model ({ms:.4g} ms)"
 
 
 def best_variations(ranker: Ranker, problem: ConvProblem, points: ValidPoints, family: str,

@@ -259,6 +259,7 @@ class _Search:
     #: Bests whose variations were queued -> the significant best then (:meth:`Tuner._polish`).
     polished: dict[str, int] = field(default_factory=dict)
     polishing: set[str] = field(default_factory=set)  # those variations, until evaluated (a full study's)
+    more_picks_due: bool = False          # a transfer study's start is queued, its further picks are not yet
     stop: str | None = None               # why it asks no more, once decided (its candidates in flight are finished)
     tag: int = 0                          # its job's (:meth:`Tuner._tune_overlapped`)
 
@@ -660,15 +661,18 @@ class Tuner:
             # The model's picks at the study's first start only: tuned again (a revisit, a resumed
             # run) it queues the neighbours' winners it lacks, not the picks of a model refitted since.
             known = SearchHistory.of(study).known()
+            more_picks_due = not known
             enqueue_new(study, self._neighbour_starts(problem, points)
                         + ([] if known else transfer_search.starts(ranker, problem, points)), known)
         else:
             self._enqueue_defaults(study, problem, points, ranker)
+            more_picks_due = False
         prefilter = PreFilter(ranker, problem, points, seed=self.seed) \
             if self.prefilter and ranker and ranker.families and not transferring else None
         self.reporter.problem_started(item, name, SearchHistory.of(study).evaluated, self.budget)
         return _Search(item=item, points=points, study=study, workspace_limit=workspace_limit, outcome=outcome,
-                       clock=clock, started=started, transfer=ranker if transferring else None, prefilter=prefilter)
+                       clock=clock, started=started, transfer=ranker if transferring else None, prefilter=prefilter,
+                       more_picks_due=more_picks_due)
 
     def _ask(self, search: _Search, depth: int) -> None:
         """Ask for candidates and submit them, until ``search`` has ``depth`` in flight (the
@@ -686,8 +690,7 @@ class Tuner:
             flying = {config_key(plan.family, plan.config) for _, plan, _ in in_flight}
             if search.transfer is not None:
                 stop = self._stop_reason(history, len(in_flight), search.started, patience_over=False) \
-                    or self._transfer_step(study, problem, points, search.transfer, history, flying, in_flight,
-                                           search.polished)
+                    or self._transfer_step(search, history, flying)
                 wait = stop == WAIT_FOR_RESULTS
                 stop = None if wait else stop
             else:
@@ -785,28 +788,36 @@ class Tuner:
             self.reporter.note(f"{item.name}: a full study, not a transfer: {why_not}")
         return why_not is None
 
-    def _transfer_step(self, study, problem: ConvProblem, points: ValidPoints, ranker: Ranker,
-                       history: SearchHistory, flying: set[str], in_flight, polished: dict[str, int]) -> str | None:
+    def _transfer_step(self, search: _Search, history: SearchHistory, flying: set[str]) -> str | None:
         """What a transfer study (:mod:`~autoconv.search.transfer`) does before asking for its next
         candidate: None (ask: one is queued), :data:`WAIT_FOR_RESULTS`, or why it ends. When its queue
         is empty it queues the winners of neighbours cached since it began, else the model's best
         variations of its best (once the start's candidates are all timed; each best once,
-        :data:`~autoconv.search.transfer.POLISHED_BESTS` at most)."""
+        :data:`~autoconv.search.transfer.POLISHED_BESTS` at most); with the first of those, the next
+        picks of the families measured close to the best (:func:`~autoconv.search.transfer.more_picks`)."""
+        study, problem, points, ranker = search.study, search.item.problem, search.points, search.transfer
+        assert ranker is not None  # (a transfer study's)
+        polished, in_flight = search.polished, search.in_flight
         if history.waiting - flying:
             return None
         if not polished and in_flight:
             return WAIT_FOR_RESULTS  # (the first polish waits for the start's results)
+        picked: set[str] = set()
+        if search.more_picks_due and history.timed():
+            search.more_picks_due = False
+            picked = enqueue_new(study, transfer_search.more_picks(ranker, problem, points, history.timed()),
+                                 history.known() | flying)
         queued = self._transfer_late(study, problem, points, history, flying)
         best = ok_trials(study)[:1]
         if not queued and best and best[0].key not in polished and len(polished) < transfer_search.POLISHED_BESTS:
             polished[best[0].key] = history.judged
-            known = history.known() | flying
+            known = history.known() | flying | picked
             variations = transfer_search.best_variations(ranker, problem, points, best[0].family, best[0].config,
                                                          known)
             queued = enqueue_new(study, [(best[0].family, config, f"a variation of the best (trial {best[0].number}), "
                                                                   "predicted fast by the tuning history's model")
                                          for config in variations], known)
-        if queued:
+        if queued or picked:
             return None
         if in_flight:
             return WAIT_FOR_RESULTS  # (a result may bring a new best to polish)

@@ -73,32 +73,48 @@ def test_a_model_of_too_few_problems_or_of_none_of_the_families_is_not_trusted(p
 
 def test_the_start_is_the_models_fastest_then_the_defaults_of_the_families_it_does_not_model(points):
     found = transfer.starts(StubRanker(points), UNTUNED, points)
-    direct = points.points["direct"]
-    assert [config for _, config, _ in found[:transfer.PICKS_PER_FAMILY]] == \
-        [direct[-1 - i] for i in range(transfer.PICKS_PER_FAMILY)]
-    assert all(family == "direct" and "predicted" in origin for family, _, origin in found[:-1])
-    assert found[-1] == ("im2col_gemm", points.default("im2col_gemm"),
-                         "family default (not modelled by the tuning history)")
+    assert found[0] == ("direct", points.points["direct"][-1],
+                        f"predicted 1 of direct by the tuning history's model ({1.0:.4g} ms)")
+    assert found[1:] == [("im2col_gemm", points.default("im2col_gemm"),
+                          "family default (not modelled by the tuning history)")]
 
 
-def test_a_family_predicted_far_slower_than_the_fastest_gets_its_best_only(points):
-    class TwoFamilies(StubRanker):
-        """``im2col_gemm`` modelled too: its configs predicted from ``offset`` ms up (direct's from 1 ms)."""
+class TwoFamilies(StubRanker):
+    """``im2col_gemm`` modelled too: its configs predicted from ``offset`` ms up (direct's from 1 ms)."""
 
-        families = ("direct", "im2col_gemm")
+    families = ("direct", "im2col_gemm")
 
-        def __init__(self, points, offset):
-            super().__init__(points)
-            self.order.update({config_key("im2col_gemm", c): offset + i
-                               for i, c in enumerate(points.points["im2col_gemm"])})
+    def __init__(self, points, offset):
+        super().__init__(points)
+        self.order.update({config_key("im2col_gemm", c): offset + i
+                           for i, c in enumerate(points.points["im2col_gemm"])})
 
+
+def test_every_modelled_family_starts_with_its_predicted_best_fastest_predicted_first(points):
     far = transfer.starts(TwoFamilies(points, 1000.0), UNTUNED, points)
-    assert [family for family, _, _ in far] == ["direct"] * transfer.PICKS_PER_FAMILY + ["im2col_gemm"]
-    assert far[-1][1] == points.points["im2col_gemm"][0]
+    assert far == [("direct", points.points["direct"][-1], far[0][2]),
+                   ("im2col_gemm", points.points["im2col_gemm"][0], far[1][2])]
     near = transfer.starts(TwoFamilies(points, 0.5), UNTUNED, points)
-    assert sorted(family for family, _, _ in near) == \
-        ["direct"] * transfer.PICKS_PER_FAMILY + ["im2col_gemm"] * transfer.PICKS_PER_FAMILY
-    assert near[0][0] == "im2col_gemm"  # (fastest predicted first)
+    assert [family for family, _, _ in near] == ["im2col_gemm", "direct"]
+
+
+def test_more_picks_go_to_the_families_measured_close_to_the_best_not_those_predicted_close(points):
+    """The model's family ranking is off by far more than its tile ranking: the start's times decide."""
+    ranker = TwoFamilies(points, 0.5)  # (im2col_gemm predicted the faster family)
+    direct, im2col = points.points["direct"], points.points["im2col_gemm"]
+    start = {config_key("direct", direct[-1]): 1.0,
+             config_key("im2col_gemm", im2col[0]): transfer.FAMILY_MARGIN * 1.01}  # (measured just too slow)
+    picks = transfer.more_picks(ranker, UNTUNED, points, start)
+    assert picks == [("direct", direct[-1 - place], f"predicted {place + 1} of direct by the tuning history's "
+                      f"model ({1.0 + place:.4g} ms)") for place in range(1, transfer.PICKS_PER_FAMILY)]
+    start[config_key("im2col_gemm", im2col[0])] = transfer.FAMILY_MARGIN * 0.99
+    assert sorted(family for family, _, _ in transfer.more_picks(ranker, UNTUNED, points, start)) == \
+        ["direct"] * (transfer.PICKS_PER_FAMILY - 1) + ["im2col_gemm"] * (transfer.PICKS_PER_FAMILY - 1)
+    # A family timed only through another of its configs (a neighbour's winner) counts as measured.
+    assert [family for family, _, _ in transfer.more_picks(ranker, UNTUNED, points,
+                                                           {config_key("im2col_gemm", im2col[5]): 2.0})] == \
+        ["im2col_gemm"] * (transfer.PICKS_PER_FAMILY - 1)
+    assert transfer.more_picks(ranker, UNTUNED, points, {}) == []
 
 
 def test_the_variations_polished_are_the_models_fastest_less_those_known(points):
@@ -131,12 +147,14 @@ def test_a_transfer_study_times_its_start_then_polishes_its_best_and_asks_the_sa
     trials = transfer_trials(history, UNTUNED)
     assert all(origin for _, origin in trials)  # (every one queued: none is a sampler's proposal)
     assert not any(record.state == TrialState.WAITING for record, _ in trials)
-    start = [record.number for record, origin in trials if not origin.startswith("a variation")]
     polish = [record.number for record, origin in trials if origin.startswith("a variation")]
-    assert polish and max(start) < min(polish)
+    first_picks = [record.number for record, origin in trials if not origin.startswith(("a variation", "predicted 2",
+                                                                                       "predicted 3"))]
+    more = [record.number for record, origin in trials if origin.startswith(("predicted 2", "predicted 3"))]
+    assert polish and more and max(first_picks) < min(polish + more)  # (the further picks with the first polish)
     # The first polish waited for the start's results: it varies the fastest of them.
     first_polished = next(origin for _, origin in trials if origin.startswith("a variation"))
-    fastest_start = min((record for record, origin in trials if record.number in start and record.value is not None),
+    fastest_start = min((record for record, _ in trials if record.number in first_picks and record.value is not None),
                         key=lambda record: record.value)
     assert f"(trial {fastest_start.number})" in first_polished
     assert len(polish) <= transfer.POLISHED_BESTS * transfer.VARIATIONS_PER_BEST
