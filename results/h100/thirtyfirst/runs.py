@@ -27,7 +27,7 @@ for call in sorted(HERE.glob("call[0-9]")):
         kinds[re.sub(r"\d+$", "", name)].append(run["wall_s"])
     means = {kind: statistics.mean(walls) for kind, walls in kinds.items()}
     print("means: " + ", ".join(f"{kind} {mean:.2f} s (n={len(kinds[kind])})" for kind, mean in sorted(means.items())))
-    for tr, plain in [("trN", "plainN"), ("trO", "plainO"), ("tr", "plain")]:
+    for tr, plain in [("trN", "plainN"), ("trO", "plainO"), ("tr", "plain"), ("trP", "plain")]:
         if tr in means and plain in means:
             print(f"  {plain}/{tr}: {means[plain] / means[tr]:.2f}x")
     print()
