@@ -33,10 +33,10 @@ the same precision on this GPU (a model of a few problems extrapolates to any ot
 a judgement, not measured); else it is a full study. So a first tune with ``--transfer`` runs full
 studies until enough of its own problems are tuned.
 
-Measured on an H100 (results/h100/twentyeighth, two calls): VGG-16 at batch 8 with a ResNet-50
-history tuned in 21.6 / 19.3 s and 21.3 / 19.0 s, against 32.4 / 33.2 s and 33.1 / 32.2 s for the
-full search without history (1.60x, 1.62x), with 3x fewer candidates and winners within 0.43%
-(geometric mean). A transfer study is a few rounds of compiles in a row, each waiting for its
+Measured on an H200 (results/h100/thirtyfirst, two calls, 4 runs a side): VGG-16 at batch 8 with a
+ResNet-50 history tuned in 13.7 and 13.8 s on average, against 28.7 and 32.0 s for the full search
+without history (2.10x, 2.31x), with ~4x fewer candidates and the same winners (geometric means
+within 0.5%). A transfer study is a few rounds of compiles in a row, each waiting for its
 slowest, so such a run leaves the cores about half idle.
 """
 
