@@ -121,7 +121,9 @@ def compile_source(source: str, arch: str, name: str = "kernel") -> CompileOutco
     Returns an outcome with ``ok=False`` and the compiler log when NVRTC rejects the
     source. Raises :class:`~autoconv.errors.BackendUnavailable` without CuPy.
     """
-    nvrtc = _nvrtc_binding()
+    from autoconv.gpu.device import require_nvrtc
+
+    nvrtc = require_nvrtc()
     started, started_cpu = time.perf_counter(), time.process_time()
     program = nvrtc.createProgram(source, f"{name}.cu", [], [])
     try:
@@ -138,42 +140,24 @@ def compile_source(source: str, arch: str, name: str = "kernel") -> CompileOutco
     return CompileOutcome(True, cubin, log, time.perf_counter() - started, time.process_time() - started_cpu)
 
 
-def _nvrtc_binding():
-    """CuPy's NVRTC binding alone: a compiler process needs nothing else of CuPy, whose whole
-    import takes ~2.5 CPU-s (0.1 s for the binding; an H200 host, results/h100/thirtyfirst), and
-    a tuning run starts ~15 compiler processes at once.
-
-    Raises:
-        BackendUnavailable: CuPy is not installed.
-    """
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-    except ImportError as err:
-        from autoconv.gpu.device import INSTALL_HINT
-        raise BackendUnavailable(f"CuPy is not installed ({err}); {INSTALL_HINT}") from None
-    return nvrtc
-
-
 def _text(value) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else (value or "")
 
 
-def _warm_up(parent_pid: int, include_dirs: tuple[str, ...] | None) -> None:
+def _warm_up(parent_pid: int, include_dirs: tuple[str, ...]) -> None:
     """Pool initializer: end with the tuning process (:func:`exit_with_parent`: a killed
     run leaves no compiler behind); take the headers' folders the pool's process found
-    (``include_dirs``; None: find them here) and import NVRTC's binding once per process, so the
-    first candidate's compile time is the compiler's alone. (Without CuPy each compilation says
-    so itself.)"""
+    (``include_dirs``) and import NVRTC's binding once per process, so the first candidate's
+    compile time is the compiler's alone. (Without CuPy each compilation says so itself.)"""
+    from autoconv.gpu.device import require_nvrtc
     from autoconv.processes import exit_with_parent
 
     exit_with_parent(parent_pid)
-    if include_dirs is not None:
-        use_include_dirs(include_dirs)
+    use_include_dirs(include_dirs)
     try:
-        _nvrtc_binding()
+        require_nvrtc()
     except BackendUnavailable:
         return
-    cuda_include_dirs()
 
 
 def default_workers() -> int:

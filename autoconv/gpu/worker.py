@@ -318,12 +318,12 @@ def _warm_verification(problem, l2_bytes: int) -> None:
     import numpy
 
     from autoconv.dtypes import kernel_buffer
-    from autoconv.verify.compare import check_result
+    from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
 
     inputs = tuple(cupy.asarray(kernel_buffer(problem, name, numpy.ones(shape, dtype=numpy.float32)))
                    for name, shape in (("x", problem.input_shape), ("w", problem.weight_shape), ("bias", (problem.K,))))
     reference = cupy.asarray(numpy.ones(problem.output_shape))
-    buffers = ProblemBuffers.of(problem, 0, inputs, reference, 1e-5, [])
+    buffers = ProblemBuffers.of(problem, 0, inputs, reference, FLOAT32_TOLERANCE, [])
     buffers.verification(None)
     buffers.y[...] = buffers.reference
     check_result(buffers.output_values(), buffers.reference, buffers.tolerance)

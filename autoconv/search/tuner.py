@@ -803,9 +803,9 @@ class Tuner:
         if not polished and in_flight:
             return WAIT_FOR_RESULTS  # (the first polish waits for the start's results)
         picked: set[str] = set()
-        if search.more_picks_due and history.timed():
+        if search.more_picks_due and (timed := history.timed()):
             search.more_picks_due = False
-            picked = enqueue_new(study, transfer_search.more_picks(ranker, problem, points, history.timed()),
+            picked = enqueue_new(study, transfer_search.more_picks(ranker, problem, points, timed),
                                  history.known() | flying)
         queued = self._transfer_late(study, problem, points, history, flying)
         best = ok_trials(study)[:1]
