@@ -10,7 +10,7 @@
 set -u
 source results/h100/tune_and_bench.sh
 ROOT=$PWD; R=/tmp/r; device_preamble $R
-TRACE=$ROOT/results/h100/thirtyfirst/trace
+TRACE=$ROOT/results/h100/thirtieth/trace  # (the thirtieth session's tracer: the calls ran a byte-identical copy)
 mkdir -p /tmp/old && tar xzf .probe/carry/old_f8239f9.tgz -C /tmp/old
 tune() {  # name tree config history-dir [extra args]
   local name=$1 tree=$2 config=$3 hist=$4; shift 4

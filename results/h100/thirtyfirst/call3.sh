@@ -8,7 +8,7 @@
 set -u
 source results/h100/tune_and_bench.sh
 ROOT=$PWD; R=/tmp/r; device_preamble $R
-TRACE=$ROOT/results/h100/thirtyfirst/trace
+TRACE=$ROOT/results/h100/thirtieth/trace  # (the thirtieth session's tracer: the calls ran a byte-identical copy)
 mkdir -p /tmp/hist /tmp/prev && tar xzf .probe/carry/history31.tgz -C /tmp/hist && tar xzf .probe/carry/c392ef9.tgz -C /tmp/prev
 HISTORY_BYTES=$(stat -c %s /tmp/hist/s.journal)
 tune() {  # name tree config history-dir [extra args]

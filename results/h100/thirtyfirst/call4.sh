@@ -6,7 +6,7 @@
 set -u
 source results/h100/tune_and_bench.sh
 ROOT=$PWD; R=/tmp/r; device_preamble $R
-TRACE=$ROOT/results/h100/thirtyfirst/trace
+TRACE=$ROOT/results/h100/thirtieth/trace  # (the thirtieth session's tracer: the calls ran a byte-identical copy)
 tune() {  # name config history-dir [extra args]
   local name=$1 config=$2 hist=$3; shift 3
   local left=$(( 470 - ($(date +%s) - T0) )); [ $left -lt 45 ] && { echo "tune $name skipped ($left s left)" | tee -a $R/times.txt; return; }
