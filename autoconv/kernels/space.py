@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy
 import yaml
@@ -34,6 +35,7 @@ import yaml
 from autoconv.errors import ExpressionError, SearchSpaceError
 from autoconv.kernels.limits import DeviceLimits
 from autoconv.kernels.resources import search_space_path
+from autoconv.problems.expression_arrays import INTEGER_LIMIT, NotVectorizable, Rows, evaluate_rows, truth
 from autoconv.problems.expressions import Expression, compile_expression
 from autoconv.problems.problem import DTYPE_SIZES, ConvProblem, did_you_mean
 
@@ -59,6 +61,24 @@ def problem_variables(problem: ConvProblem) -> dict[str, int]:
         "OUTPUT_FLOAT32": int(problem.output_dtype == "float32"),
         "OUTPUT_BYTES": DTYPE_SIZES[problem.output_dtype],
     }
+
+
+def _choice_column(choices: Sequence[object]) -> numpy.ndarray:
+    """A parameter's choices as an array of one type (integers, floats or strings), as
+    :mod:`~autoconv.problems.expression_arrays` evaluates them.
+
+    Raises:
+        NotVectorizable: the choices mix types (one array cannot keep an integer choice an int
+            beside a float one), or an integer is beyond int64.
+    """
+    kinds = {type(choice) for choice in choices}
+    if kinds == {int} and max(abs(cast(int, choice)) for choice in choices) < INTEGER_LIMIT:
+        return numpy.array(choices, dtype=numpy.int64)
+    if kinds == {float}:
+        return numpy.array(choices, dtype=numpy.float64)
+    if kinds == {str}:
+        return numpy.array(choices, dtype=str)
+    raise NotVectorizable("choices of several types, or integers beyond int64")
 
 
 @dataclass(frozen=True)
@@ -151,17 +171,55 @@ class SearchSpace:
     def points(self, problem: ConvProblem, device: DeviceLimits,
                workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> list[dict[str, object]]:
         """Exactly the valid configurations for this problem and device, in the order of
-        :meth:`all_configs`.
+        :meth:`all_configs`: the same as filtering :meth:`all_configs` with :meth:`is_valid`.
 
-        A depth-first walk over the parameters in file order: each derived value is
-        computed, and each constraint checked, as soon as the parameters it depends on are
-        bound, so a constraint that fails early prunes every combination below it. The
-        result is the same as filtering :meth:`all_configs` with :meth:`is_valid`.
+        The parameters are bound in file order, and each derived value is computed, and each
+        constraint checked, as soon as the parameters it depends on are bound, so a constraint
+        that fails early prunes every combination below it. All combinations of one depth at
+        once (:mod:`autoconv.problems.expression_arrays`), where every expression can be
+        evaluated exactly so; else point by point (:meth:`_walk`).
         """
-        names = list(self.params)
-        stages = self._stages()
         base: dict[str, object] = {**problem_variables(problem), **device.variables(),
                                    "workspace_limit_bytes": workspace_limit}
+        try:
+            return self._points_at_once(base)
+        except NotVectorizable:
+            return self._walk(base, problem, device, workspace_limit)
+
+    def _points_at_once(self, base: Mapping[str, object]) -> list[dict[str, object]]:
+        """:meth:`points`, each depth's combinations evaluated together.
+
+        Raises:
+            NotVectorizable: an expression cannot be evaluated exactly over arrays here.
+        """
+        names = list(self.params)
+        chosen: list[numpy.ndarray] = []  # per bound parameter, each row's index into its choices
+        rows = Rows(base, {}, 1)
+        for depth, (derived, constraints) in enumerate(self._stages()):
+            name, choices = names[depth], self.params[names[depth]]
+            # Each row so far once per choice, the choice varying fastest: all_configs' order.
+            chosen = [numpy.repeat(indices, len(choices)) for indices in chosen]
+            chosen.append(numpy.tile(numpy.arange(len(choices)), rows.count))
+            rows = rows.repeat(len(choices))
+            rows.bind(name, _choice_column(choices)[chosen[-1]])
+            for variable, expression in derived:
+                rows.bind(variable, evaluate_rows(expression, rows))
+            for constraint in constraints:  # (each on the rows the ones before it kept, as all() does)
+                keep = truth(evaluate_rows(constraint.expression, rows), rows.count)
+                if not keep.all():
+                    rows = rows.subset(keep)
+                    chosen = [indices[keep] for indices in chosen]
+                if not rows.count:
+                    return []
+        columns = [[choices[index] for index in indices.tolist()]
+                   for choices, indices in zip(self.params.values(), chosen)]
+        return [dict(zip(names, values)) for values in zip(*columns)]
+
+    def _walk(self, base: Mapping[str, object], problem: ConvProblem, device: DeviceLimits,
+              workspace_limit: int) -> list[dict[str, object]]:
+        """:meth:`points`, point by point: a depth-first walk over the parameters."""
+        names = list(self.params)
+        stages = self._stages()
         found: list[dict[str, object]] = []
 
         def walk(depth: int, values: dict[str, object]) -> None:
@@ -188,7 +246,7 @@ class SearchSpace:
                     continue
                 walk(depth + 1, bound)
 
-        walk(0, base)
+        walk(0, dict(base))
         return found
 
     def _stages(self) -> list[tuple[list[tuple[str, Expression]], list[Constraint]]]:
@@ -269,8 +327,14 @@ class PointTable:
 
     def __init__(self, params: Mapping[str, Sequence[object]], configs: Sequence[Mapping[str, object]]):
         self.params = {name: tuple(choices) for name, choices in params.items()}
-        self.indices = numpy.array([[choices.index(config[name]) for name, choices in self.params.items()]
-                                    for config in configs], dtype=numpy.int32).reshape(len(configs), len(self.params))
+        columns = []
+        for name, choices in self.params.items():  # (a column at a time: up to ~30000 configs)
+            place = {choice: index for index, choice in reversed(list(enumerate(choices)))}  # (first match, as index())
+            try:
+                columns.append([place[config[name]] for config in configs])
+            except KeyError as err:
+                raise ValueError(f"{name}={err.args[0]!r} is not one of {list(choices)}") from None
+        self.indices = numpy.array(columns, dtype=numpy.int32).T.reshape(len(configs), len(self.params))
 
     def distances(self, config: Mapping[str, object]) -> numpy.ndarray:
         """One number per row, ordered as (parameters changed, steps) from ``config``."""

@@ -78,6 +78,8 @@ class Expression:
         except SyntaxError as err:
             raise ExpressionError(f"cannot parse {self.text!r}: {err.msg}") from None
         self.names = frozenset(self._check(tree.body))
+        #: The checked syntax tree (:mod:`autoconv.problems.expression_arrays` evaluates it too).
+        self.tree = tree.body
         self._evaluate = self._build(tree.body)
 
     def _check(self, node) -> set[str]:

@@ -388,6 +388,47 @@ def test_enumeration_equals_brute_force(family):
         assert space.default_config(problem, H100) in points
 
 
+#: Shapes the kernels are judged on: odd sizes, non-square filters and strides, asymmetric
+#: padding, dilation, batch 1, and each precision's switch of the spaces.
+AT_ONCE_PROBLEMS = [
+    "N=1,C=7,H=13,W=11,K=5,R=3,S=2,stride=2x1,pad=1:0:2:1,dilation=2x1",
+    "N=3,C=96,H=28,W=28,K=40,R=5,S=5,pad=2,bias=1",
+    "N=32,C=64,H=56,W=56,K=256,R=1,S=1",
+    "N=8,C=512,H=14,W=14,K=512,R=3,S=3,pad=1,precision=tf32",
+]
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_enumeration_at_once_equals_the_walk_point_by_point(family):
+    """SearchSpace.points evaluates each depth's combinations at once: the shipped spaces never need
+    the point-by-point walk (a refusal would show here as NotVectorizable), and it finds the same
+    points in the same order, with and without room for a workspace."""
+    from autoconv.kernels.space import problem_variables
+
+    space = get_family(family).space
+    for spec in AT_ONCE_PROBLEMS:
+        problem = parse_spec(family_spec(family, spec))
+        for limit in (0, 1 << 30):
+            base = {**problem_variables(problem), **H100.variables(), "workspace_limit_bytes": limit}
+            assert space._points_at_once(base) == space._walk(base, problem, H100, limit), (family, spec, limit)
+
+
+def test_a_space_that_cannot_be_evaluated_at_once_is_walked_point_by_point():
+    """A derived value that divides by a parameter its constraint keeps non-zero only later (the
+    walk decides such a subtree point by point), and a parameter of mixed types: the same points
+    as the brute-force filter."""
+    doc = {**TOY, "params": {"A": [0, 1, 2, 4], "B": [1, 2.5, 4]}, "derived": {"T": "8 // A if A else 0"},
+           "constraints": ["A > 0", "T * B <= 16"], "default": {"A": 1, "B": 1}}
+    space = parse_search_space(yaml.safe_dump(doc, sort_keys=False), "toy.yaml")
+    expected = [{"A": a, "B": b} for a, b in itertools.product([1, 2, 4], [1, 2.5, 4]) if (8 // a) * b <= 16]
+    assert space.points(small_problem(), H100) == expected
+    doc["derived"] = {"T": "8 // A"}  # (divides by zero at A = 0, before "A > 0" is checked)
+    space = parse_search_space(yaml.safe_dump({**doc, "params": {"A": [0, 1, 2, 4], "B": [1, 2, 4]}},
+                                              sort_keys=False), "toy.yaml")
+    assert space.points(small_problem(), H100) == [{"A": a, "B": b} for a, b in itertools.product([1, 2, 4], [1, 2, 4])
+                                                   if (8 // a) * b <= 16]
+
+
 # ---- fuzzing the search-space parser -----------------------------------------------------
 
 SPACE_KEYS = ["family", "description", "params", "derived", "constraints", "default", "famly", "extra"]
