@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from autoconv.cache.winners import CacheEntry
 from autoconv.errors import ProblemError
@@ -55,6 +56,12 @@ class Neighbour:
     distance: float
 
 
+@lru_cache(maxsize=4096)
+def _tuned_problem(problem_key: str) -> ConvProblem:
+    """A cache entry's problem (parsed once: a tuning study asks for its neighbours at each step)."""
+    return parse_spec(problem_key)
+
+
 def nearest_winners(problem: ConvProblem, entries: Iterable[CacheEntry], *, gpu_name: str,
                     limit: int = 3) -> list[Neighbour]:
     """The ``limit`` nearest tuned problems to ``problem`` among ``entries``: current entries
@@ -65,7 +72,7 @@ def nearest_winners(problem: ConvProblem, entries: Iterable[CacheEntry], *, gpu_
         if not entry.key.is_current or entry.key.gpu_name != gpu_name:
             continue
         try:
-            tuned = parse_spec(entry.key.problem_key)
+            tuned = _tuned_problem(entry.key.problem_key)
         except ProblemError:  # (an entry of another autoconv's spec syntax)
             continue
         if tuned == problem or (tuned.precision, tuned.dtype, tuned.layout) != (

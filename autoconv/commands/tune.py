@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -236,7 +235,7 @@ def tune_command(config_path: str, *, families: Sequence[str] | None = None, tri
         reporter.note(f"device: {identity.gpu_name} (sm_{''.join(map(str, identity.compute_capability))}, "
                       f"CUDA runtime {identity.cuda_runtime}, driver {identity.cuda_driver}); "
                       f"cache {shown(session.cache)}; storage {shown(session.storage)}")
-        tuner = session.tuner(backend, cache=winners, reporter=reporter, workers=os.cpu_count() or 1)
+        tuner = session.tuner(backend, cache=winners, reporter=reporter)
         milestones.mark("storage")
         outcomes = tuner.tune(config.problems)
         tuner.mark_search(milestones)

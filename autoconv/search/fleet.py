@@ -262,7 +262,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
         start = number * len(config.problems) // len(slots)
         job = WorkerJob(worker=number, device=worker.device, start=start, config_path=str(config.origin),
                         families=tuple(families), budget=budget, storage=storage, cache=str(cache),
-                        retune=retune, compile_workers=compile_workers, pipeline_depth=pipeline_depth,
+                        retune=retune, pipeline_depth=pipeline_depth,
                         ranked=ranked, prefilter=prefilter, run_time_sizes=run_time_sizes, transfer=transfer,
                         started_at=started_at)
         receiving, sending = context.Pipe(duplex=False)

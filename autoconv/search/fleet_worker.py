@@ -42,7 +42,6 @@ class WorkerJob:
     storage: str
     cache: str
     retune: bool
-    compile_workers: int    # its share of the host's cores: the processes that enumerate valid configurations
     pipeline_depth: int
     ranked: int
     prefilter: bool
@@ -166,7 +165,7 @@ def worker_main(job: WorkerJob, connection, compile_connection, launched: Launch
                                                      f"(sm_{''.join(map(str, identity.compute_capability))})"))
                 opened = storage.result()
                 milestones.mark("storage")
-                tuner = session.tuner(backend, cache=winners, reporter=reporter, workers=job.compile_workers,
+                tuner = session.tuner(backend, cache=winners, reporter=reporter,
                                       storage=opened)
                 outcomes = tuner.tune(problems)
                 tuner.mark_search(milestones)

@@ -1,9 +1,9 @@
 """The valid points of a problem: the configurations of each kernel family that satisfy
 its search space's constraints for one problem on one device.
 
-The tuner enumerates them once per problem (:func:`enumerate_ahead`, in worker processes, a few
-problems ahead of the one it tunes: a large space takes seconds) and samples only among them: a proposal that breaks a
-constraint, or repeats a configuration, is *repaired* to the nearest valid point not yet
+The tuner enumerates them once per problem (:func:`enumerate_in_turn`; all of a depth's
+combinations at once, :meth:`~autoconv.kernels.space.SearchSpace.points`) and samples only among
+them: a proposal that breaks a constraint, or repeats a configuration, is *repaired* to the nearest valid point not yet
 evaluated (:meth:`ValidPoints.nearest_unseen`; see :mod:`autoconv.search.tuner`).
 :func:`sample_valid` draws a few valid configurations without enumerating the space (the
 dry run and the GPU tests).
@@ -11,13 +11,9 @@ dry run and the GPU tests).
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
-import multiprocessing
-import os
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import cast
 
 import numpy
 
@@ -26,7 +22,6 @@ from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import DeviceLimits
 from autoconv.kernels.space import PointTable
 from autoconv.problems.problem import ConvProblem
-from autoconv.processes import exit_with_parent
 
 #: The keys' JSON (sorted keys; one encoder, not one per call: a tune makes ~500 000 keys).
 _KEY_ENCODER = json.JSONEncoder(sort_keys=True)
@@ -35,6 +30,27 @@ _KEY_ENCODER = json.JSONEncoder(sort_keys=True)
 def config_key(family: str, config: Mapping[str, object]) -> str:
     """One configuration of one family as a string (equal configurations, equal keys)."""
     return family + _KEY_ENCODER.encode(dict(config))
+
+
+def _config_keys(family: str, configs: Sequence[Mapping[str, object]]) -> list[str]:
+    """:func:`config_key` of each of ``configs``, valid points of ``family`` (a value for each of
+    its parameters, one of its choices): each value's JSON written once, not once per config
+    (a problem has up to ~30000 valid points)."""
+    params = get_family(family).space.params
+    names = sorted(params)
+    # (by type and value: 1, 1.0 and True are equal keys of a dict, and JSON writes them apart)
+    pieces = {name: {(type(choice), choice): f"{_KEY_ENCODER.encode(name)}: {_KEY_ENCODER.encode(choice)}"
+                     for choice in params[name]} for name in names}
+    keys = []
+    for config in configs:
+        try:
+            if len(config) != len(names):
+                raise KeyError(len(config))
+            values = ", ".join([pieces[name][type(value := config[name]), value] for name in names])
+            keys.append(f"{family}{{{values}}}")
+        except KeyError:  # (not a value of each parameter among its choices: as config_key writes it)
+            keys.append(config_key(family, config))
+    return keys
 
 
 def parse_config_key(key: str) -> tuple[str, dict]:
@@ -54,69 +70,22 @@ def enumerate_points(problem: ConvProblem, families: Sequence[str], device: Devi
     return points
 
 
-def _enumerate_job(args) -> list[dict]:
-    problem, family, device, workspace_limit = args
-    return enumerate_points(problem, (family,), device, workspace_limit)[family]
-
-
-def enumerate_all(problems: Sequence[ConvProblem], families: Sequence[str], device: DeviceLimits,
-                  workspace_limit: int | Sequence[int], workers: int = 1) -> list[dict[str, list[dict]]]:
-    """:func:`enumerate_points` for several problems, one (problem, family) per job in
-    ``workers`` processes (a large space takes seconds to enumerate). ``workspace_limit``
-    is one limit for all problems, or one per problem."""
-    return [cast(dict, points)  # (nothing skipped)
-            for points in enumerate_ahead(problems, families, device, workspace_limit, workers, ahead=len(problems))]
-
-
-def enumerate_ahead(problems: Sequence[ConvProblem], families: Sequence[str], device: DeviceLimits,
-                    workspace_limit: int | Sequence[int], workers: int = 1, ahead: int = 2,
-                    skip: Callable[[int], bool] | None = None) -> Iterator[dict[str, list[dict]] | None]:
-    """:func:`enumerate_points` of each of ``problems`` in turn, as soon as it is done, while the
-    next ``ahead`` problems are enumerated in the background (one (problem, family) per job in
-    ``workers`` processes; the first problem in this one, while they start). The tuner takes a
-    problem's points when it comes to it: tuning starts after the first problem's enumeration
-    instead of everyone's, and a tuning worker of a fleet does not enumerate far ahead the problems
-    other workers will have finished by then.
+def enumerate_in_turn(problems: Sequence[ConvProblem], families: Sequence[str], device: DeviceLimits,
+                      workspace_limit: int | Sequence[int],
+                      skip: Callable[[int], bool] | None = None) -> Iterator[dict[str, list[dict]] | None]:
+    """:func:`enumerate_points` of each of ``problems`` when its turn comes: the tuner takes a
+    problem's points when it comes to it, so a tuning worker of a fleet does not enumerate the
+    problems other workers will have finished by then. (In this process: a problem's enumeration
+    takes ~0.1 s, and the pool of processes that once enumerated ahead cost more to start;
+    results/h100/NOTES.md, thirty-second session.)
     ``workspace_limit`` is one limit for all problems, or one per problem. ``skip(index)``, asked
     when a problem's turn comes, says it is no longer wanted (another worker has finished it):
-    None is yielded for it at once, and its enumeration is dropped instead of waited for."""
+    None is yielded for it, and it is not enumerated."""
     limits = [workspace_limit] * len(problems) if isinstance(workspace_limit, int) else list(workspace_limit)
     if len(limits) != len(problems):
         raise ValueError(f"{len(limits)} workspace limits for {len(problems)} problems")
-    jobs = [[(problem, family, device, limit) for family in families] for problem, limit in zip(problems, limits)]
-    if workers <= 1 or sum(map(len, jobs)) <= 1:
-        for index, problem_jobs in enumerate(jobs):
-            if skip is not None and skip(index):
-                yield None
-                continue
-            yield {family: _enumerate_job(job) for family, job in zip(families, problem_jobs)}
-        return
-    with concurrent.futures.ProcessPoolExecutor(
-            max_workers=min(workers, sum(map(len, jobs))), mp_context=multiprocessing.get_context("spawn"),
-            initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
-        # The first problem is enumerated here, while the pool's processes start (spawning them
-        # takes longer than enumerating one problem: ~1 s against 0.3-0.6 s for a VGG-16 layer).
-        submitted: list[list[concurrent.futures.Future]] = [[]]
-
-        def submit_through(last: int) -> None:
-            while len(submitted) <= min(last, len(jobs) - 1):
-                submitted.append([pool.submit(_enumerate_job, job) for job in jobs[len(submitted)]])
-
-        try:
-            for index in range(len(jobs)):
-                submit_through(index + ahead)
-                if skip is not None and skip(index):
-                    for future in submitted[index]:
-                        future.cancel()
-                    yield None
-                elif index == 0:
-                    yield {family: _enumerate_job(job) for family, job in zip(families, jobs[0])}
-                else:
-                    yield {family: future.result() for family, future in zip(families, submitted[index])}
-        finally:  # the caller stopped early (an error, an interrupt): drop what was not started
-            for futures in submitted:
-                for future in futures:
-                    future.cancel()
+    for index, (problem, limit) in enumerate(zip(problems, limits)):
+        yield None if skip is not None and skip(index) else enumerate_points(problem, families, device, limit)
 
 
 class ValidPoints:
@@ -126,14 +95,17 @@ class ValidPoints:
     def __init__(self, points: Mapping[str, list[dict]]):
         self.points = {family: list(configs) for family, configs in points.items() if configs}
         self.families = tuple(self.points)
-        self._key_lists = {family: [config_key(family, c) for c in configs]
-                           for family, configs in self.points.items()}
+        self._key_lists = {family: _config_keys(family, configs) for family, configs in self.points.items()}
         self._keys = {family: set(keys) for family, keys in self._key_lists.items()}
         self._tables = {family: PointTable(get_family(family).space.params, configs)
                         for family, configs in self.points.items()}
 
     def __len__(self) -> int:
         return sum(len(configs) for configs in self.points.values())
+
+    def table(self, family: str) -> PointTable:
+        """The valid configurations of ``family`` as a table of choice indices, in :attr:`points`' order."""
+        return self._tables[family]
 
     def is_valid(self, family: str, config: Mapping[str, object]) -> bool:
         return config_key(family, config) in self._keys.get(family, ())

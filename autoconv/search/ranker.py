@@ -31,7 +31,9 @@ from threadpoolctl import threadpool_limits
 from autoconv.cache.neighbours import features as problem_features
 from autoconv.cache.winners import templates_hash
 from autoconv.kernels.families import FAMILY_NAMES, get_family
+from autoconv.kernels.space import PointTable
 from autoconv.problems.problem import ConvProblem
+from autoconv.search.points import ValidPoints
 from autoconv.search.study import ok_trials, parse_study_name
 
 #: Ridge penalty on the standardised features (the intercept is not penalised).
@@ -74,6 +76,16 @@ def config_rows(family: str, configs: Sequence[Mapping[str, object]]) -> numpy.n
         known_logs = {value: _log2_or_zero(value) for value in set(values)}
         logs.append(numpy.array([known_logs[value] for value in values], dtype=float)[:, None])
     return numpy.hstack(indicators + logs).reshape(len(configs), -1)
+
+
+def table_rows(table: PointTable) -> numpy.ndarray:
+    """:func:`config_rows` of every configuration of ``table`` (a family's valid points), from its
+    choice indices rather than from the configurations' values."""
+    columns = list(enumerate(table.params.values()))
+    indicators = [numpy.eye(len(choices))[table.indices[:, column]] for column, choices in columns]
+    logs = [numpy.array([_log2_or_zero(choice) for choice in choices])[table.indices[:, column]][:, None]
+            for column, choices in columns]
+    return numpy.hstack(indicators + logs).reshape(len(table.indices), -1)
 
 
 def _problem_row(problem: ConvProblem) -> numpy.ndarray:
@@ -150,8 +162,20 @@ class Ranker:
         """
         if not configs:
             return numpy.zeros(0)
-        log_ms_per_gflop = self._models[family].predict(_problem_row(problem), config_rows(family, configs))
-        return numpy.exp(log_ms_per_gflop) * (problem.flops / 1e9)
+        return self._predict_rows(problem, family, config_rows(family, configs))
+
+    def _predict_rows(self, problem: ConvProblem, family: str, rows: numpy.ndarray) -> numpy.ndarray:
+        """:meth:`predict_ms` of the configurations whose :func:`config_rows` are ``rows``."""
+        return numpy.exp(self._models[family].predict(_problem_row(problem), rows)) * (problem.flops / 1e9)
+
+    def predict_valid(self, problem: ConvProblem, family: str, points: ValidPoints) -> numpy.ndarray:
+        """:meth:`predict_ms` of every valid configuration of ``family`` in ``points``, in their
+        order, the features read off the points' table (:func:`table_rows`).
+
+        Raises:
+            KeyError: the family has no model, or no valid points.
+        """
+        return self._predict_rows(problem, family, table_rows(points.table(family)))
 
     def best(self, problem: ConvProblem, points: Mapping[str, Sequence[Mapping[str, object]]],
              count: int) -> list[tuple[str, dict[str, object], float]]:
@@ -159,14 +183,27 @@ class Ranker:
         predicted fastest, fastest first, as (family, config, predicted ms); families
         without a model are left out. (Only each family's ``count`` fastest are sorted together: a
         problem has up to ~30000 valid points.)"""
-        ranked = []
-        for family, configs in points.items():
-            if family in self.families and configs:
-                predicted = self.predict_ms(problem, family, configs)
-                ranked += [(float(predicted[index]), family, configs[index])
-                           for index in numpy.argsort(predicted, kind="stable")[:count]]
-        ranked.sort(key=lambda item: item[0])
-        return [(family, dict(config), ms) for ms, family, config in ranked[:count]]
+        return _fastest({family: (configs, self.predict_ms(problem, family, configs))
+                         for family, configs in points.items() if family in self.families and configs}, count)
+
+    def best_valid(self, problem: ConvProblem, points: ValidPoints, count: int,
+                   families: Iterable[str] | None = None) -> list[tuple[str, dict[str, object], float]]:
+        """:meth:`best` of all the valid ``points`` of ``families`` (default: all of them)
+        (:meth:`predict_valid`)."""
+        chosen = points.families if families is None else families
+        return _fastest({family: (points.points[family], self.predict_valid(problem, family, points))
+                         for family in chosen if family in self.families and family in points.families}, count)
+
+
+def _fastest(predicted: Mapping[str, tuple[Sequence[Mapping[str, object]], numpy.ndarray]],
+             count: int) -> list[tuple[str, dict[str, object], float]]:
+    """The ``count`` fastest of ``predicted`` (family -> (configurations, their predicted ms)), as
+    :meth:`Ranker.best` gives them."""
+    ranked = []
+    for family, (configs, ms) in predicted.items():
+        ranked += [(float(ms[index]), family, configs[index]) for index in numpy.argsort(ms, kind="stable")[:count]]
+    ranked.sort(key=lambda item: item[0])
+    return [(family, dict(config), ms) for ms, family, config in ranked[:count]]
 
 
 def history_samples(storage, gpu_name: str, precision: str) -> list[Sample]:

@@ -113,16 +113,16 @@ class TuneSession:
         return WinnerCache(self.cache)
 
     def tuner(self, backend: Backend, *, cache: WinnerCache | None, reporter: Reporter | None = None,
-              workers: int = 1, storage: Any = None) -> Tuner:
+              storage: Any = None) -> Tuner:
         """A :class:`~autoconv.search.tuner.Tuner` on ``backend`` with this session's storage,
         families, budget, seed, workspace limit, ``retune``, pipeline depth, ranked count, pre-filter,
         run-time sizes and transfer;
         winners go into ``cache``
-        (:meth:`open_cache`); ``workers`` processes enumerate the valid configurations. ``storage``:
+        (:meth:`open_cache`). ``storage``:
         this session's storage already opened (:func:`~autoconv.search.storage.make_storage`)."""
         return Tuner(backend, storage=self.storage if storage is None else storage, families=self.families,
                      budget=self.budget,
                      seed=self.config.seed, workspace_limit=self.config.workspace_limit_bytes, cache=cache,
-                     retune=self.retune, reporter=reporter, workers=workers,
+                     retune=self.retune, reporter=reporter,
                      pipeline_depth=self.pipeline_depth, ranked=self.ranked, prefilter=self.prefilter,
                      run_time_sizes=self.run_time_sizes, transfer=self.transfer)

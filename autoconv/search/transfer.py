@@ -78,9 +78,9 @@ def starts(ranker: Ranker, problem: ConvProblem, points: ValidPoints) -> list[tu
     predicted best of each family it models, as (family, config, origin), fastest predicted first;
     then the default of each family the model does not model."""
     picks = []
-    for family, configs in points.points.items():
+    for family in points.families:
         if family in ranker.families:
-            (_, config, ms), = ranker.best(problem, {family: configs}, 1)
+            (_, config, ms), = ranker.best_valid(problem, points, 1, families=(family,))
             picks.append((ms, family, config, _pick_origin(1, family, ms)))
     picks.sort(key=lambda pick: pick[0])
     found = [(family, dict(config), origin) for _, family, config, origin in picks]
@@ -103,9 +103,10 @@ def more_picks(ranker: Ranker, problem: ConvProblem, points: ValidPoints,
         return []
     best = min(fastest_of.values())
     picks = []
-    for family, configs in points.points.items():
+    for family in points.families:
         if family in ranker.families and fastest_of.get(family, math.inf) <= FAMILY_MARGIN * best:
-            for place, (_, config, ms) in enumerate(ranker.best(problem, {family: configs}, PICKS_PER_FAMILY), 1):
+            for place, (_, config, ms) in enumerate(ranker.best_valid(problem, points, PICKS_PER_FAMILY,
+                                                                       families=(family,)), 1):
                 if place > 1:
                     picks.append((ms, family, config, _pick_origin(place, family, ms)))
     picks.sort(key=lambda pick: pick[0])

@@ -121,7 +121,7 @@ from autoconv.processes import process_owner
 from autoconv.search import transfer as transfer_search
 from autoconv.search.liveness import Liveness
 from autoconv.search.outcome import Milestones, PhaseClock, ProblemOutcome, Reporter, merge_outcomes
-from autoconv.search.points import ValidPoints, config_key, enumerate_ahead, enumerate_points
+from autoconv.search.points import ValidPoints, config_key, enumerate_in_turn, enumerate_points
 from autoconv.search.prefilter import PreFilter
 from autoconv.search.ranker import Ranker, history_samples
 from autoconv.search.storage import is_retry, make_storage, retry_trial, sync_storage
@@ -164,8 +164,6 @@ MAX_ASKS_PER_CANDIDATE = 200
 #: Candidates the prefilter may skip while one is asked for; past them it lets the next one through
 #: (a sampler stuck in a region the model calls slow must not exhaust :data:`MAX_ASKS_PER_CANDIDATE`).
 MAX_SKIPS_PER_CANDIDATE = 24
-#: Problems whose valid points are enumerated in the background ahead of the one being tuned.
-ENUMERATED_AHEAD = 2
 #: Seconds between two looks at other workers' running trials once this one is done. A look at a
 #: VGG-16 run's nine studies takes ~20 ms; at 1 s, a worker ended up to a second after the last
 #: trial it waited for, and a transfer run with it (results/h100/thirtieth).
@@ -277,7 +275,6 @@ class Tuner:
         cache: where winners go (None: nowhere); ``retune`` ignores cached winners.
         reporter: progress callbacks.
         pipeline_depth: candidates asked ahead of the GPU (by all the studies in flight).
-        workers: processes enumerating the valid points of the problems.
         ranked: configurations a study tries after its warm start because a model of the
             tuning history in ``storage`` predicts them fastest (:mod:`~autoconv.search.ranker`).
         prefilter: skip compiling the candidates (proposals, and repairs of invalid ones) that
@@ -298,7 +295,7 @@ class Tuner:
                  seed: int = 0, workspace_limit: int = DEFAULT_WORKSPACE_LIMIT,
                  cache: WinnerCache | None = None, retune: bool = False,
                  reporter: Reporter | None = None, pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
-                 workers: int = 1, ranked: int = DEFAULT_RANKED, prefilter: bool = False,
+                 ranked: int = DEFAULT_RANKED, prefilter: bool = False,
                  run_time_sizes: bool = False, transfer: bool = False):
         if budget.trials is None and budget.seconds is None:
             raise AutoconvError("a tuning budget needs trials and/or seconds per problem")
@@ -317,7 +314,6 @@ class Tuner:
         self.cache = cache
         self.retune = retune
         self.pipeline_depth = max(1, pipeline_depth)
-        self.workers = workers
         self.ranked = max(0, ranked)
         self.prefilter = prefilter
         self.run_time_sizes = run_time_sizes
@@ -360,20 +356,17 @@ class Tuner:
                 self.reporter.problem_finished(outcomes[index])
         to_tune = [(index, item) for index, item, _ in fitting]
         if to_tune:
-            self.reporter.note(f"enumerating the valid configurations of {len(to_tune)} problem(s), "
-                               f"{ENUMERATED_AHEAD} ahead of the one tuned")
             finished_since: dict[int, ProblemOutcome] = {}
 
             def finished_by_another(position: int) -> bool:
-                """(another process may have finished it since: then its points are not waited for)"""
+                """(another process may have finished it since: then it is not enumerated)"""
                 cached = self._cached(to_tune[position][1], quiet=True)
                 if cached is not None:
                     finished_since[position] = cached
                 return cached is not None
 
-            all_points = enumerate_ahead([item.problem for _, item in to_tune], self.families, self.backend.device,
-                                         [limit for _, _, limit in fitting], self.workers, ahead=ENUMERATED_AHEAD,
-                                         skip=finished_by_another)
+            all_points = enumerate_in_turn([item.problem for _, item in to_tune], self.families, self.backend.device,
+                                           [limit for _, _, limit in fitting], skip=finished_by_another)
             tuned = []
 
             def jobs():
@@ -906,7 +899,7 @@ class Tuner:
             starts += [(family, points.nearest(family, seed), "family seed")
                        for seed in get_family(family).space.seeds]
         if self.ranked and ranker is not None:
-            best = ranker.best(problem, points.points, self.ranked)
+            best = ranker.best_valid(problem, points, self.ranked)
             starts += [(family, config, f"ranked {place} by the tuning history's model ({ms:.4g} ms predicted)")
                        for place, (family, config, ms) in enumerate(best, 1)]
         enqueue_new(study, starts, known)

@@ -3,23 +3,17 @@ unseen config to a proposal, and sampling valid configs without enumerating."""
 
 from __future__ import annotations
 
-import time
-
+import numpy
 import pytest
 
-from autoconv.kernels.families import get_family
+from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.kernels.limits import H100
 from autoconv.problems.problem import parse_spec
-from autoconv.search.points import (
-    ValidPoints,
-    config_key,
-    enumerate_ahead,
-    enumerate_all,
-    enumerate_points,
-    sample_valid,
-)
+from autoconv.search.points import ValidPoints, config_key, enumerate_in_turn, enumerate_points, sample_valid
+from tests.helpers import family_spec
 
 PROBLEM = parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1")
+
 FAMILIES = ("direct", "im2col_gemm")
 
 
@@ -101,31 +95,19 @@ def test_families_without_valid_points_are_left_out():
     assert not points.is_valid("im2col_gemm", get_family("im2col_gemm").space.default)
 
 
-def test_enumerate_all_matches_one_problem_at_a_time():
-    other = parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1")
-    both = enumerate_all([PROBLEM, other], FAMILIES, H100, [1 << 30, 0])
-    assert both == [enumerate_points(PROBLEM, FAMILIES, H100, 1 << 30), enumerate_points(other, FAMILIES, H100, 0)]
-    with pytest.raises(ValueError, match="2 workspace limits for 1 problems"):
-        enumerate_all([PROBLEM], FAMILIES, H100, [1, 2])
-
-
-@pytest.mark.parametrize("workers", [1, 2])
-def test_enumerate_ahead_gives_each_problem_in_turn_and_stops_cleanly(workers):
+def test_enumerate_in_turn_gives_each_problem_with_its_workspace_limit():
     problems = [PROBLEM, parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1"), parse_spec("N=2,C=3,H=7,W=5,K=4,R=2,S=3")]
-    expected = [enumerate_points(problem, FAMILIES, H100, 1 << 30) for problem in problems]
-    assert list(enumerate_ahead(problems, FAMILIES, H100, 1 << 30, workers, ahead=1)) == expected
-    # A caller that stops after the first problem (an error while tuning it) leaves no pool behind.
-    started = time.monotonic()
-    stream = enumerate_ahead(problems, FAMILIES, H100, 1 << 30, workers, ahead=1)
-    assert next(stream) == expected[0]
-    stream.close()
-    assert time.monotonic() - started < 60
+    assert list(enumerate_in_turn(problems, FAMILIES, H100, 1 << 30)) == \
+        [enumerate_points(problem, FAMILIES, H100, 1 << 30) for problem in problems]
+    assert list(enumerate_in_turn(problems[:2], FAMILIES, H100, [1 << 30, 0])) == \
+        [enumerate_points(PROBLEM, FAMILIES, H100, 1 << 30), enumerate_points(problems[1], FAMILIES, H100, 0)]
+    with pytest.raises(ValueError, match="2 workspace limits for 1 problems"):
+        list(enumerate_in_turn([PROBLEM], FAMILIES, H100, [1, 2]))
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_enumerate_ahead_skips_a_problem_finished_elsewhere_without_waiting_for_it(workers):
+def test_enumerate_in_turn_skips_a_problem_finished_elsewhere_when_its_turn_comes():
     """A problem that ``skip`` says another worker has finished yields None when its turn comes,
-    and is asked about only then (its enumeration, already submitted, is dropped)."""
+    and is asked about only then."""
     problems = [PROBLEM, parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1"), parse_spec("N=2,C=3,H=7,W=5,K=4,R=2,S=3")]
     asked: list[int] = []
 
@@ -133,10 +115,31 @@ def test_enumerate_ahead_skips_a_problem_finished_elsewhere_without_waiting_for_
         asked.append(index)
         return index == 1
 
-    stream = enumerate_ahead(problems, FAMILIES, H100, 1 << 30, workers, ahead=2, skip=skip)
+    stream = enumerate_in_turn(problems, FAMILIES, H100, 1 << 30, skip=skip)
     assert next(stream) == enumerate_points(problems[0], FAMILIES, H100, 1 << 30) and asked == [0]
     assert next(stream) is None and asked == [0, 1]
     assert next(stream) == enumerate_points(problems[2], FAMILIES, H100, 1 << 30)
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_valid_points_keys_and_tables_are_those_of_each_config(family):
+    """ValidPoints writes the keys of a problem's points a value at a time and reads its tables off
+    the configs a column at a time: the same keys as config_key, the same rows as PointTable's
+    lookup, and the ranker's features of the table the same as of the configs."""
+    from autoconv.search.points import _config_keys
+    from autoconv.search.ranker import config_rows, table_rows
+
+    problem = parse_spec(family_spec(family, "N=2,C=24,H=15,W=13,K=40,R=3,S=3,pad=1"))
+    configs = enumerate_points(problem, (family,), H100, 1 << 30)[family]
+    points = ValidPoints({family: configs})
+    assert _config_keys(family, configs) == [config_key(family, config) for config in configs]
+    params = get_family(family).space.params
+    assert points.table(family).indices.tolist() == [
+        [list(choices).index(config[name]) for name, choices in params.items()] for config in configs]
+    assert numpy.array_equal(table_rows(points.table(family)), config_rows(family, configs))
+    # (a value of another type than the choice it equals keeps its own JSON: 1.0 is not written 1)
+    odd = {**configs[0], next(iter(params)): float(configs[0][next(iter(params))])}
+    assert _config_keys(family, [odd]) == [config_key(family, odd)]
 
 
 def test_a_tuner_does_not_enumerate_a_problem_another_worker_finished_meanwhile(points, monkeypatch):
@@ -170,13 +173,13 @@ def test_a_tuner_does_not_enumerate_a_problem_another_worker_finished_meanwhile(
     yielded: list[object] = []
 
     def recorded(*args, **kwargs):
-        for points in enumerate_ahead(*args, **kwargs):
+        for points in enumerate_in_turn(*args, **kwargs):
             yielded.append(points)
             yield points
 
     monkeypatch.setattr(tuner, "_cached", cached)
     monkeypatch.setattr(tuner, "_begin", begin)
-    monkeypatch.setattr(tuner_module, "enumerate_ahead", recorded)
+    monkeypatch.setattr(tuner_module, "enumerate_in_turn", recorded)
     outcomes = tuner.tune([first, second])
     assert tuned == ["first"] and outcomes[1] is finished_elsewhere
     assert isinstance(yielded[0], dict) and yielded[1] is None  # (skipped, not enumerated)

@@ -98,7 +98,7 @@ def test_the_tuner_gets_the_sessions_settings(tmp_path):
     session = TuneSession.from_config(_config("seed: 7\nworkspace_limit_mb: 3\n"), trials=2, retune=True,
                                       storage=str(tmp_path / "s.journal"))
     with session.open_cache() as winners:
-        tuner = session.tuner(FakeBackend(), cache=winners, workers=2)
-        assert (tuner.families, tuner.budget, tuner.seed, tuner.workspace_limit, tuner.retune, tuner.workers,
-                tuner.cache) == (("direct",), session.budget, 7, 3 << 20, True, 2, winners)
+        tuner = session.tuner(FakeBackend(), cache=winners)
+        assert (tuner.families, tuner.budget, tuner.seed, tuner.workspace_limit, tuner.retune,
+                tuner.cache) == (("direct",), session.budget, 7, 3 << 20, True, winners)
     assert Path(session.cache).exists()

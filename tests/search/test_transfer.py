@@ -59,7 +59,11 @@ class StubRanker:
     def predict_ms(self, problem, family, configs):
         return numpy.array([self.order[config_key(family, c)] for c in configs])
 
+    def predict_valid(self, problem, family, points):
+        return self.predict_ms(problem, family, points.points[family])
+
     best = Ranker.best
+    best_valid = Ranker.best_valid
 
 
 def test_a_model_of_too_few_problems_or_of_none_of_the_families_is_not_trusted(points):
