@@ -33,10 +33,10 @@ the same precision on this GPU (a model of a few problems extrapolates to any ot
 a judgement, not measured); else it is a full study. So a first tune with ``--transfer`` runs full
 studies until enough of its own problems are tuned.
 
-Measured on an H200 (results/h100/thirtyfirst, two calls, 4 runs a side): VGG-16 at batch 8 with a
-ResNet-50 history tuned in 13.7 and 13.8 s on average, against 28.7 and 32.0 s for the full search
-without history (2.10x, 2.31x), with ~4x fewer candidates and the same winners (geometric means
-within 0.5%). A transfer study is a few rounds of compiles in a row, each waiting for its
+Measured on an H200 (results/h100/thirtysecond, two calls, 3-4 runs a side): VGG-16 at batch 8 with
+a ResNet-50 history tuned in 11.8 and 11.5 s on average, against 28.0 and 26.2 s for the full search
+without history (2.37x, 2.27x), with ~4x fewer candidates and the same winners (geometric means
+within 1%). A transfer study is a few rounds of compiles in a row, each waiting for its
 slowest, so such a run leaves the cores about half idle.
 """
 
