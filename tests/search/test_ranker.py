@@ -16,7 +16,7 @@ from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
-from autoconv.search.points import enumerate_points
+from autoconv.search.points import ValidPoints, enumerate_points
 from autoconv.search.ranker import MIN_SAMPLES, Ranker, _design, config_rows, history_samples
 from autoconv.search.study import parse_study_name, study_name
 from autoconv.search.tuner import Tuner
@@ -71,6 +71,19 @@ def test_the_model_ranks_an_untuned_problems_points(history):
     # (whose median would sit at the space's median).
     assert statistics.median(chosen) <= every[len(every) // 10]
     assert min(chosen) <= every[len(every) // 100]
+
+
+def test_the_best_of_all_valid_points_read_off_their_tables_is_the_best_of_their_configs(history):
+    """best_valid (features from the points' tables) ranks as best does from the configurations."""
+    ranker = Ranker(history_samples(history, FAKE_IDENTITY.gpu_name, "fp32"))
+    points = ValidPoints(enumerate_points(UNTUNED, FAMILIES, H100, 1 << 30))
+    modelled = {family: configs for family, configs in points.points.items() if family in ranker.families}
+    assert ranker.best_valid(UNTUNED, points, 7) == ranker.best(UNTUNED, modelled, 7)
+    family = ranker.families[0]
+    assert ranker.best_valid(UNTUNED, points, 3, families=(family,)) == \
+        ranker.best(UNTUNED, {family: points.points[family]}, 3)
+    assert ranker.predict_valid(UNTUNED, family, points) == \
+        pytest.approx(ranker.predict_ms(UNTUNED, family, points.points[family]), rel=1e-12)
 
 
 def test_a_prediction_is_the_ridge_models_on_the_problems_design_rows(history):
