@@ -41,6 +41,10 @@ from autoconv.problems.problem import DTYPE_SIZES, ConvProblem, did_you_mean
 
 #: Workspace a configuration may use unless the caller says otherwise (1 GiB).
 DEFAULT_WORKSPACE_LIMIT = 1 << 30
+#: Combinations :meth:`SearchSpace.points` evaluates at once at one depth, at most; a space whose
+#: constraints leave more is walked point by point instead (each of its ~50 arrays of derived
+#: values would take 8 MB a million rows). The shipped spaces have at most 110592 in all.
+MAX_ROWS_AT_ONCE = 1 << 20
 
 _TOP_KEYS = ("family", "description", "params", "derived", "constraints", "default", "fallbacks", "seeds")
 
@@ -197,6 +201,8 @@ class SearchSpace:
         rows = Rows(base, {}, 1)
         for depth, (derived, constraints) in enumerate(self._stages()):
             name, choices = names[depth], self.params[names[depth]]
+            if rows.count * len(choices) > MAX_ROWS_AT_ONCE:
+                raise NotVectorizable(f"{rows.count * len(choices)} combinations at once")
             # Each row so far once per choice, the choice varying fastest: all_configs' order.
             chosen = [numpy.repeat(indices, len(choices)) for indices in chosen]
             chosen.append(numpy.tile(numpy.arange(len(choices)), rows.count))

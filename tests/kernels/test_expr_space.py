@@ -413,6 +413,18 @@ def test_enumeration_at_once_equals_the_walk_point_by_point(family):
             assert space._points_at_once(base) == space._walk(base, problem, H100, limit), (family, spec, limit)
 
 
+def test_a_space_too_large_to_evaluate_at_once_is_walked_point_by_point(monkeypatch):
+    import autoconv.kernels.space as space_module
+
+    space = toy_space()
+    expected = space.points(small_problem(K=3), H100)
+    walked: list[int] = []
+    original = SearchSpace._walk
+    monkeypatch.setattr(SearchSpace, "_walk", lambda self, *args: walked.append(1) or original(self, *args))
+    monkeypatch.setattr(space_module, "MAX_ROWS_AT_ONCE", 3)  # (the toy space binds 4 choices of A first)
+    assert space.points(small_problem(K=3), H100) == expected and walked == [1]
+
+
 def test_a_space_that_cannot_be_evaluated_at_once_is_walked_point_by_point():
     """A derived value that divides by a parameter its constraint keeps non-zero only later (the
     walk decides such a subtree point by point), and a parameter of mixed types: the same points
