@@ -67,6 +67,17 @@ def problem_variables(problem: ConvProblem) -> dict[str, int]:
     }
 
 
+def space_variables(problem: ConvProblem, device: DeviceLimits, workspace_limit: int) -> dict[str, object]:
+    """The names a search space's expressions may use before its parameters are bound: the
+    problem's (:func:`problem_variables`), the device's and ``workspace_limit_bytes``."""
+    return {**problem_variables(problem), **device.variables(), "workspace_limit_bytes": workspace_limit}
+
+
+def choice_places(choices: Sequence[object]) -> dict[object, int]:
+    """Each of a parameter's ``choices`` -> its index (of equal ones the first, as ``tuple.index``)."""
+    return {choice: index for index, choice in reversed(list(enumerate(choices)))}
+
+
 def _choice_column(choices: Sequence[object]) -> numpy.ndarray:
     """A parameter's choices as an array of one type (integers, floats or strings), as
     :mod:`~autoconv.problems.expression_arrays` evaluates them.
@@ -126,8 +137,7 @@ class SearchSpace:
         missing = [p for p in self.params if p not in config]
         if missing:
             raise SearchSpaceError(f"{self.family}: missing parameter(s) {', '.join(missing)}")
-        values: dict[str, object] = {**problem_variables(problem), **device.variables(),
-                                     "workspace_limit_bytes": workspace_limit}
+        values = space_variables(problem, device, workspace_limit)
         values.update({name: config[name] for name in self.params})
         for name, expression in self.derived.items():
             try:
@@ -183,14 +193,13 @@ class SearchSpace:
         once (:mod:`autoconv.problems.expression_arrays`), where every expression can be
         evaluated exactly so; else point by point (:meth:`_walk`).
         """
-        base: dict[str, object] = {**problem_variables(problem), **device.variables(),
-                                   "workspace_limit_bytes": workspace_limit}
         try:
-            return self._points_at_once(base)
+            return self._points_at_once(problem, device, workspace_limit)
         except NotVectorizable:
-            return self._walk(base, problem, device, workspace_limit)
+            return self._walk(problem, device, workspace_limit)
 
-    def _points_at_once(self, base: Mapping[str, object]) -> list[dict[str, object]]:
+    def _points_at_once(self, problem: ConvProblem, device: DeviceLimits,
+                        workspace_limit: int) -> list[dict[str, object]]:
         """:meth:`points`, each depth's combinations evaluated together.
 
         Raises:
@@ -198,7 +207,7 @@ class SearchSpace:
         """
         names = list(self.params)
         chosen: list[numpy.ndarray] = []  # per bound parameter, each row's index into its choices
-        rows = Rows(base, {}, 1)
+        rows = Rows(space_variables(problem, device, workspace_limit), {}, 1)
         for depth, (derived, constraints) in enumerate(self._stages()):
             name, choices = names[depth], self.params[names[depth]]
             if rows.count * len(choices) > MAX_ROWS_AT_ONCE:
@@ -221,8 +230,7 @@ class SearchSpace:
                    for choices, indices in zip(self.params.values(), chosen)]
         return [dict(zip(names, values)) for values in zip(*columns)]
 
-    def _walk(self, base: Mapping[str, object], problem: ConvProblem, device: DeviceLimits,
-              workspace_limit: int) -> list[dict[str, object]]:
+    def _walk(self, problem: ConvProblem, device: DeviceLimits, workspace_limit: int) -> list[dict[str, object]]:
         """:meth:`points`, point by point: a depth-first walk over the parameters."""
         names = list(self.params)
         stages = self._stages()
@@ -252,7 +260,7 @@ class SearchSpace:
                     continue
                 walk(depth + 1, bound)
 
-        walk(0, dict(base))
+        walk(0, space_variables(problem, device, workspace_limit))
         return found
 
     def _stages(self) -> list[tuple[list[tuple[str, Expression]], list[Constraint]]]:
@@ -335,7 +343,7 @@ class PointTable:
         self.params = {name: tuple(choices) for name, choices in params.items()}
         columns = []
         for name, choices in self.params.items():  # (a column at a time: up to ~30000 configs)
-            place = {choice: index for index, choice in reversed(list(enumerate(choices)))}  # (first match, as index())
+            place = choice_places(choices)
             try:
                 columns.append([place[config[name]] for config in configs])
             except KeyError as err:

@@ -3,8 +3,9 @@ its search space's constraints for one problem on one device.
 
 The tuner enumerates them once per problem (:func:`enumerate_in_turn`; all of a depth's
 combinations at once, :meth:`~autoconv.kernels.space.SearchSpace.points`) and samples only among
-them: a proposal that breaks a constraint, or repeats a configuration, is *repaired* to the nearest valid point not yet
-evaluated (:meth:`ValidPoints.nearest_unseen`; see :mod:`autoconv.search.tuner`).
+them: a proposal that breaks a constraint, or repeats a configuration, is *repaired* to the
+nearest valid point not yet evaluated (:meth:`ValidPoints.nearest_unseen`; see
+:mod:`autoconv.search.tuner`).
 :func:`sample_valid` draws a few valid configurations without enumerating the space (the
 dry run and the GPU tests).
 """
@@ -44,12 +45,11 @@ def _config_keys(family: str, configs: Sequence[Mapping[str, object]]) -> list[s
     keys = []
     for config in configs:
         try:
-            if len(config) != len(names):
-                raise KeyError(len(config))
             values = ", ".join([pieces[name][type(value := config[name]), value] for name in names])
-            keys.append(f"{family}{{{values}}}")
-        except KeyError:  # (not a value of each parameter among its choices: as config_key writes it)
+        except KeyError:  # (a parameter without a value, or a value not among its choices)
             keys.append(config_key(family, config))
+            continue
+        keys.append(f"{family}{{{values}}}" if len(config) == len(names) else config_key(family, config))
     return keys
 
 

@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 from autoconv.cache.neighbours import features as problem_features
 from autoconv.cache.winners import templates_hash
 from autoconv.kernels.families import FAMILY_NAMES, get_family
-from autoconv.kernels.space import PointTable
+from autoconv.kernels.space import PointTable, choice_places
 from autoconv.problems.problem import ConvProblem
 from autoconv.search.points import ValidPoints
 from autoconv.search.study import ok_trials, parse_study_name
@@ -67,25 +67,32 @@ def config_rows(family: str, configs: Sequence[Mapping[str, object]]) -> numpy.n
     time, not a config at a time: a problem's valid points number up to ~30000, and the start of a
     transfer study (:mod:`autoconv.search.transfer`) ranks them all."""
     params = get_family(family).space.params
-    indicators, logs = [], []
+    places, logs = [], []
     for name, choices in params.items():
         values = [config.get(name) for config in configs]
-        place = {choice: index for index, choice in reversed(list(enumerate(choices)))}  # (first match, as ==)
-        places = numpy.array([place.get(value, -1) for value in values], dtype=int)
-        indicators.append((places[:, None] == numpy.arange(len(choices))[None, :]).astype(float))
+        place = choice_places(choices)
+        places.append(numpy.array([place.get(value, -1) for value in values], dtype=int))  # (-1: no indicator)
         known_logs = {value: _log2_or_zero(value) for value in set(values)}
-        logs.append(numpy.array([known_logs[value] for value in values], dtype=float)[:, None])
-    return numpy.hstack(indicators + logs).reshape(len(configs), -1)
+        logs.append(numpy.array([known_logs[value] for value in values], dtype=float))
+    return _feature_rows(params, places, logs, len(configs))
 
 
 def table_rows(table: PointTable) -> numpy.ndarray:
     """:func:`config_rows` of every configuration of ``table`` (a family's valid points), from its
     choice indices rather than from the configurations' values."""
-    columns = list(enumerate(table.params.values()))
-    indicators = [numpy.eye(len(choices))[table.indices[:, column]] for column, choices in columns]
-    logs = [numpy.array([_log2_or_zero(choice) for choice in choices])[table.indices[:, column]][:, None]
-            for column, choices in columns]
-    return numpy.hstack(indicators + logs).reshape(len(table.indices), -1)
+    places = [table.indices[:, column] for column in range(len(table.params))]
+    logs = [numpy.array([_log2_or_zero(choice) for choice in choices])[column_places]
+            for choices, column_places in zip(table.params.values(), places)]
+    return _feature_rows(table.params, places, logs, len(table.indices))
+
+
+def _feature_rows(params: Mapping[str, Sequence[object]], places: Sequence[numpy.ndarray],
+                  logs: Sequence[numpy.ndarray], count: int) -> numpy.ndarray:
+    """:func:`config_rows`' layout: per parameter, the indicators of each row's choice (its index in
+    ``places``), then per parameter each row's log2 (``logs``)."""
+    indicators = [(column_places[:, None] == numpy.arange(len(choices))[None, :]).astype(float)
+                  for choices, column_places in zip(params.values(), places)]
+    return numpy.hstack(indicators + [column_logs[:, None] for column_logs in logs]).reshape(count, -1)
 
 
 def _problem_row(problem: ConvProblem) -> numpy.ndarray:

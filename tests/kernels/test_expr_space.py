@@ -403,14 +403,12 @@ def test_enumeration_at_once_equals_the_walk_point_by_point(family):
     """SearchSpace.points evaluates each depth's combinations at once: the shipped spaces never need
     the point-by-point walk (a refusal would show here as NotVectorizable), and it finds the same
     points in the same order, with and without room for a workspace."""
-    from autoconv.kernels.space import problem_variables
-
     space = get_family(family).space
     for spec in AT_ONCE_PROBLEMS:
         problem = parse_spec(family_spec(family, spec))
         for limit in (0, 1 << 30):
-            base = {**problem_variables(problem), **H100.variables(), "workspace_limit_bytes": limit}
-            assert space._points_at_once(base) == space._walk(base, problem, H100, limit), (family, spec, limit)
+            assert space._points_at_once(problem, H100, limit) == space._walk(problem, H100, limit), \
+                (family, spec, limit)
 
 
 def test_a_space_too_large_to_evaluate_at_once_is_walked_point_by_point(monkeypatch):
