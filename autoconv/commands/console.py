@@ -25,7 +25,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.dry_run import DryRunResult
 from autoconv.search.fleet import FleetReporter, WorkerState
-from autoconv.search.outcome import ProblemOutcome, Reporter, compile_rate
+from autoconv.search.outcome import ProblemOutcome, Reporter, RunLoad, compile_rate
 from autoconv.search.storage import masked_url
 
 
@@ -171,8 +171,10 @@ def _failures(outcome: ProblemOutcome) -> str:
     return ", ".join(f"{count} {status}" for status, count in sorted(outcome.failures.items()))
 
 
-def summary_table(outcomes: Sequence[ProblemOutcome], wall_s: float | None = None) -> Table:
-    """Per problem: family, params, ms, TFLOP/s, trials run / failed, compile vs GPU seconds."""
+def summary_table(outcomes: Sequence[ProblemOutcome], wall_s: float | None = None,
+                  load: RunLoad | None = None) -> Table:
+    """Per problem: family, params, ms, TFLOP/s, trials run / failed, compile vs GPU seconds; the
+    caption adds the totals over the run's ``wall_s`` and what it kept busy (``load``)."""
     table = Table(title="autoconv tune: winners", show_lines=False)
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("problem", "left"), ("shape", "left"), ("family", "left"), ("params", "left"), ("ms", "right"),
@@ -199,6 +201,11 @@ def summary_table(outcomes: Sequence[ProblemOutcome], wall_s: float | None = Non
                        f"(compile {sum(o.compile_s for o in outcomes):.1f} s in parallel, "
                        f"{sum(o.compile_cpu_s for o in outcomes):.1f} CPU-s, "
                        f"GPU {sum(o.gpu_s for o in outcomes):.1f} s; {candidates} candidates{rate})")
+    if load is not None and load.cores_allow is not None:
+        caption.append(f"on average the compilers kept {load.compile_cores:.1f} of the host's {load.host_cores} "
+                       f"cores busy, the candidates' runs {'each GPU' if load.gpus > 1 else 'the GPU'} "
+                       f"{load.gpu_busy:.0%} of the time; this host's cores allow the same compiles at most "
+                       f"{load.cores_allow:.2f}x as fast, with any number of GPUs")
     table.caption = "; ".join(caption)
     return table
 

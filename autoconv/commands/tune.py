@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +34,7 @@ from autoconv.problems.config import BUDGET_RULES, argument_type, count_problem
 from autoconv.problems.problem import LAYOUTS, PRECISIONS
 from autoconv.search.dry_run import dry_run
 from autoconv.search.fleet import default_workers_per_gpu, parse_gpus, tune_on_gpus
-from autoconv.search.outcome import Milestones, ProblemOutcome, compile_rate, phase_totals
+from autoconv.search.outcome import Milestones, ProblemOutcome, compile_rate, phase_totals, run_load
 from autoconv.search.session import TuneSession
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH
 
@@ -272,7 +273,8 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
                run: dict) -> int:
     """Print the summary table and write ``tune.json``; the exit status."""
     config = session.config
-    stdout.print(summary_table(outcomes, wall_s))
+    load = run_load(outcomes, wall_s, gpus=len(run["gpus"]), host_cores=os.cpu_count() or 1)
+    stdout.print(summary_table(outcomes, wall_s, load))
     config.results.mkdir(parents=True, exist_ok=True)
     summary_path = config.results / "tune.json"
     candidates, per_cpu_s = compile_rate(outcomes)
@@ -285,6 +287,7 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
         "compile_queue_s": round(sum(o.compile_queue_s for o in outcomes), 3),
         "gpu_queue_s": round(sum(o.gpu_queue_s for o in outcomes), 3),
         "candidates": candidates, "candidates_per_compile_cpu_s": None if per_cpu_s is None else round(per_cpu_s, 3),
+        "load": load.as_dict(),
         "problems": [outcome.as_dict() for outcome in outcomes]}, indent=1) + "\n")
     stdout.print(f"summary written to {summary_path}")
     return 0 if all(outcome.time_ms is not None for outcome in outcomes) else 1

@@ -97,6 +97,41 @@ def compile_rate(outcomes: Sequence[ProblemOutcome]) -> tuple[int, float | None]
     return candidates, (candidates / cpu_s if cpu_s > 0 else None)
 
 
+@dataclass(frozen=True)
+class RunLoad:
+    """What a tuning run kept busy, on average over its wall time: how a user (and issue 16) reads
+    what bounds a tune on their host, and what more GPUs could give there.
+
+    Its :attr:`cores_allow` is a bound, not a forecast: a run cannot end before its compiles' CPU
+    seconds are spread over every core, so any run of the same compiles (more GPUs, more workers,
+    another order) is at most that many times faster. More GPUs start more studies at once, which
+    usually compile more candidates, not fewer."""
+
+    host_cores: int
+    compile_cores: float  # compile CPU-s over the run's wall time: cores the compilers kept busy
+    gpus: int
+    gpu_busy: float       # the candidates' GPU seconds (load, verify, time) over wall time x GPUs
+
+    @property
+    def cores_allow(self) -> float | None:
+        """At most how many times faster a run of the same compiles can be on this host's cores
+        (None: nothing was compiled)."""
+        return self.host_cores / self.compile_cores if self.compile_cores > 0 else None
+
+    def as_dict(self) -> dict[str, Any]:
+        allow = self.cores_allow
+        return {"host_cores": self.host_cores, "compile_cores_busy": round(self.compile_cores, 2), "gpus": self.gpus,
+                "gpu_busy": round(self.gpu_busy, 3), "cores_allow": None if allow is None else round(allow, 2)}
+
+
+def run_load(outcomes: Sequence[ProblemOutcome], wall_s: float, gpus: int, host_cores: int) -> RunLoad:
+    """The :class:`RunLoad` of a run of ``wall_s`` seconds on ``gpus`` GPUs of a host with
+    ``host_cores`` cores that gave ``outcomes`` (the seconds of problems served from the cache are 0)."""
+    wall_s = max(wall_s, 1e-9)
+    return RunLoad(host_cores=host_cores, compile_cores=sum(o.compile_cpu_s for o in outcomes) / wall_s,
+                   gpus=gpus, gpu_busy=sum(o.gpu_s for o in outcomes) / (wall_s * max(gpus, 1)))
+
+
 @dataclass
 class ProblemOutcome:
     """What tuning one problem gave. ``source``: ``tuned``, ``cache`` or ``none`` (no

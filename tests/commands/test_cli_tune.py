@@ -5,6 +5,7 @@ needed; ``--dry-run`` really compiles with nvcc."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -69,6 +70,11 @@ def test_tune_fills_storage_cache_and_summary_then_serves_from_cache(config, tmp
     assert summary["candidates"] == 12 and "12 candidates" in out
     cpu_s = sum(p["compile_cpu_s"] for p in summary["problems"])
     assert cpu_s == pytest.approx(14 * 0.008) and summary["candidates_per_compile_cpu_s"] == round(12 / cpu_s, 3)
+    load = summary["load"]  # what the run kept busy, over its wall time
+    assert load["host_cores"] == os.cpu_count() and load["gpus"] == 1
+    assert load["compile_cores_busy"] == round(cpu_s / summary["wall_s"], 2)
+    assert load["cores_allow"] == pytest.approx(os.cpu_count() * summary["wall_s"] / cpu_s, rel=1e-2)
+    assert "cores busy" in out
     with WinnerCache(tmp_path / "state" / "cache.sqlite") as cache:
         assert len(cache) == 2
 
