@@ -1,6 +1,7 @@
 """What tuning a problem gives (:class:`ProblemOutcome`), how the outcomes of one problem
-tuned several times are merged into one (:func:`merge_outcomes`), and the interface
-through which the tuner reports its progress (:class:`Reporter`).
+tuned several times are merged into one (:func:`merge_outcomes`), what a run of them kept busy
+(:func:`run_load`), and the interface through which the tuner reports its progress
+(:class:`Reporter`).
 
 One problem is tuned several times in two ways, and :func:`merge_outcomes` serves both:
 
