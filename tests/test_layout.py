@@ -179,6 +179,8 @@ def test_domain_code_never_imports_the_command_line():
     # A fleet worker starts its GPU worker from here before it imports the tuner (its warm-up then
     # overlaps those imports): nothing heavy may come first.
     ("autoconv.search.fleet_entry", ("cupy", "torch", "optuna", "numpy", "jinja2", "yaml")),
+    # The console script's module: each process a tuning run spawns imports the script again.
+    ("autoconv.commands.main", ("cupy", "torch", "optuna", "numpy", "jinja2", "yaml")),
 ])
 def test_importing_leaves_heavy_packages_alone(module, heavy):
     script = (f"import sys, {module}\n"

@@ -3,6 +3,13 @@ dispatch. Each module of :mod:`autoconv.commands` adds its subcommand
 (``add_parser``) and runs it (``run``); errors autoconv raises on purpose are printed
 as one line on stderr, without a traceback, with exit status 2; so is an ``OSError`` no
 command foresaw (the file it names and why).
+
+The command modules are imported when the parser is built, not when this module is: the
+``autoconv`` console script imports this module, and every process multiprocessing spawns from it
+(a tuning run's compilers, tuning workers and GPU workers) imports the script again before it
+starts. Imported here, the commands brought the tuner, Optuna and numpy into each of them (~0.6
+CPU-s a process on a CPU machine, for 21 processes on a 16-core GPU host), where ``python -m
+autoconv`` brings nothing (multiprocessing does not import a ``__main__`` module again).
 """
 
 from __future__ import annotations
@@ -11,19 +18,18 @@ import argparse
 import sys
 
 from autoconv._version import __version__
-from autoconv.commands import bench, cache, check, families, render, report, show, space, tune, verify
 from autoconv.errors import AutoconvError
-
-#: The command modules, in the order ``autoconv --help`` lists them.
-COMMANDS = (render, space, families, verify, check, bench, report, tune, show, cache)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # (here, not at the top: see the module's docstring)
+    from autoconv.commands import bench, cache, check, families, render, report, show, space, tune, verify
+
     parser = argparse.ArgumentParser(
         prog="autoconv", description="Autotuning CUDA kernel generator for 2-D convolution.")
     parser.add_argument("--version", action="version", version=f"autoconv {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
+    for command in (render, space, families, verify, check, bench, report, tune, show, cache):  # as --help lists them
         command.add_parser(commands)
     return parser
 
