@@ -147,6 +147,36 @@ class SearchSpace:
                                        f"for {dict(config)}: {err}") from None
         return values
 
+    def values_of(self, names: Sequence[str], indices: numpy.ndarray, problem: ConvProblem, device: DeviceLimits,
+                  workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> numpy.ndarray:
+        """The numeric values ``names`` (parameters or derived values) of the configurations whose
+        choice indices are the rows of ``indices`` (:class:`PointTable`'s), as floats: a row per
+        configuration, a column per name. A derived value at a time over all of them
+        (:mod:`~autoconv.problems.expression_arrays`: the tuning history's model reads them for up
+        to ~30000 valid points), else configuration by configuration (:meth:`context`).
+
+        Raises:
+            SearchSpaceError: a derived value cannot be computed for some configuration.
+        """
+        needed = set(names)
+        for name, expression in reversed(list(self.derived.items())):  # (a derived value uses those before it)
+            if name in needed:
+                needed |= expression.names
+        rows = Rows(space_variables(problem, device, workspace_limit), {}, len(indices))
+        try:
+            for column, (name, choices) in enumerate(self.params.items()):
+                rows.bind(name, _choice_column(choices)[indices[:, column]])
+            for name, expression in self.derived.items():
+                if name in needed:
+                    rows.bind(name, evaluate_rows(expression, rows))
+            columns = [numpy.broadcast_to(numpy.asarray(rows[name], dtype=float), (len(indices),)) for name in names]
+        except NotVectorizable:
+            configs = [{name: choices[index] for (name, choices), index in zip(self.params.items(), row)}
+                       for row in indices.tolist()]
+            values = [self.context(config, problem, device, workspace_limit) for config in configs]
+            columns = [numpy.array([float(cast(float, found[name])) for found in values]) for name in names]
+        return numpy.stack(columns, axis=1) if columns else numpy.zeros((len(indices), 0))
+
     def violations(self, config: Mapping[str, object], problem: ConvProblem, device: DeviceLimits,
                    workspace_limit: int = DEFAULT_WORKSPACE_LIMIT) -> list[str]:
         """The constraints a configuration breaks, as readable reasons (empty: valid)."""

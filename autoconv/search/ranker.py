@@ -6,15 +6,21 @@ templates and precision (:func:`history_samples`). A :class:`Ranker` fits, per k
 family, a ridge regression of log(time per FLOP) on features of the problem (those of
 :mod:`autoconv.cache.neighbours`: the implicit GEMM's sizes, the output image, filter,
 stride, dilation), of the configuration (each parameter's value as a category, and the
-log2 of numeric ones) and their products (a tile that suits a large GEMM may not suit a
-small one). It then orders a problem's valid configurations by predicted time; the tuner
-tries the best few right after the warm start (``autoconv tune --rank K``).
+log2 of numeric ones), of how the configuration fills the GPU on the problem (:func:`work_rows`:
+its main kernel's tiles per SM, and how full their last wave is) and the products of the
+problem's features with the others (a tile that suits a large GEMM may not suit a small one).
+It then orders a problem's valid configurations by predicted time: a transfer study starts from
+and polishes with its picks (``autoconv tune --transfer``), and ``--rank K`` tries the best few
+right after a study's warm start.
 
 Why so simple a model: a few thousand timed trials per GPU and family are all there is,
 the features are few, and the ranking has to be computed for up to ~30000 valid points in
 well under a second. Offline, on the journal of a ResNet-50 run (results/h100/NOTES.md), a
 model of this kind ranked a study's candidates with a median rank correlation of 0.85 when
-the study's own layer was left out of its training.
+the study's own layer was left out of its training. The fill of the GPU is there because a linear
+model of the parameters cannot tell when split-K pays: on three H200 ResNet-50 journals (each layer
+left out in turn) it ordered 62% of the implicit_gemm_wgmma pairs that differ only in SPLIT_K
+(and by more than 3%) as measured, and 86% with it (results/h100/thirtyfourth).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from threadpoolctl import threadpool_limits
 from autoconv.cache.neighbours import features as problem_features
 from autoconv.cache.winners import templates_hash
 from autoconv.kernels.families import FAMILY_NAMES, get_family
+from autoconv.kernels.limits import DeviceLimits
 from autoconv.kernels.space import PointTable, choice_places
 from autoconv.problems.problem import ConvProblem
 from autoconv.search.points import ValidPoints
@@ -45,6 +52,26 @@ MIN_SAMPLES = 30
 #: processes a ResNet-50 history's fit took 12 s with the default threads and 0.09 s with one
 #: (idle: 0.07 s), and every study's start waited for it (results/h100/NOTES.md, sixteenth session).
 FIT_THREADS = 1
+
+#: Per GEMM family: the search space's values whose product is the number of tiles its main
+#: kernel's work is cut into (its blocks, or the tiles a persistent kernel's blocks take in turn),
+#: and the value for the blocks of it an SM holds at least (a launch bound's minimum; None: one).
+#: Not ``direct``: with its grid of output tiles (GRID_Q x GRID_P x GRID_Z) the model ranked its
+#: configurations no better (rank correlation 0.973 against 0.974, left-out layers of ResNet-50 and
+#: VGG-16 on an H200) and, in transfer runs, picked a 5% slower one for VGG-16's first layer
+#: (results/h100/thirtyfourth). (Here, not on the families: their code is part of the templates'
+#: hash, which keys the cache.)
+WORK_TILES: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "im2col_gemm": (("GRID_M", "GRID_N"), None),
+    "implicit_gemm": (("GRID_M", "GRID_N", "SPLIT_K"), "MIN_BLOCKS"),
+    "implicit_gemm_3xtf32": (("GRID_M", "GRID_N", "SPLIT_K"), "MIN_BLOCKS"),
+    "implicit_gemm_mma": (("GRID_M", "GRID_N", "SPLIT_K"), "MIN_BLOCKS"),
+    "implicit_gemm_wgmma": (("GRID_M", "GRID_N", "SPLIT_K"), "MIN_BLOCKS"),
+    "implicit_gemm_wgmma_f16": (("GRID_M", "GRID_N", "SPLIT_K"), "MIN_BLOCKS"),
+    "implicit_gemm_wgmma_tma": (("TILES",), None),
+}
+#: Columns of :func:`work_rows`.
+WORK_FEATURES = 2
 
 
 @dataclass(frozen=True)
@@ -95,14 +122,42 @@ def _feature_rows(params: Mapping[str, Sequence[object]], places: Sequence[numpy
     return numpy.hstack(indicators + [column_logs[:, None] for column_logs in logs]).reshape(count, -1)
 
 
+def work_rows(problem: ConvProblem, family: str, indices: numpy.ndarray, device: DeviceLimits) -> numpy.ndarray:
+    """How each configuration (a row of choice indices, :class:`PointTable`'s) fills ``device`` on
+    ``problem``: the log2 of its main kernel's work tiles (:data:`WORK_TILES`) per SM, and the
+    share of the block slots (SMs times the blocks each holds) its last wave of tiles fills
+    (1: every wave full). Zeros for a family without :data:`WORK_TILES`."""
+    if family not in WORK_TILES:
+        return numpy.zeros((len(indices), WORK_FEATURES))
+    tiles_of, per_sm = WORK_TILES[family]
+    values = get_family(family).space.values_of(tiles_of + ((per_sm,) if per_sm else ()), indices, problem, device)
+    tiles = values[:, :len(tiles_of)].prod(axis=1)
+    slots = device.sm_count * (values[:, -1] if per_sm else 1.0)
+    return numpy.column_stack([numpy.log2(tiles / device.sm_count), tiles / (numpy.ceil(tiles / slots) * slots)])
+
+
+def _config_features(problem: ConvProblem, family: str, configs: Sequence[Mapping[str, object]],
+                     device: DeviceLimits) -> numpy.ndarray:
+    """Per configuration, :func:`config_rows` then :func:`work_rows`."""
+    indices = PointTable(get_family(family).space.params, configs).indices
+    return numpy.hstack([config_rows(family, configs), work_rows(problem, family, indices, device)])
+
+
+def _table_features(problem: ConvProblem, family: str, table: PointTable, device: DeviceLimits) -> numpy.ndarray:
+    """:func:`_config_features` of every configuration of ``table``, read off its choice indices."""
+    return numpy.hstack([table_rows(table), work_rows(problem, family, table.indices, device)])
+
+
 def _problem_row(problem: ConvProblem) -> numpy.ndarray:
     return numpy.array(list(problem_features(problem).values()))
 
 
-def _design(problem: ConvProblem, family: str, configs: Sequence[Mapping[str, object]]) -> numpy.ndarray:
-    """Rows of [problem features, config features, their products] for ``configs``."""
+def _design(problem: ConvProblem, family: str, configs: Sequence[Mapping[str, object]],
+            device: DeviceLimits) -> numpy.ndarray:
+    """Rows of [problem features, config features (:func:`_config_features`), their products] for
+    ``configs``."""
     p = _problem_row(problem)
-    c = config_rows(family, configs)
+    c = _config_features(problem, family, configs, device)
     products = (c[:, :, None] * p[None, None, :]).reshape(len(configs), -1)
     return numpy.hstack([numpy.broadcast_to(p, (len(configs), len(p))), c, products])
 
@@ -132,9 +187,10 @@ class _FamilyModel:
 
 
 class Ranker:
-    """Per-family models of a tuning history (see the module docstring)."""
+    """Per-family models of a tuning history on ``device`` (see the module docstring)."""
 
-    def __init__(self, samples: Iterable[Sample]):
+    def __init__(self, samples: Iterable[Sample], device: DeviceLimits):
+        self.device = device
         by_family: dict[str, list[Sample]] = {}
         for sample in samples:
             if sample.family in FAMILY_NAMES and sample.time_ms > 0:
@@ -150,7 +206,7 @@ class Ranker:
                 by_problem: dict[ConvProblem, list[Sample]] = {}
                 for sample in found:
                     by_problem.setdefault(sample.problem, []).append(sample)
-                rows = numpy.vstack([_design(problem, family, [sample.config for sample in of_problem])
+                rows = numpy.vstack([_design(problem, family, [sample.config for sample in of_problem], device)
                                      for problem, of_problem in by_problem.items()])
                 targets = numpy.array([math.log(sample.time_ms / (problem.flops / 1e9))
                                        for problem, of_problem in by_problem.items() for sample in of_problem])
@@ -169,20 +225,20 @@ class Ranker:
         """
         if not configs:
             return numpy.zeros(0)
-        return self._predict_rows(problem, family, config_rows(family, configs))
+        return self._predict_rows(problem, family, _config_features(problem, family, configs, self.device))
 
     def _predict_rows(self, problem: ConvProblem, family: str, rows: numpy.ndarray) -> numpy.ndarray:
-        """:meth:`predict_ms` of the configurations whose :func:`config_rows` are ``rows``."""
+        """:meth:`predict_ms` of the configurations whose :func:`_config_features` are ``rows``."""
         return numpy.exp(self._models[family].predict(_problem_row(problem), rows)) * (problem.flops / 1e9)
 
     def predict_valid(self, problem: ConvProblem, family: str, points: ValidPoints) -> numpy.ndarray:
         """:meth:`predict_ms` of every valid configuration of ``family`` in ``points``, in their
-        order, the features read off the points' table (:func:`table_rows`).
+        order, the features read off the points' table (:func:`_table_features`).
 
         Raises:
             KeyError: the family has no model, or no valid points.
         """
-        return self._predict_rows(problem, family, table_rows(points.table(family)))
+        return self._predict_rows(problem, family, _table_features(problem, family, points.table(family), self.device))
 
     def best(self, problem: ConvProblem, points: Mapping[str, Sequence[Mapping[str, object]]],
              count: int) -> list[tuple[str, dict[str, object], float]]:

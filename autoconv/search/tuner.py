@@ -884,7 +884,8 @@ class Tuner:
 
     def _history_model(self, problem: ConvProblem) -> Ranker:
         """The model of this storage's tuning history on this GPU, for ``problem``'s precision."""
-        return Ranker(history_samples(self.storage, self.backend.identity.gpu_name, problem.precision))
+        return Ranker(history_samples(self.storage, self.backend.identity.gpu_name, problem.precision),
+                      self.backend.device)
 
     def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints, ranker: Ranker | None) -> None:
         """The winners of the nearest tuned problems in the cache (:mod:`~autoconv.cache.neighbours`),

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from autoconv.errors import AutoconvError, ExpressionError, SearchSpaceError
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.kernels.limits import H100
-from autoconv.kernels.space import SearchSpace, parse_search_space
+from autoconv.kernels.space import PointTable, SearchSpace, parse_search_space
 from autoconv.problems.expressions import FUNCTIONS, MAX_EXPONENT, compile_expression
 from autoconv.problems.problem import parse_spec
 from tests.helpers import family_spec
@@ -437,6 +437,30 @@ def test_a_space_that_cannot_be_evaluated_at_once_is_walked_point_by_point():
                                               sort_keys=False), "toy.yaml")
     assert space.points(small_problem(), H100) == [{"A": a, "B": b} for a, b in itertools.product([1, 2, 4], [1, 2, 4])
                                                    if (8 // a) * b <= 16]
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_values_of_many_configurations_at_once_are_each_ones_context(family):
+    space = get_family(family).space
+    problem = parse_spec(family_spec(family, "N=2,C=24,H=15,W=13,K=40,R=3,S=3,pad=1"))
+    configs = space.points(problem, H100, 1 << 30)[::7]
+    indices = PointTable(space.params, configs).indices
+    first = space.context(configs[0], problem, H100, 1 << 30)
+    names = [name for name in [*space.params, *space.derived] if isinstance(first[name], (int, float))]
+    values = space.values_of(names, indices, problem, H100, 1 << 30)
+    assert values.shape == (len(configs), len(names))
+    for row, config in zip(values.tolist(), configs):
+        context = space.context(config, problem, H100, 1 << 30)
+        assert row == [float(context[name]) for name in names]
+
+
+def test_values_of_a_space_that_cannot_be_evaluated_at_once_are_taken_point_by_point():
+    doc = {**TOY, "params": {"A": [1, 2, 4], "B": [1, 2.5, 4]}, "derived": {"T": "A * B", "U": "T + K"},
+           "constraints": [], "default": {"A": 1, "B": 1}}  # (B mixes types: no column of one type)
+    space = parse_search_space(yaml.safe_dump(doc, sort_keys=False), "toy.yaml")
+    configs = [{"A": a, "B": b} for a, b in itertools.product([1, 2, 4], [1, 2.5, 4])]
+    values = space.values_of(["U", "A"], PointTable(space.params, configs).indices, small_problem(K=3), H100)
+    assert values.tolist() == [[a * b + 3, a] for a, b in itertools.product([1, 2, 4], [1, 2.5, 4])]
 
 
 # ---- fuzzing the search-space parser -----------------------------------------------------
