@@ -18,9 +18,9 @@ the features are few, and the ranking has to be computed for up to ~30000 valid 
 well under a second. Offline, on the journal of a ResNet-50 run (results/h100/NOTES.md), a
 model of this kind ranked a study's candidates with a median rank correlation of 0.85 when
 the study's own layer was left out of its training. The fill of the GPU is there because a linear
-model of the parameters cannot tell when split-K pays: on three H200 ResNet-50 journals (each layer
-left out in turn) it ordered 62% of the implicit_gemm_wgmma pairs that differ only in SPLIT_K
-(and by more than 3%) as measured, and 86% with it (results/h100/thirtyfourth).
+model of the parameters cannot tell when split-K pays: on H200 ResNet-50 journals (each layer left
+out in turn) it ordered 62% of the implicit_gemm_wgmma pairs that differ only in SPLIT_K (and by
+more than 3%) as measured, and 83-86% with it (results/h100/thirtyfourth).
 """
 
 from __future__ import annotations
