@@ -2,12 +2,16 @@
 #   tune_and_bench NAME CONFIG OUTDIR TUNE_TIMEOUT_S BENCH_TIMEOUT_S [extra tune args...]
 # Writes OUTDIR/NAME/{tune.log.gz,tune.json,bench.log,results.json} and appends timings to OUTDIR/times.txt.
 # T0 (the call's start, in seconds) must be set by the caller, or by device_preamble.
-#   device_preamble OUTDIR: install the carried wheels (.whl/), put them and the tree on PYTHONPATH, set T0,
-#   write OUTDIR/env.txt (GPU, driver, cores, CuPy, PyTorch, cuDNN).
+#   device_preamble OUTDIR: install the carried wheels ($WHEELS, default .whl/), put them and the tree on
+#   PYTHONPATH, set T0, write OUTDIR/env.txt (GPU, driver, cores, CuPy, PyTorch, cuDNN).
+# The device tool copies at most 64 MiB (tracked files and what is carried): the tracked tree is ~52 MiB
+# (results/), all of .whl/ 11.3 MiB. A call that only tunes can carry the wheels without
+# nvidia_cudnn_frontend (5.7 MB; only `autoconv bench` uses it) in another ignored folder and set WHEELS
+# to it (thirty-fourth session).
 
 device_preamble() {
   local out=$1
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site "${WHEELS:-.whl}"/*.whl 2>/dev/null
   export PYTHONPATH=/tmp/site:$PWD
   rm -rf "$out"; mkdir -p "$out"; T0=$(date +%s)
   { nvidia-smi --query-gpu=name,driver_version --format=csv; nproc
