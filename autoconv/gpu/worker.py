@@ -177,7 +177,7 @@ class ProblemBuffers:
     def __init__(self, problem, seed: int, l2_bytes: int, max_sets: int, host_inputs: tuple | None = None):
         """``host_inputs``: :func:`verification_host_inputs` of ``problem`` and ``seed``, if made
         already (a GPU worker makes them before it takes the GPU's lock)."""
-        inputs = on_device(verification_host_inputs(problem, seed) if host_inputs is None else host_inputs)
+        inputs = verification_inputs(problem, seed) if host_inputs is None else on_device(host_inputs)
         reference, tolerance = reference_and_tolerance(problem, *inputs)
         self._assemble(problem, seed, inputs, reference, tolerance, timing_sets(problem, seed, l2_bytes, max_sets))
 
