@@ -6,9 +6,10 @@ This is a stored format: the studies of earlier runs (journal files, databases) 
 by it, so a name or a value here must not change without a way to read the old one.
 
 **A study** per problem, GPU model, families and templates, named
-``autoconv/<problem key>/<GPU name>/<families>/<template hash>`` (:func:`study_name`),
-minimising the time; its user attributes: ``problem`` (the problem's key) and ``winner``
-(the re-verified winner's trial, kernel name, time and TFLOP/s).
+``autoconv/<problem key>/<GPU name>/<families>/<template hash>`` (:func:`study_name`; the
+families requested that can run the problem at all, :func:`searched_families`), minimising the
+time; its user attributes: ``problem`` (the problem's key) and ``winner`` (the re-verified
+winner's trial, kernel name, time and TFLOP/s).
 
 **A trial** is one proposal:
 
@@ -59,9 +60,22 @@ _STATUSES = {status.value: status for status in Status}
 
 # ---- studies ------------------------------------------------------------------------------
 
+def searched_families(problem: ConvProblem, families: Sequence[str]) -> tuple[str, ...]:
+    """Those of ``families`` that can run ``problem`` at all (its precision, dtype and layout:
+    :meth:`~autoconv.kernels.families.base.Family.unsupported_reason`), in their order: the
+    study's choices of family. A choice that cannot serve the problem would be proposed for
+    nothing: in an FP32 tune of every family, two of eight (the 16-bit ones) drew a quarter of
+    the sampler's first proposals, each repaired into an unrelated point of another family
+    (results/h100/thirtyfifth). This depends on the problem alone, so the study's
+    distribution stays fixed, whatever the GPU or the workspace allows."""
+    return tuple(name for name in families if get_family(name).unsupported_reason(problem) is None)
+
+
 def study_name(problem: ConvProblem, gpu_name: str, families: Sequence[str]) -> str:
-    """``autoconv/<problem key>/<GPU name>/<families>/<template hash>``."""
-    return f"autoconv/{problem.key()}/{gpu_name}/{'+'.join(families)}/{templates_hash()}"
+    """``autoconv/<problem key>/<GPU name>/<families>/<template hash>``, ``<families>`` those of
+    ``families`` that serve the problem (:func:`searched_families`)."""
+    searched = searched_families(problem, families)
+    return f"autoconv/{problem.key()}/{gpu_name}/{'+'.join(searched)}/{templates_hash()}"
 
 
 @dataclass(frozen=True)

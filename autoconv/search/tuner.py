@@ -30,14 +30,16 @@ For each problem (:class:`Tuner.tune`):
    anything else, a problem whose buffers cannot fit in the device's memory is refused
    (:mod:`autoconv.gpu.memory`), and the workspace its candidates may use is capped by
    what its buffers leave.
-3. **Sampling only valid points.** The kernel family is a categorical parameter, each
+3. **Sampling only valid points.** The kernel family is a categorical parameter over the
+   families that can run the problem (:func:`~autoconv.search.study.searched_families`), each
    family's parameters are namespaced (``implicit_gemm.BM``) and suggested
    define-by-run, so their distributions are fixed within a study. TPE (seeded,
    multivariate, grouped for the conditional space) proposes a point; the search
    spaces' valid points are enumerated once per problem, and a proposal that breaks a
    constraint costs nothing: it is told as PRUNED with the reason (TPE ranks such trials
    worst, so it learns to avoid the region), and the nearest valid point not yet
-   evaluated is enqueued and asked instead. This *repair* matters: for a ResNet layer
+   evaluated is enqueued and asked instead (a family with no valid point for the problem,
+   on this GPU or within the workspace, is only told invalid). This *repair* matters: for a ResNet layer
    only ~3% of implicit_gemm's parameter combinations are valid, so rejecting and
    re-asking would spend almost every ask on an invalid point. A proposal evaluated
    before is told FAIL (``status: repeat``; samplers ignore failed trials) and its
@@ -136,6 +138,7 @@ from autoconv.search.study import (
     record_evaluation,
     record_winner,
     refuse,
+    searched_families,
     study_name,
     suggest,
 )
@@ -946,9 +949,10 @@ class Tuner:
                 claim(trial, self.owner)
             except UpdateFinishedTrialError:  # stalled past the grace period: failed as unclaimed
                 continue
-            # Every requested family stays a choice (a fixed distribution per study),
-            # also one without valid points for this problem: proposing it is invalid.
-            family, config = suggest(trial, self.families)
+            # Every requested family that serves the problem stays a choice (a fixed
+            # distribution per study), also one without valid points on this device or
+            # within this workspace: proposing it is invalid.
+            family, config = suggest(trial, searched_families(problem, self.families))
             key = config_key(family, config)
             why_not: tuple[Status, str] | None = None
             if not points.is_valid(family, config):
@@ -973,6 +977,12 @@ class Tuner:
                     # is tried on, where the family has it (the winner is built with constants).
                     return trial, get_family(family).plan(problem, config, self.backend.device, workspace_limit,
                                                           run_time_sizes=self.run_time_sizes)
+            elif family not in points.families:
+                # Told invalid and asked again: the sampler learns to leave the family (a repair
+                # would queue the first unseen point of another, unrelated to the proposal).
+                refuse(study, trial, *why_not)
+                outcome.invalid += 1
+                continue
             else:
                 skipped = prefilter.skipped if prefilter is not None else set()
                 repair = points.nearest_unseen(family, config, seen | skipped | SearchHistory.of(study).waiting)

@@ -422,6 +422,37 @@ def test_no_valid_configuration_is_reported_not_raised():
     assert "no configuration" in outcome.message and not backend.evaluated
 
 
+def test_a_family_that_cannot_run_the_problem_is_no_choice_of_its_study():
+    # implicit_gemm_wgmma_f16 computes 16-bit precisions only: an FP32 study never proposes it.
+    backend = FakeBackend()
+    tuner = Tuner(backend, storage=storage(), families=(*FAMILIES, "implicit_gemm_wgmma_f16"),
+                  budget=Budget(trials=12), seed=3)
+    outcome, = tuner.tune([PROBLEM])
+    assert outcome.study_name == study_name(PROBLEM.problem, backend.identity.gpu_name, FAMILIES)
+    trials = study_of(tuner).trials
+    assert trials and {t.params["family"] for t in trials} <= set(FAMILIES)
+    assert {t.distributions["family"].choices for t in trials} == {FAMILIES}
+
+
+def test_a_family_without_a_valid_point_is_told_invalid_and_not_repaired():
+    # A workspace limit of 0 bytes leaves im2col_gemm no valid point for a 3x3 problem; it stays a
+    # choice (what the workspace allows is no property of the problem), but its proposals are only
+    # told invalid: a repair would queue a point of direct that has nothing to do with them.
+    problem = NamedProblem("ws", parse_spec("N=1,C=5,H=11,W=9,K=6,R=3,S=3,pad=1"))
+    backend = FakeBackend()
+    tuner = Tuner(backend, storage=storage(), families=FAMILIES, budget=Budget(trials=12), seed=3,
+                  workspace_limit=0)
+    outcome, = tuner.tune([problem])
+    trials = study_of(tuner, problem.problem).trials
+    proposed = {t.number for t in trials if t.params.get("family") == "im2col_gemm"}
+    assert proposed, "the sampler never proposed im2col_gemm: the test proves nothing"
+    assert all(trials[n].user_attrs["status"] == Status.INVALID.value for n in proposed)
+    repaired_from = {int(origin.rsplit(" ", 1)[1]) for t in trials
+                     if (origin := t.user_attrs.get("origin", "")).startswith("nearest unevaluated")}
+    assert not repaired_from & proposed
+    assert outcome.family == "direct" and outcome.trials_run == 12
+
+
 def test_a_new_study_starts_with_the_winners_of_the_nearest_tuned_problems(tmp_path):
     """Transfer: the cache's winners of similar problems (same GPU and precision) are the first
     candidates of a new problem, before any family default; a problem of another precision or a
