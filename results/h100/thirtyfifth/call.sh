@@ -2,7 +2,8 @@
 # choices of family are the requested families that can run its problem (new: the working tree, d24b249's
 # code) against every requested family (old: aa1f1b5, carried in .probe/s35/old). `autoconv tune` with
 # `families:` omitted (every family), from empty storage, cache, CuPy and CUDA compute caches, order new
-# old old new; each run's processes sampled (proc_sampler.py), journals kept; then every run's winners
+# old old new; each run's processes sampled (../thirtyfourth/proc_sampler.py; the call ran an
+# identical copy in this folder), journals kept; then every run's winners
 # re-timed side by side in one process (../twentyeighth/compare_caches.py).
 #   CONFIG=examples/resnet50.yaml TAG=F bash results/h100/thirtyfifth/call.sh   (FP32: 6 of 8 families serve)
 #   CONFIG=examples/resnet50_tf32_all.yaml TAG=T bash results/h100/thirtyfifth/call.sh   (TF32:
@@ -19,7 +20,7 @@ tune() {  # name tree
   local name=$TAG$1 tree=$2
   [ $(( $(date +%s) - T0 )) -gt 420 ] && { echo "skip $name" | tee -a $R/times.txt; return; }
   local t=/tmp/t_$name; rm -rf $t; mkdir -p $t
-  python3 $HERE/results/h100/thirtyfifth/proc_sampler.py $R/procs_$name.jsonl & local SP=$!
+  python3 $HERE/results/h100/thirtyfourth/proc_sampler.py $R/procs_$name.jsonl & local SP=$!
   local start=$(date +%s.%N)
   (cd $tree && PYTHONPATH=/tmp/site:$tree CUPY_CACHE_DIR=$t/cupy CUDA_CACHE_PATH=$t/cc timeout 110 python3 -m autoconv tune $CONFIG --storage $t/s.journal --cache $t/c.sqlite3 > $R/tune_$name.log 2>&1)
   local rc=$? end=$(date +%s.%N); kill $SP; wait $SP 2>/dev/null
@@ -27,7 +28,7 @@ tune() {  # name tree
   grep -o "tuning took.*candidates" $R/tune_$name.log | tr -s ' ' | head -1
   local results_dir; results_dir=$(cd $tree && python3 -c "import sys; from autoconv.problems.config import load_config; print(load_config(sys.argv[1]).results)" $CONFIG)
   cp $results_dir/tune.json $R/tune_$name.json; gzip -c $t/s.journal > $R/journal_$name.gz
-  python3 $HERE/results/h100/thirtyfifth/timeline.py $R/procs_$name.jsonl $R/journal_$name.gz > $R/timeline_$name.txt 2>&1
+  python3 $HERE/results/h100/thirtyfourth/timeline.py $R/procs_$name.jsonl $R/journal_$name.gz > $R/timeline_$name.txt 2>&1
   python3 $HERE/results/h100/thirtyfifth/journal_stats.py $R/journal_$name.gz | head -4
 }
 tune new_a $HERE; tune old_a $OLD; tune old_b $OLD; tune new_b $HERE
