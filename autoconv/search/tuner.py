@@ -943,16 +943,17 @@ class Tuner:
                 return None
             return prefilter.verdict(candidate, best_key)
 
+        # Every requested family that serves the problem stays a choice (a fixed distribution per
+        # study), also one without valid points on this device or within this workspace:
+        # proposing it is invalid.
+        choices = searched_families(problem, self.families)
         for _ in range(MAX_ASKS_PER_CANDIDATE):
             trial = study.ask()
             try:
                 claim(trial, self.owner)
             except UpdateFinishedTrialError:  # stalled past the grace period: failed as unclaimed
                 continue
-            # Every requested family that serves the problem stays a choice (a fixed
-            # distribution per study), also one without valid points on this device or
-            # within this workspace: proposing it is invalid.
-            family, config = suggest(trial, searched_families(problem, self.families))
+            family, config = suggest(trial, choices)
             key = config_key(family, config)
             why_not: tuple[Status, str] | None = None
             if not points.is_valid(family, config):
@@ -967,7 +968,7 @@ class Tuner:
                 if repeat is not None:
                     why_not = Status.REPEAT, repeat
             seen.add(key)  # (claimed since ``history`` was read, or skipped: the repair must not pick it)
-            repair = None
+            repair = slow = None
             if why_not is None:
                 # A sampler's proposal is judged here; an enqueued one (it has an origin: warm start,
                 # variations, a repair judged below) is not.
@@ -977,13 +978,7 @@ class Tuner:
                     # is tried on, where the family has it (the winner is built with constants).
                     return trial, get_family(family).plan(problem, config, self.backend.device, workspace_limit,
                                                           run_time_sizes=self.run_time_sizes)
-            elif family not in points.families:
-                # Told invalid and asked again: the sampler learns to leave the family (a repair
-                # would queue the first unseen point of another, unrelated to the proposal).
-                refuse(study, trial, *why_not)
-                outcome.invalid += 1
-                continue
-            else:
+            elif family in points.families:
                 skipped = prefilter.skipped if prefilter is not None else set()
                 repair = points.nearest_unseen(family, config, seen | skipped | SearchHistory.of(study).waiting)
                 repair_key = config_key(*repair) if repair is not None else None
@@ -1002,6 +997,10 @@ class Tuner:
                 outcome.invalid += 1
             else:
                 outcome.repeats += 1
+            if family not in points.families:
+                # Asked again: the sampler learns to leave the family (a repair would queue the
+                # first unseen point of another, unrelated to the proposal).
+                continue
             if repair is None:
                 return None
             enqueue(study, *repair, f"nearest unevaluated valid point to trial {trial.number}")
