@@ -20,11 +20,16 @@ transfer study spends its candidates only where the history points:
    worth more picks. (The start took them for every family *predicted* within that margin: on an
    H200, in three VGG-16 runs, 134 of their 588 candidates were picks of families measured more than
    2x slower, and none of them was a best; results/h100/thirtyfirst.)
-2. **Its polish**: once the start's candidates are timed, the :data:`VARIATIONS_PER_BEST`
-   variations of the best (each other choice of each parameter, at the nearest valid
-   configuration: :meth:`~autoconv.search.points.ValidPoints.variations`) the model predicts
-   fastest, all of them for a family it does not model; then those of each new best as soon as
-   it is found, :data:`POLISHED_BESTS` bests at most.
+2. **Its polish**: once the start's candidates are timed, variations of the best (each other
+   choice of each parameter, at the nearest valid configuration:
+   :meth:`~autoconv.search.points.ValidPoints.variations`): for each parameter, the variation of
+   it the model predicts fastest, and the fastest others up to :data:`VARIATIONS_PER_BEST`; all of
+   them for a family it does not model. Then those of each new best as soon as it is found,
+   :data:`POLISHED_BESTS` bests at most. (Each parameter gets a variation because the model can
+   rate all of one parameter's other choices below the rest: on an H200, two transfer runs kept
+   SPLIT_K 1 for ResNet-50's layer4.1.conv1, 1.37x the full search's SPLIT_K 2, and another kept
+   it for layer3.0.conv2, 1.10x; results/h100/thirtythird. With it, VGG-16's first layer came
+   within 2.3% of the full search, against 1.20x without: results/h100/thirtysixth.)
 3. **Its end**: the best's variations are timed and none was faster, or the budget's trials or
    seconds are spent. The sampler proposes nothing and the patience plays no part.
 
@@ -45,6 +50,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+import numpy
+
 from autoconv.problems.problem import ConvProblem
 from autoconv.search.points import ValidPoints, config_key, parse_config_key
 from autoconv.search.ranker import Ranker
@@ -56,7 +63,8 @@ MIN_PROBLEMS = 8
 PICKS_PER_FAMILY = 3
 #: ... (a ratio of measured times); each other modelled family gets its predicted best only.
 FAMILY_MARGIN = 2.0
-#: Variations of a best, predicted fastest, that a transfer study times.
+#: Variations of a best that a transfer study times, at least: each parameter's fastest predicted,
+#: then the fastest of the rest up to this many.
 VARIATIONS_PER_BEST = 6
 #: Bests whose variations a transfer study times, at most.
 POLISHED_BESTS = 4
@@ -119,11 +127,23 @@ def _pick_origin(place: int, family: str, ms: float) -> str:
 
 def best_variations(ranker: Ranker, problem: ConvProblem, points: ValidPoints, family: str,
                     config: Mapping[str, object], exclude: set[str]) -> list[dict]:
-    """The :data:`VARIATIONS_PER_BEST` variations of ``config`` (:meth:`ValidPoints.variations`)
-    predicted fastest, fastest first, less those whose keys are in ``exclude`` (so a best polished
-    again queues nothing new); all of them, in the space's order, for a family the model does not
-    model."""
+    """The variations of ``config`` (:meth:`ValidPoints.variations`) a transfer study polishes, fastest
+    predicted first: for each parameter, the fastest of those that change it, then the fastest of the
+    rest up to :data:`VARIATIONS_PER_BEST` in all; less those whose keys are in ``exclude`` (so a best
+    polished again queues nothing new). All of them, in the space's order, for a family the model
+    does not model."""
     variations = points.variations(family, config)
-    if family in ranker.families:
-        variations = [fastest for _, fastest, _ in ranker.best(problem, {family: variations}, VARIATIONS_PER_BEST)]
+    if family in ranker.families and variations:
+        predicted = ranker.predict_ms(problem, family, variations)
+        by_speed = [variations[index] for index in numpy.argsort(predicted, kind="stable")]
+        chosen = set()
+        for name in config:
+            fastest = next((variation for variation in by_speed if variation[name] != config[name]), None)
+            if fastest is not None:
+                chosen.add(config_key(family, fastest))
+        for variation in by_speed:
+            if len(chosen) >= VARIATIONS_PER_BEST:
+                break
+            chosen.add(config_key(family, variation))
+        variations = [variation for variation in by_speed if config_key(family, variation) in chosen]
     return [variation for variation in variations if config_key(family, variation) not in exclude]

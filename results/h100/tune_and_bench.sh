@@ -33,3 +33,24 @@ tune_and_bench() {
   grep -i "geomean" "$out/$name/bench.log" | tail -1
   gzip -f "$out/$name/tune.log"
 }
+
+# Tune one config with one autoconv tree into its own storage and cache, from empty or from another run's.
+#   tune_run OUTDIR NAME TREE CONFIG HISTORY TIMEOUT_S [extra tune args...]
+# TREE: the autoconv tree that runs (a patched copy, or $PWD); HISTORY: an earlier run's NAME whose
+# storage and cache this one starts from, or - for empty. CuPy and CUDA caches always start empty.
+# Writes OUTDIR/tune_NAME.{log,json}, OUTDIR/journal_NAME.gz; appends the wall time to OUTDIR/times.txt.
+tune_run() {
+  local out=$1 name=$2 tree=$3 config=$4 history=$5 timeout_s=$6; shift 6
+  local work=/tmp/t_$name; rm -rf "$work"; mkdir -p "$work"
+  [ "$history" != - ] && cp "/tmp/t_$history/s.journal" "/tmp/t_$history/c.sqlite3" "$work/"
+  local start end rc; start=$(date +%s.%N)
+  (cd "$tree" && PYTHONPATH="/tmp/site:$tree" CUPY_CACHE_DIR=$work/cupy CUDA_CACHE_PATH=$work/cc \
+     timeout "$timeout_s" python3 -m autoconv tune "$config" --storage "$work/s.journal" --cache "$work/c.sqlite3" "$@" \
+     > "$out/tune_$name.log" 2>&1)
+  rc=$?; end=$(date +%s.%N)
+  echo "tune $name rc=$rc wall=$(python3 -c "print(round($end-$start,2))") at $(( $(date +%s) - T0 ))s" | tee -a "$out/times.txt"
+  grep -o "tuning took.*candidates" "$out/tune_$name.log" | tr -s ' ' | head -1
+  local results_dir; results_dir=$(cd "$tree" && python3 -c "import sys; from autoconv.problems.config import load_config; print(load_config(sys.argv[1]).results)" "$config")
+  cp "$results_dir/tune.json" "$out/tune_$name.json"
+  gzip -c "$work/s.journal" > "$out/journal_$name.gz"
+}

@@ -138,6 +138,30 @@ def test_the_variations_polished_are_the_models_fastest_less_those_known(points)
         points.variations("im2col_gemm", other)
 
 
+def test_the_polish_varies_each_parameter_even_one_the_model_rates_slow(points):
+    best = points.default("direct")
+    every = points.variations("direct", best)
+    varied = [name for name in best if any(variation[name] != best[name] for variation in every)]
+    slow = varied[-1]
+
+    class RatesOneParameterSlow(StubRanker):
+        """As StubRanker, but every variation of ``slow`` predicted slower than all the others."""
+
+        def predict_ms(self, problem, family, configs):
+            return super().predict_ms(problem, family, configs) + \
+                numpy.array([1e6 if config[slow] != best[slow] else 0.0 for config in configs])
+
+    ranker = RatesOneParameterSlow(points)
+    by_speed = sorted(every, key=lambda config: ranker.predict_ms(UNTUNED, "direct", [config])[0])
+    fastest_of_slow = next(config for config in by_speed if config[slow] != best[slow])
+    assert fastest_of_slow not in by_speed[:transfer.VARIATIONS_PER_BEST]  # (the model's fastest alone miss it)
+    chosen = transfer.best_variations(ranker, UNTUNED, points, "direct", best, set())
+    assert fastest_of_slow in chosen
+    assert {name for config in chosen for name in config if config[name] != best[name]} == set(varied)
+    assert transfer.VARIATIONS_PER_BEST <= len(chosen) <= max(transfer.VARIATIONS_PER_BEST, len(varied))
+    assert chosen == [config for config in by_speed if config in chosen]  # fastest predicted first
+
+
 def transfer_trials(storage, problem):
     study = optuna.load_study(study_name=study_name(problem, FAKE_IDENTITY.gpu_name, FAMILIES), storage=storage)
     return [(record, study.trials[record.number].user_attrs.get("origin", "")) for record in read_trials(study)]
@@ -161,7 +185,8 @@ def test_a_transfer_study_times_its_start_then_polishes_its_best_and_asks_the_sa
     fastest_start = min((record for record, _ in trials if record.number in first_picks and record.value is not None),
                         key=lambda record: record.value)
     assert f"(trial {fastest_start.number})" in first_polished
-    assert len(polish) <= transfer.POLISHED_BESTS * transfer.VARIATIONS_PER_BEST
+    parameters = max(len(record.config) for record, _ in trials)  # (of a family polished, at most)
+    assert len(polish) <= transfer.POLISHED_BESTS * max(transfer.VARIATIONS_PER_BEST, parameters)
     assert outcome.trials_run == len(trials) < budget.patience
     # The fake's best is found as a full study finds it.
     full = Tuner(FakeBackend(), storage=tune_history(str(history_path(history)) + ".full"), families=FAMILIES,
