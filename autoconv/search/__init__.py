@@ -6,7 +6,7 @@
   valid one to a proposal.
 - :mod:`~autoconv.search.ranker`: the tuning history's model of a configuration's time;
   :mod:`~autoconv.search.prefilter` puts it in front of the compiler (``--prefilter``), and
-  :mod:`~autoconv.search.transfer` searches by it where the history knows enough (``--transfer``).
+  :mod:`~autoconv.search.transfer` searches by it where the history knows enough (by default).
 - :mod:`~autoconv.search.study`: study names, and how a trial holds a candidate and its
   evaluation (written by the tuner, read back by it and by ``autoconv bench``).
 - :mod:`~autoconv.search.liveness`: heartbeats, and retrying the trials of dead workers.

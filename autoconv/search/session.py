@@ -18,7 +18,7 @@ Every command that tunes or reads what tuning wrote (``tune``, ``tune --gpus``'s
 - whether a family with a build whose sizes come at run time is searched with it
   (``--run-time-sizes``);
 - whether a problem is tuned by transfer from the history where its model knows enough
-  problems (``--transfer``, :mod:`~autoconv.search.transfer`);
+  problems (the default; ``--no-transfer``: full studies only; :mod:`~autoconv.search.transfer`);
 
 and builds the :class:`~autoconv.search.tuner.Tuner` from them (:meth:`TuneSession.tuner`),
 so that the tuner's settings are written in one place.
@@ -70,7 +70,7 @@ class TuneSession:
     ranked: int = DEFAULT_RANKED
     prefilter: bool = False
     run_time_sizes: bool = False
-    transfer: bool = False
+    transfer: bool = True
 
     @classmethod
     def from_config(cls, config: TuneConfig, *, families: Sequence[str] | None = None,
@@ -78,7 +78,7 @@ class TuneSession:
                     storage: str | None = None, cache: str | os.PathLike | None = None,
                     retune: bool = False, precision: str | None = None, layout: str | None = None,
                     pipeline_depth: int | None = None, ranked: int | None = None,
-                    prefilter: bool = False, run_time_sizes: bool = False, transfer: bool = False) -> TuneSession:
+                    prefilter: bool = False, run_time_sizes: bool = False, transfer: bool = True) -> TuneSession:
         """``config`` with the command line's overrides (None or empty: the config's;
         ``precision`` and ``layout`` set every problem's)."""
         if precision is not None:

@@ -83,9 +83,9 @@ For each problem (:class:`Tuner.tune`):
    With ``prefilter`` (``autoconv tune --prefilter``) the history's model skips compiling the
    candidates it predicts among the slowest (:mod:`~autoconv.search.prefilter`); each skipped
    one counts towards the patience as a trial that did not improve, not towards ``trials``.
-   With ``transfer`` (``autoconv tune --transfer``) a problem the history's model knows enough
+   With ``transfer`` (``autoconv tune``'s default) a problem the history's model knows enough
    about is searched locally instead, without the sampler or the patience: its neighbours'
-   winners and the model's picks, then the model's best variations of each best
+   winners and the model's picks, then variations of each best
    (:mod:`~autoconv.search.transfer`, :meth:`Tuner._transfer_step`).
 6. **The winner** is the fastest ok trial of the study, built with constants; it is
    re-verified and re-timed on fresh inputs, and only then cached (if it fails, the next

@@ -167,16 +167,24 @@ def test_prefilter_is_off_unless_asked_for(config, tmp_path, capsys, fake_gpu):
     assert json.loads((tmp_path / "results" / "tune.json").read_text())["prefilter"] is True
 
 
-def test_transfer_is_off_unless_asked_for(config, tmp_path, capsys, fake_gpu, monkeypatch):
+def test_transfer_is_on_where_the_history_allows_unless_turned_off(config, tmp_path, capsys, fake_gpu, monkeypatch):
+    def searches():
+        summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+        return summary["transfer"], {problem["search"] for problem in summary["problems"]}
+
+    monkeypatch.setattr(transfer, "MIN_PROBLEMS", 2)  # (the config's own two problems are the history)
     code, _, err = run_cli(capsys, "tune", config, "--trials", "60")
     assert code == 0, err
-    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
-    assert summary["transfer"] is False and {p["search"] for p in summary["problems"]} == {"full"}
-    monkeypatch.setattr(transfer, "MIN_PROBLEMS", 2)  # (the config's own two problems are the history)
+    assert searches() == (True, {"full"})  # (an empty history: full studies)
+    code, _, err = run_cli(capsys, "tune", config, "--retune", "--no-transfer")
+    assert code == 0, err
+    assert searches() == (False, {"full"})
+    code, _, err = run_cli(capsys, "tune", config, "--retune")
+    assert code == 0, err
+    assert searches() == (True, {"transfer"})
     code, _, err = run_cli(capsys, "tune", config, "--retune", "--transfer")
     assert code == 0, err
-    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
-    assert summary["transfer"] is True and {p["search"] for p in summary["problems"]} == {"transfer"}
+    assert searches() == (True, {"transfer"})
 
 
 def test_run_time_sizes_are_off_unless_asked_for(config, tmp_path, capsys, fake_gpu):
