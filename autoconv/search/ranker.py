@@ -38,7 +38,7 @@ from autoconv.cache.neighbours import features as problem_features
 from autoconv.cache.winners import templates_hash
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.kernels.limits import DeviceLimits
-from autoconv.kernels.space import PointTable, choice_places
+from autoconv.kernels.space import PointTable
 from autoconv.problems.problem import ConvProblem
 from autoconv.search.points import ValidPoints
 from autoconv.search.study import ok_trials, parse_study_name
@@ -88,38 +88,18 @@ def _log2_or_zero(value: object) -> float:
     return math.log2(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0.0
 
 
-def config_rows(family: str, configs: Sequence[Mapping[str, object]]) -> numpy.ndarray:
-    """One row per config: one 0/1 indicator per (parameter, choice) of the family's search
-    space, then the log2 of each numeric parameter (0 for other types). Built a parameter at a
-    time, not a config at a time: a problem's valid points number up to ~30000, and the start of a
-    transfer study (:mod:`autoconv.search.transfer`) ranks them all."""
-    params = get_family(family).space.params
-    places, logs = [], []
-    for name, choices in params.items():
-        values = [config.get(name) for config in configs]
-        place = choice_places(choices)
-        places.append(numpy.array([place.get(value, -1) for value in values], dtype=int))  # (-1: no indicator)
-        known_logs = {value: _log2_or_zero(value) for value in set(values)}
-        logs.append(numpy.array([known_logs[value] for value in values], dtype=float))
-    return _feature_rows(params, places, logs, len(configs))
-
-
 def table_rows(table: PointTable) -> numpy.ndarray:
-    """:func:`config_rows` of every configuration of ``table`` (a family's valid points), from its
-    choice indices rather than from the configurations' values."""
+    """One row per configuration of ``table`` (a family's points, as choice indices): one 0/1
+    indicator per (parameter, choice) of the family's search space, then the log2 of each numeric
+    parameter (0 for other types). Built a parameter at a time off the indices, not a config at a
+    time: a problem's valid points number up to ~30000, and the start of a transfer study
+    (:mod:`autoconv.search.transfer`) ranks them all."""
     places = [table.indices[:, column] for column in range(len(table.params))]
-    logs = [numpy.array([_log2_or_zero(choice) for choice in choices])[column_places]
-            for choices, column_places in zip(table.params.values(), places)]
-    return _feature_rows(table.params, places, logs, len(table.indices))
-
-
-def _feature_rows(params: Mapping[str, Sequence[object]], places: Sequence[numpy.ndarray],
-                  logs: Sequence[numpy.ndarray], count: int) -> numpy.ndarray:
-    """:func:`config_rows`' layout: per parameter, the indicators of each row's choice (its index in
-    ``places``), then per parameter each row's log2 (``logs``)."""
     indicators = [(column_places[:, None] == numpy.arange(len(choices))[None, :]).astype(float)
-                  for choices, column_places in zip(params.values(), places)]
-    return numpy.hstack(indicators + [column_logs[:, None] for column_logs in logs]).reshape(count, -1)
+                  for choices, column_places in zip(table.params.values(), places)]
+    logs = [numpy.array([_log2_or_zero(choice) for choice in choices])[column_places][:, None]
+            for choices, column_places in zip(table.params.values(), places)]
+    return numpy.hstack(indicators + logs).reshape(len(table.indices), -1)
 
 
 def work_rows(problem: ConvProblem, family: str, indices: numpy.ndarray, device: DeviceLimits) -> numpy.ndarray:
@@ -136,16 +116,15 @@ def work_rows(problem: ConvProblem, family: str, indices: numpy.ndarray, device:
     return numpy.column_stack([numpy.log2(tiles / device.sm_count), tiles / (numpy.ceil(tiles / slots) * slots)])
 
 
+def _table_features(problem: ConvProblem, family: str, table: PointTable, device: DeviceLimits) -> numpy.ndarray:
+    """Per configuration of ``table``, :func:`table_rows` then :func:`work_rows`."""
+    return numpy.hstack([table_rows(table), work_rows(problem, family, table.indices, device)])
+
+
 def _config_features(problem: ConvProblem, family: str, configs: Sequence[Mapping[str, object]],
                      device: DeviceLimits) -> numpy.ndarray:
-    """Per configuration, :func:`config_rows` then :func:`work_rows`."""
-    indices = PointTable(get_family(family).space.params, configs).indices
-    return numpy.hstack([config_rows(family, configs), work_rows(problem, family, indices, device)])
-
-
-def _table_features(problem: ConvProblem, family: str, table: PointTable, device: DeviceLimits) -> numpy.ndarray:
-    """:func:`_config_features` of every configuration of ``table``, read off its choice indices."""
-    return numpy.hstack([table_rows(table), work_rows(problem, family, table.indices, device)])
+    """:func:`_table_features` of ``configs`` (each value one of its parameter's choices)."""
+    return _table_features(problem, family, PointTable(get_family(family).space.params, configs), device)
 
 
 def _problem_row(problem: ConvProblem) -> numpy.ndarray:

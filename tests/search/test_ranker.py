@@ -20,7 +20,7 @@ from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, enumerate_points
-from autoconv.search.ranker import MIN_SAMPLES, WORK_TILES, Ranker, _design, config_rows, history_samples, work_rows
+from autoconv.search.ranker import MIN_SAMPLES, WORK_TILES, Ranker, _design, history_samples, table_rows, work_rows
 from autoconv.search.study import parse_study_name, study_name
 from autoconv.search.tuner import Tuner
 from tests.helpers import family_spec
@@ -42,7 +42,7 @@ def test_a_configs_features_are_its_choices_one_hot_then_the_log2_of_its_numbers
     params = get_family("implicit_gemm_wgmma").space.params
     configs = [dict(get_family("implicit_gemm_wgmma").space.default),
                {name: choices[-1] for name, choices in params.items()}]
-    rows = config_rows("implicit_gemm_wgmma", configs)
+    rows = table_rows(PointTable(params, configs))
     for row, config in zip(rows, configs):
         one_hot = [float(config[name] == choice) for name, choices in params.items() for choice in choices]
         logs = [float(numpy.log2(value)) if type(value) in (int, float) and value > 0 else 0.0
