@@ -88,7 +88,7 @@ def add_parser(commands) -> None:
                            "model knows enough problems: the nearest tuned problems' winners and the model's "
                            "picks, then variations of the best, no sampler and no patience (else a full "
                            "study); on by default: on an H200 it took 0.4-0.75x the full studies' time on "
-                           "ResNet-50 and VGG-16, winners within their spread (results/h100/thirtysixth); "
+                           "ResNet-50 and VGG-16, winners within 0.6%% of theirs (results/h100/thirtysixth); "
                            "--no-transfer runs full studies only")
     tune.add_argument("--dry-run", action="store_true",
                       help="no GPU: render each family's default (--per-family N: N configs) and compile with nvcc")

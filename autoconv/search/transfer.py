@@ -45,8 +45,8 @@ within 1%). A transfer study is a few rounds of compiles in a row, each waiting 
 slowest, so such a run leaves the cores about half idle. On ResNet-50 at batch 32 from empty
 storage (its first studies full, the rest transferred from them; results/h100/thirtysixth, one
 H200, order T P P T): 39.5 / 42.8 s against 57.0 / 60.2 s for full studies only in FP32, 53.8 /
-61.3 s against 98.0 / 108.3 s in TF32, winners within the full searches' own spread (geometric
-means 0.998-1.005 of the first full run's, the other full run's 0.999-1.002). Where the new
+61.3 s against 98.0 / 108.3 s in TF32, winners 0.998-1.005 of the first full run's (geometric
+means; the other full run's 0.999-1.002). Where the new
 layers are unlike the history, it can keep a family the model misjudges: Inception-v3's
 Mixed_5b.branch5x5_2 stayed 1.10x slower in four transfer runs.
 """
