@@ -87,7 +87,7 @@ def add_parser(commands) -> None:
                       help="tune each problem by transfer from the tuning history in the storage where its "
                            "model knows enough problems: the nearest tuned problems' winners and the model's "
                            "picks, then variations of the best, no sampler and no patience (else a full "
-                           "study); on by default: on an H200 it took 0.4-0.75x the full studies' time on "
+                           "study); on by default: on an H200 it took 0.42-0.75x the full studies' time on "
                            "ResNet-50 and VGG-16, winners within 0.6%% of theirs (results/h100/thirtysixth); "
                            "--no-transfer runs full studies only")
     tune.add_argument("--dry-run", action="store_true",
