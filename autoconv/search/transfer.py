@@ -82,8 +82,8 @@ def untrusted_reason(ranker: Ranker, points: ValidPoints) -> str | None:
     if not set(points.families) & set(ranker.families):
         return "the tuning history models none of its kernel families"
     if ranker.problems < MIN_PROBLEMS:
-        return (f"the tuning history holds {ranker.problems} tuned problem(s) of its precision on this GPU, "
-                f"fewer than the {MIN_PROBLEMS} a transfer needs")
+        return (f"the tuning history holds fewer than the {MIN_PROBLEMS} tuned problems of its precision on "
+                f"this GPU that a transfer needs")
     return None
 
 

@@ -322,6 +322,7 @@ class Tuner:
         self.run_time_sizes = run_time_sizes
         self.transfer = transfer
         self._transferred: set[str] = set()  # the studies tuned by transfer (their end is not the patience)
+        self._full_study_reasons: set[str] = set()  # why studies were full, not transfers (each said once)
         self.owner = process_owner()
         self.liveness = Liveness(self.storage, self.owner)
         # When this tuner submitted its first candidate and received its last result
@@ -777,11 +778,14 @@ class Tuner:
                                                            cutoff_ms=cutoff_ms(history.best_ms, len(plan.launches)))))
 
     def _transfers(self, item: NamedProblem, points: ValidPoints, ranker: Ranker) -> bool:
-        """Whether ``item`` is tuned by transfer from ``ranker`` (else a full study; the reason
-        is reported)."""
+        """Whether ``item`` is tuned by transfer from ``ranker`` (else a full study). Each reason for
+        a full study is reported once: transfer is the default, and a first tune from empty storage
+        runs its first several studies full for the same reason."""
         why_not = transfer_search.untrusted_reason(ranker, points)
-        if why_not:
-            self.reporter.note(f"{item.name}: a full study, not a transfer: {why_not}")
+        if why_not and why_not not in self._full_study_reasons:
+            self._full_study_reasons.add(why_not)
+            self.reporter.note(f"{item.name}: a full study, not a transfer: {why_not} (said once; tune.json's "
+                               f"`search` names each problem's)")
         return why_not is None
 
     def _transfer_step(self, search: _Search, history: SearchHistory, flying: set[str]) -> str | None:

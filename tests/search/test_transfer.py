@@ -200,7 +200,7 @@ def history_path(storage) -> str:
     return storage._backend._file_path
 
 
-def test_without_a_trusted_history_a_study_is_full_and_says_why(tmp_path, history):
+def test_without_a_trusted_history_a_study_is_full_and_says_why_once(tmp_path, history):
     notes = []
 
     class Notes:
@@ -211,7 +211,11 @@ def test_without_a_trusted_history_a_study_is_full_and_says_why(tmp_path, histor
                   transfer=True, reporter=Notes())
     outcome = tuner.tune_problem(NamedProblem("new", UNTUNED))
     assert outcome.search == "full" and "transfer" not in outcome.stop_reason
-    assert any(f"holds {len(TRAINED)} tuned problem(s)" in note and "a full study" in note for note in notes)
+    said = [note for note in notes if "a full study, not a transfer" in note]
+    assert len(said) == 1 and f"fewer than the {transfer.MIN_PROBLEMS} tuned problems" in said[0]
+    other = parse_spec("N=3,C=20,H=19,W=15,K=28,R=3,S=3,pad=1")  # (neither trained nor UNTUNED)
+    assert tuner.tune_problem(NamedProblem("other", other)).search == "full"
+    assert [note for note in notes if "a full study, not a transfer" in note] == said  # (the same reason: not again)
 
 
 def test_a_run_by_transfer_starts_from_the_neighbours_winners_and_caches_verified_winners(tmp_path, history,
