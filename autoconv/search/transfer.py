@@ -142,14 +142,14 @@ def best_variations(ranker: Ranker, problem: ConvProblem, points: ValidPoints, f
     if family in ranker.families and variations:
         predicted = ranker.predict_ms(problem, family, variations)
         by_speed = [variations[index] for index in numpy.argsort(predicted, kind="stable")]
-        chosen = set()
+        chosen = set()  # places in by_speed (each variation is there once)
         for name in config:
-            fastest = next((variation for variation in by_speed if variation[name] != config[name]), None)
-            if fastest is not None:
-                chosen.add(config_key(family, fastest))
-        for variation in by_speed:
+            place = next((place for place, variation in enumerate(by_speed) if variation[name] != config[name]), None)
+            if place is not None:
+                chosen.add(place)
+        for place in range(len(by_speed)):
             if len(chosen) >= VARIATIONS_PER_BEST:
                 break
-            chosen.add(config_key(family, variation))
-        variations = [variation for variation in by_speed if config_key(family, variation) in chosen]
+            chosen.add(place)
+        variations = [by_speed[place] for place in sorted(chosen)]
     return [variation for variation in variations if config_key(family, variation) not in exclude]
