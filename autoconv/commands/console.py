@@ -101,7 +101,7 @@ class RichReporter(Reporter):
     def run_finished(self, outcomes: Sequence[ProblemOutcome]) -> None:
         self.progress.stop()
 
-    def note(self, text: str) -> None:
+    def note(self, text: str, once: str | None = None) -> None:
         self.progress.console.print(f"  {text}")
 
 
@@ -145,7 +145,7 @@ class RichFleetReporter(FleetReporter):
         self.progress.advance(self._problems_task)
         self.progress.console.print(problem_line(outcome))
 
-    def note(self, text: str) -> None:
+    def note(self, text: str, once: str | None = None) -> None:
         self.progress.console.print(f"  {text}")
 
     def run_finished(self) -> None:

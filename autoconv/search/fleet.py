@@ -283,6 +283,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
     finished_by: dict[str, dict[int, ProblemOutcome]] = {}
     names = [item.name for item in config.problems]
     reported: set[str] = set()
+    said_once: set[str] = set()  # the keys of the notes said once a run (WorkerNote.once)
 
     def report_complete_problems() -> None:
         """A problem is complete once every worker still alive has finished it."""
@@ -305,7 +306,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
                     # (or it was killed in the middle of a message, which is lost with it).
                     _worker_ended(worker, reporter)
                     continue
-                _apply(message, workers, finished_by, reporter)
+                _apply(message, workers, finished_by, reporter, said_once)
             for worker in workers.values():
                 # A worker that sent nothing yet and ended (killed before its first message)
                 # closes its pipe too; this is the fallback should its end outlive it.
@@ -350,7 +351,7 @@ def _worker_ended(worker: WorkerState, reporter: FleetReporter) -> None:
 
 
 def _apply(message: WorkerMessage, workers: dict[int, WorkerState], finished_by: dict,
-           reporter: FleetReporter) -> None:
+           reporter: FleetReporter, said_once: set[str]) -> None:
     if not isinstance(message, WorkerMessage):
         raise TypeError(f"not a worker message: {message!r}")
     worker = workers[message.worker]
@@ -371,7 +372,10 @@ def _apply(message: WorkerMessage, workers: dict[int, WorkerState], finished_by:
         if message.outcome.name == worker.problem:
             worker.problem = next(reversed(worker.running), "")
     elif isinstance(message, WorkerNote):
-        reporter.note(f"{worker.name}: {message.text}")
+        if message.once is None or message.once not in said_once:
+            reporter.note(f"{worker.name}: {message.text}")
+        if message.once is not None:
+            said_once.add(message.once)
     elif isinstance(message, WorkerDone):
         worker.outcomes = message.outcomes
         worker.milestones_s = message.milestones_s

@@ -88,6 +88,7 @@ class ProblemFinished(WorkerMessage):
 @dataclass(frozen=True)
 class WorkerNote(WorkerMessage):
     text: str
+    once: str | None = None  # (Reporter.note's)
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,8 @@ class QueueReporter(Reporter):
     def problem_finished(self, outcome: ProblemOutcome) -> None:
         self.events.put(ProblemFinished(self.worker, outcome))
 
-    def note(self, text: str) -> None:
-        self.events.put(WorkerNote(self.worker, text))
+    def note(self, text: str, once: str | None = None) -> None:
+        self.events.put(WorkerNote(self.worker, text, once))
 
 
 def worker_main(job: WorkerJob, connection, compile_connection, launched: LaunchedWorker | None = None) -> None:

@@ -127,7 +127,7 @@ def test_worker_messages_update_the_parents_view_of_the_worker():
     while not events.empty():
         message = events.get()
         assert pickle.loads(pickle.dumps(message)) == message  # they cross a process boundary
-        _apply(message, {1: worker}, finished_by, reporter)
+        _apply(message, {1: worker}, finished_by, reporter, set())
         seen.append((worker.gpu, worker.problem, worker.evaluated, worker.best))
     assert seen[:4] == [("Fake GPU (sm_90)", "", 0, "best: -"), ("Fake GPU (sm_90)", "p", 4, "best: -"),
                         ("Fake GPU (sm_90)", "p", 5, "best: -"),
@@ -136,10 +136,31 @@ def test_worker_messages_update_the_parents_view_of_the_worker():
     assert reporter.notes == ["GPU 0 #2: hello"] and reporter.updates == 7
     assert worker.status == "done" and worker.outcomes == [outcome]
 
-    _apply(WorkerFailed(1, "boom"), {1: worker}, finished_by, reporter)
+    _apply(WorkerFailed(1, "boom"), {1: worker}, finished_by, reporter, set())
     assert worker.error == "boom" and reporter.notes[-1] == "GPU 0 #2: failed: boom"
     with pytest.raises(TypeError, match="not a worker message"):
-        _apply(("note", 1, "an old tuple"), {1: worker}, finished_by, reporter)
+        _apply(("note", 1, "an old tuple"), {1: worker}, finished_by, reporter, set())
+
+
+def test_a_note_said_once_a_run_is_said_by_the_first_worker_only():
+    from autoconv.search.fleet import FleetReporter, WorkerState, _apply
+    from autoconv.search.fleet_worker import WorkerNote
+
+    class Recorder(FleetReporter):
+        def __init__(self):
+            self.notes = []
+
+        def note(self, text):
+            self.notes.append(text)
+
+    workers = {number: WorkerState(worker=number, device=0, process=None, label=f"GPU 0 #{number}")
+               for number in (1, 2)}
+    reporter, said_once = Recorder(), set()
+    for message in [WorkerNote(2, "b: full, reason x", once="x"), WorkerNote(1, "a: full, reason x", once="x"),
+                    WorkerNote(1, "c: full, reason y", once="y"), WorkerNote(2, "plain"), WorkerNote(1, "plain")]:
+        _apply(message, workers, {}, reporter, said_once)
+    assert reporter.notes == ["GPU 0 #2: b: full, reason x", "GPU 0 #1: c: full, reason y",
+                              "GPU 0 #2: plain", "GPU 0 #1: plain"]
 
 
 # ---- storages ----------------------------------------------------------------------------
@@ -252,15 +273,18 @@ def test_two_workers_share_one_gpu(tmp_path):
 
 @pytest.mark.slow
 def test_workers_are_told_to_transfer(tmp_path):
-    """``--transfer`` reaches the worker processes' tuners: with no history each says why its
-    studies are full ones."""
+    """``--transfer`` reaches the worker processes' tuners: with no history they say why their
+    studies are full ones, each reason once however many workers meet it."""
     (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=8))
     command = [sys.executable, "-m", "autoconv", "tune", "tune.yaml", "--workers-per-gpu", "2", "--transfer",
                "--storage", str(tmp_path / "studies.journal")]
     env = repo_env(AUTOCONV_BACKEND="fake", AUTOCONV_FAKE_DEVICES="1")
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "a full study, not a transfer: the tuning history" in " ".join(done.stderr.split())
+    said = " ".join(done.stderr.split())
+    assert "a full study, not a transfer: the tuning history" in said
+    for reason in ("models none of its kernel families", "fewer than the 8 tuned problems"):
+        assert said.count(reason) <= 1, said
     summary = json.loads((tmp_path / "results" / "tune.json").read_text())
     assert summary["transfer"] is True and {p["search"] for p in summary["problems"]} == {"full"}
 
@@ -529,7 +553,7 @@ def test_a_worker_line_shows_the_problem_it_began_last_of_the_two_it_tunes():
             (TrialFinished(1, "b", "direct", True, 0.75, 1.5, 4), ("b", 4, "best 0.7500 ms (1.5 TFLOP/s)")),
             (ProblemFinished(1, second), ("a", 13, "best 0.2500 ms (2.0 TFLOP/s)")),
             (ProblemFinished(1, first), ("", 0, "best: -"))]:
-        _apply(message, {1: worker}, finished_by, FleetReporter())
+        _apply(message, {1: worker}, finished_by, FleetReporter(), set())
         assert line() == shown, message
     assert worker.finished == {"a", "b"} and not worker.running
 

@@ -205,7 +205,7 @@ def test_without_a_trusted_history_a_study_is_full_and_says_why_once(tmp_path, h
 
     class Notes:
         def __getattr__(self, name):
-            return notes.append if name == "note" else (lambda *args, **kwargs: None)
+            return (lambda text, once=None: notes.append(text)) if name == "note" else (lambda *args, **kwargs: None)
 
     tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=30, patience=10), seed=3,
                   transfer=True, reporter=Notes())
