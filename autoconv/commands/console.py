@@ -145,7 +145,7 @@ class RichFleetReporter(FleetReporter):
         self.progress.advance(self._problems_task)
         self.progress.console.print(problem_line(outcome))
 
-    def note(self, text: str, once: str | None = None) -> None:
+    def note(self, text: str) -> None:
         self.progress.console.print(f"  {text}")
 
     def run_finished(self) -> None:
