@@ -87,8 +87,9 @@ def add_parser(commands) -> None:
                       help="tune each problem by transfer from the tuning history in the storage where its "
                            "model knows enough problems: the nearest tuned problems' winners and the model's "
                            "picks, then variations of the best, no sampler and no patience (else a full "
-                           "study); on by default: on an H200 it took 0.42-0.75x the full studies' time on "
-                           "ResNet-50 and VGG-16, winners within 0.6%% of theirs (results/h100/thirtysixth); "
+                           "study); on by default: on an H200 it took 0.42-0.85x the full studies' time on "
+                           "ResNet-50 (fp32, tf32, bf16) and VGG-16, winners within 0.6%% of theirs "
+                           "(results/h100/thirtysixth, thirtyseventh); "
                            "--no-transfer runs full studies only")
     tune.add_argument("--dry-run", action="store_true",
                       help="no GPU: render each family's default (--per-family N: N configs) and compile with nvcc")

@@ -34,9 +34,12 @@ transfer study spends its candidates only where the history points:
    seconds are spent. The sampler proposes nothing and the patience plays no part.
 
 A study transfers only where the model is trained on at least :data:`MIN_PROBLEMS` problems of
-the same precision on this GPU (a model of a few problems extrapolates to any other; the number is
-a judgement, not measured); else it is a full study. So a first tune from empty storage runs full
-studies until enough of its own problems are tuned.
+the same precision on this GPU (a model of a few problems extrapolates to any other); else it is a
+full study. So a first tune from empty storage runs full studies until enough of its own problems
+are tuned (the model counts a problem once its study has timed candidates, so a few more studies
+begin full while the first ones run). With 4 instead of 8, ResNet-50 at batch 32 from empty tuned
+16-17% faster on an H200 but its transferred 3x3 layers lost up to 1.096x (geometric mean
+1.005-1.012 of a full search's against 1.002-1.004; results/h100/thirtyseventh).
 
 Measured on an H200 (results/h100/thirtysecond, two calls, 3-4 runs a side): VGG-16 at batch 8 with
 a ResNet-50 history tuned in 11.8 and 11.5 s on average, against 28.0 and 26.2 s for the full search
@@ -45,8 +48,9 @@ within 1%). A transfer study is a few rounds of compiles in a row, each waiting 
 slowest, so such a run leaves the cores about half idle. On ResNet-50 at batch 32 from empty
 storage (its first studies full, the rest transferred from them; results/h100/thirtysixth, one
 H200, order T P P T): 39.5 / 42.8 s against 57.0 / 60.2 s for full studies only in FP32, 53.8 /
-61.3 s against 98.0 / 108.3 s in TF32, winners 0.998-1.005 of the first full run's (geometric
-means; the other full run's 0.999-1.002). Where the new
+61.3 s against 98.0 / 108.3 s in TF32, 38.0 / 34.5 s against 49.4 / 44.8 s in bf16 NHWC
+(results/h100/thirtyseventh), winners 0.998-1.005 of the first full run's (geometric means; the
+other full run's 0.999-1.002). Where the new
 layers are unlike the history, it can keep a family the model misjudges: Inception-v3's
 Mixed_5b.branch5x5_2 stayed 1.10x slower in four transfer runs.
 """
