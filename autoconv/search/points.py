@@ -144,30 +144,6 @@ class ValidPoints:
                     found.setdefault(self._key_lists[family][row], self.points[family][row])
         return list(found.values())[1:]
 
-    def joint_variations(self, family: str, config: Mapping[str, object], names: Sequence[str]) -> list[dict]:
-        """For each combination of choices of the parameters ``names`` (those of ``family``'s space)
-        that changes two or more of them, the valid config with that combination nearest to
-        ``config`` (:meth:`variations` changes one at a time); each config once, in the order of the
-        combinations' choices."""
-        if family not in self.points:
-            return []
-        table = self._tables[family]
-        columns = [list(table.params).index(name) for name in names if name in table.params]
-        if len(columns) < 2:
-            return []
-        distances = table.distances(config)
-        own = numpy.array([table.params[name].index(config[name]) if config.get(name) in table.params[name] else -1
-                           for name in table.params])[columns]
-        grid = table.indices[:, columns]
-        found: dict[str, dict] = {}
-        for combination in numpy.unique(grid, axis=0):  # (the valid ones only)
-            if (combination != own).sum() < 2:
-                continue
-            rows = numpy.flatnonzero((grid == combination).all(axis=1))
-            row = int(rows[numpy.argmin(distances[rows])])
-            found.setdefault(self._key_lists[family][row], self.points[family][row])
-        return list(found.values())
-
     def nearest_unseen(self, family: str, config: Mapping[str, object], seen: set[str]) -> tuple[str, dict] | None:
         """The valid, unseen config of ``family`` closest to ``config`` (:class:`PointTable`:
         fewest parameters changed, then fewest steps along each parameter's choice list);

@@ -79,13 +79,6 @@ FAMILY_MARGIN = 2.0
 VARIATIONS_PER_BEST = 6
 #: Bests whose variations a transfer study times, at most.
 POLISHED_BESTS = 4
-#: Parameters that together set how many tiles a GEMM family's work is cut into (its block tile
-#: and its split of the reduction), and so how its grid fills the GPU: a polish also varies them
-#: together, as one parameter at a time cannot trade a wider tile for more slices.
-GRID_PARAMS = ("BM", "BN", "SPLIT_K")
-#: Variations of a best that change two or more :data:`GRID_PARAMS` a transfer study times (the
-#: model's fastest), besides those of :data:`VARIATIONS_PER_BEST`.
-JOINT_VARIATIONS_PER_BEST = 2
 
 
 def untrusted_reason(ranker: Ranker, points: ValidPoints) -> str | None:
@@ -145,40 +138,23 @@ def _pick_origin(place: int, family: str, ms: float) -> str:
 
 def best_variations(ranker: Ranker, problem: ConvProblem, points: ValidPoints, family: str,
                     config: Mapping[str, object], exclude: set[str]) -> list[dict]:
-    """The variations of ``config`` a transfer study polishes: of those that change one parameter
-    (:meth:`ValidPoints.variations`), for each parameter the fastest predicted that changes it, then
-    the fastest of the rest up to :data:`VARIATIONS_PER_BEST` in all, fastest first; then the
-    :data:`JOINT_VARIATIONS_PER_BEST` fastest of those that change two or more :data:`GRID_PARAMS`
-    (:meth:`ValidPoints.joint_variations`), fastest first; less those whose keys are in ``exclude``
-    (so a best polished again queues nothing new). For a family the model does not model: all the
-    one-parameter variations, in the space's order."""
+    """The variations of ``config`` (:meth:`ValidPoints.variations`) a transfer study polishes, fastest
+    predicted first: for each parameter, the fastest of those that change it, then the fastest of the
+    rest up to :data:`VARIATIONS_PER_BEST` in all; less those whose keys are in ``exclude`` (so a best
+    polished again queues nothing new). All of them, in the space's order, for a family the model
+    does not model."""
     variations = points.variations(family, config)
-    if family in ranker.families:
-        variations = _per_parameter(ranker, problem, family, config, variations)
-        taken = exclude | {config_key(family, variation) for variation in variations}
-        joint = [variation for variation in points.joint_variations(family, config, GRID_PARAMS)
-                 if config_key(family, variation) not in taken]
-        if joint:
-            fastest = numpy.argsort(ranker.predict_ms(problem, family, joint), kind="stable")
-            variations += [joint[index] for index in fastest[:JOINT_VARIATIONS_PER_BEST]]
-    return [variation for variation in variations if config_key(family, variation) not in exclude]
-
-
-def _per_parameter(ranker: Ranker, problem: ConvProblem, family: str, config: Mapping[str, object],
-                   variations: list[dict]) -> list[dict]:
-    """Of one-parameter ``variations``: for each parameter, the fastest predicted of those that change
-    it, then the fastest of the rest up to :data:`VARIATIONS_PER_BEST` in all; fastest first."""
-    if not variations:
-        return []
-    predicted = ranker.predict_ms(problem, family, variations)
-    by_speed = [variations[index] for index in numpy.argsort(predicted, kind="stable")]
-    chosen = set()  # places in by_speed (each variation is there once)
-    for name in config:
-        place = next((place for place, variation in enumerate(by_speed) if variation[name] != config[name]), None)
-        if place is not None:
+    if family in ranker.families and variations:
+        predicted = ranker.predict_ms(problem, family, variations)
+        by_speed = [variations[index] for index in numpy.argsort(predicted, kind="stable")]
+        chosen = set()  # places in by_speed (each variation is there once)
+        for name in config:
+            place = next((place for place, variation in enumerate(by_speed) if variation[name] != config[name]), None)
+            if place is not None:
+                chosen.add(place)
+        for place in range(len(by_speed)):
+            if len(chosen) >= VARIATIONS_PER_BEST:
+                break
             chosen.add(place)
-    for place in range(len(by_speed)):
-        if len(chosen) >= VARIATIONS_PER_BEST:
-            break
-        chosen.add(place)
-    return [by_speed[place] for place in sorted(chosen)]
+        variations = [by_speed[place] for place in sorted(chosen)]
+    return [variation for variation in variations if config_key(family, variation) not in exclude]

@@ -209,27 +209,3 @@ def test_variations_take_each_other_choice_at_the_nearest_valid_point(points):
             fewest = min(sum(c[n] != config[n] for n in config) for c in with_choice)
             assert any(v[name] == choice and sum(v[n] != config[n] for n in config) == fewest
                        for v in variations)
-
-
-@pytest.mark.parametrize("family", ["implicit_gemm_wgmma", "im2col_gemm", "direct"])
-def test_joint_variations_take_each_combination_of_two_or_more_changes_at_its_nearest_valid_point(family):
-    problem = parse_spec("N=2,C=64,H=14,W=14,K=128,R=3,S=3,pad=1")
-    points = ValidPoints(enumerate_points(problem, (family,), H100, 1 << 30))
-    config = points.default(family)
-    names = [name for name in ("BM", "BN", "SPLIT_K") if name in get_family(family).space.params]
-    joint = points.joint_variations(family, config, ("BM", "BN", "SPLIT_K"))
-    if len(names) < 2:
-        assert joint == []
-        return
-    table = points.table(family)
-
-    def combination(c):
-        return tuple(c[name] for name in names)
-
-    wanted = {combination(c) for c in points.points[family]
-              if sum(c[name] != config[name] for name in names) >= 2}
-    assert len(wanted) > 1 and sorted(map(combination, joint)) == sorted(wanted)  # each once
-    for variation in joint:  # at the valid point nearest to config with that combination
-        same = [c for c in points.points[family] if combination(c) == combination(variation)]
-        nearest = min(table.distances(config)[[points.points[family].index(c) for c in same]])
-        assert table.distances(config)[points.points[family].index(variation)] == nearest

@@ -162,43 +162,6 @@ def test_the_polish_varies_each_parameter_even_one_the_model_rates_slow(points):
     assert chosen == [config for config in by_speed if config in chosen]  # fastest predicted first
 
 
-def test_the_polish_also_varies_the_tile_and_the_split_together(points):
-    """A best one parameter away from nothing faster may still be two away from a wider tile with
-    more slices (on an H200, ResNet-50's layer3.0.conv2 kept SPLIT_K 1 at 1.10x the full search's
-    SPLIT_K 4 with BN 128; results/h100/thirtyseventh): the polish adds the model's fastest joint
-    variations of the grid's parameters."""
-    family = "im2col_gemm"  # (its grid: BM and BN)
-    best = points.default(family)
-    joint = points.joint_variations(family, best, transfer.GRID_PARAMS)
-    assert len(joint) > transfer.JOINT_VARIATIONS_PER_BEST
-    favourite = {config_key(family, config) for config in joint[-transfer.JOINT_VARIATIONS_PER_BEST:]}
-
-    class ModelsIm2col:
-        """Predicts the last joint variations fastest of all, the rest by their place."""
-        families = (family,)
-        problems = transfer.MIN_PROBLEMS
-
-        def predict_ms(self, problem, family, configs):
-            return numpy.array([0.0 if config_key(family, c) in favourite else 1.0 + i for i, c in enumerate(configs)])
-
-    chosen = transfer.best_variations(ModelsIm2col(), UNTUNED, points, family, best, set())
-    singles = points.variations(family, best)
-    keys = [config_key(family, config) for config in chosen]
-    assert len(set(keys)) == len(keys) and favourite <= set(keys)
-    assert [key for key in keys if key in favourite] == keys[-len(favourite):]  # after the one-parameter ones
-    assert all(config in singles for config in chosen[:-len(favourite)])
-    for config in chosen[-len(favourite):]:
-        assert sum(config[name] != best[name] for name in ("BM", "BN")) == 2
-    # polished again: nothing excluded comes back; the next joint variations take their place
-    again = transfer.best_variations(ModelsIm2col(), UNTUNED, points, family, best, set(keys))
-    left = [config for config in joint if config_key(family, config) not in set(keys)]
-    assert again == left[:transfer.JOINT_VARIATIONS_PER_BEST]
-    # a family without two grid parameters gets one-parameter variations only
-    direct = points.default("direct")
-    assert all(config in points.variations("direct", direct)
-               for config in transfer.best_variations(StubRanker(points), UNTUNED, points, "direct", direct, set()))
-
-
 def transfer_trials(storage, problem):
     study = optuna.load_study(study_name=study_name(problem, FAKE_IDENTITY.gpu_name, FAMILIES), storage=storage)
     return [(record, study.trials[record.number].user_attrs.get("origin", "")) for record in read_trials(study)]
