@@ -4,10 +4,12 @@
 # T0 (the call's start, in seconds) must be set by the caller, or by device_preamble.
 #   device_preamble OUTDIR: install the carried wheels ($WHEELS, default .whl/), put them and the tree on
 #   PYTHONPATH, set T0, write OUTDIR/env.txt (GPU, driver, cores, CuPy, PyTorch, cuDNN).
-# The device tool copies at most 64 MiB (tracked files and what is carried): the tracked tree is ~52 MiB
-# (results/), all of .whl/ 11.3 MiB. A call that only tunes can carry the wheels without
-# nvidia_cudnn_frontend (5.7 MB; only `autoconv bench` uses it) in another ignored folder and set WHEELS
-# to it (thirty-fourth session).
+# The device tool copies at most 64 MiB (tracked files, untracked ones not ignored, and what is
+# carried): the tracked tree is ~57 MB (results/), all of .whl/ 11.3 MiB. A call that only tunes can
+# carry the wheels without nvidia_cudnn_frontend (5.7 MB; only `autoconv bench` uses it) in another
+# ignored folder and set WHEELS to it (thirty-fourth session): 6.2 MB. The tool refused 65.07 MB of
+# tree, untracked results and those wheels, and took 64.63 MB (thirty-seventh session): keep new
+# results' journals out of the tree (they stay in the history once committed and removed).
 
 device_preamble() {
   local out=$1
