@@ -53,7 +53,9 @@ H200, order T P P T): 39.5 / 42.8 s against 57.0 / 60.2 s for full studies only 
 (results/h100/thirtyseventh), winners 0.998-1.005 of the first full run's (geometric means; the
 other full run's 0.999-1.002). Where the new
 layers are unlike the history, it can keep a family the model misjudges: Inception-v3's
-Mixed_5b.branch5x5_2 stayed 1.10x slower in four transfer runs.
+Mixed_5b.branch5x5_2 stayed 1.10x slower in four transfer runs. And a polish can stop one SPLIT_K
+(or a SPLIT_K and a tile) away from a faster configuration: 3 of 16 ResNet-50 runs from empty left a
+layer 1.07-1.18x their call's fastest so (results/h100/thirtyseventh).
 """
 
 from __future__ import annotations
