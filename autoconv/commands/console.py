@@ -101,7 +101,7 @@ class RichReporter(Reporter):
     def run_finished(self, outcomes: Sequence[ProblemOutcome]) -> None:
         self.progress.stop()
 
-    def note(self, text: str, once: str | None = None) -> None:
+    def note(self, text: str) -> None:
         self.progress.console.print(f"  {text}")
 
 

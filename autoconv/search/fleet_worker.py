@@ -88,7 +88,7 @@ class ProblemFinished(WorkerMessage):
 @dataclass(frozen=True)
 class WorkerNote(WorkerMessage):
     text: str
-    once: str | None = None  # (Reporter.note's)
+    once: str | None = None  # a key: said once a run (Reporter.note_once)
 
 
 @dataclass(frozen=True)
@@ -132,8 +132,11 @@ class QueueReporter(Reporter):
     def problem_finished(self, outcome: ProblemOutcome) -> None:
         self.events.put(ProblemFinished(self.worker, outcome))
 
-    def note(self, text: str, once: str | None = None) -> None:
-        self.events.put(WorkerNote(self.worker, text, once))
+    def note(self, text: str) -> None:
+        self.events.put(WorkerNote(self.worker, text))
+
+    def note_once(self, text: str, key: str) -> None:
+        self.events.put(WorkerNote(self.worker, text, once=key))
 
 
 def worker_main(job: WorkerJob, connection, compile_connection, launched: LaunchedWorker | None = None) -> None:

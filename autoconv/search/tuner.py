@@ -779,14 +779,14 @@ class Tuner:
 
     def _transfers(self, item: NamedProblem, points: ValidPoints, ranker: Ranker) -> bool:
         """Whether ``item`` is tuned by transfer from ``ranker`` (else a full study). Each reason for
-        a full study is reported once a run (by this tuner, and by the run's other workers: ``once``):
+        a full study is reported once a run (by this tuner, and by the run's other workers: ``note_once``):
         transfer is the default, and a first tune from empty storage runs its first several studies
         full for the same reason."""
         why_not = transfer_search.untrusted_reason(ranker, points)
         if why_not and why_not not in self._full_study_reasons:
             self._full_study_reasons.add(why_not)
-            self.reporter.note(f"{item.name}: a full study, not a transfer: {why_not} (said once; tune.json's "
-                               f"`search` names each problem's)", once=f"full study: {why_not}")
+            self.reporter.note_once(f"{item.name}: a full study, not a transfer: {why_not} (said once; tune.json's "
+                                    f"`search` names each problem's)", key=f"full study: {why_not}")
         return why_not is None
 
     def _transfer_step(self, search: _Search, history: SearchHistory, flying: set[str]) -> str | None:

@@ -73,7 +73,7 @@ def test_a_cached_entry_this_autoconv_cannot_use_is_tuned_again_and_replaced(tmp
         reporter_notes = []
 
         class Notes(Reporter):
-            def note(self, text, once=None):
+            def note(self, text):
                 reporter_notes.append(text)
         outcome, = Tuner(FakeBackend(), storage=journal, families=("direct",), budget=Budget(trials=3),
                          cache=cache, reporter=Notes()).tune([SMALL])

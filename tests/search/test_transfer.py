@@ -19,6 +19,7 @@ from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search import transfer
+from autoconv.search.outcome import Reporter
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.ranker import Ranker
 from autoconv.search.study import read_trials, study_name
@@ -203,9 +204,9 @@ def history_path(storage) -> str:
 def test_without_a_trusted_history_a_study_is_full_and_says_why_once(tmp_path, history):
     notes = []
 
-    class Notes:
-        def __getattr__(self, name):
-            return (lambda text, once=None: notes.append(text)) if name == "note" else (lambda *args, **kwargs: None)
+    class Notes(Reporter):
+        def note(self, text):
+            notes.append(text)
 
     tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=30, patience=10), seed=3,
                   transfer=True, reporter=Notes())
