@@ -56,3 +56,17 @@ tune_run() {
   cp "$results_dir/tune.json" "$out/tune_$name.json"
   gzip -c "$work/s.journal" > "$out/journal_$name.gz"
 }
+
+# Re-time side by side, in one process, the winners of runs made by tune_run (their caches), layer by
+# layer (../twentyeighth/compare_caches.py: relative to the first label's).
+#   compare_runs OUTDIR CONFIG NAME TIMEOUT_S LABEL...
+# A run that left no cache is left out. Writes OUTDIR/NAME.{json,log}; appends to OUTDIR/times.txt.
+compare_runs() {
+  local out=$1 config=$2 name=$3 timeout_s=$4; shift 4
+  local caches=() label
+  for label in "$@"; do [ -f "/tmp/t_$label/c.sqlite3" ] && caches+=("$label=/tmp/t_$label/c.sqlite3"); done
+  timeout "$timeout_s" python3 results/h100/twentyeighth/compare_caches.py "$config" "$out/$name.json" "${caches[@]}" \
+    > "$out/$name.log" 2>&1
+  echo "$name rc=$? at $(( $(date +%s) - T0 ))s" | tee -a "$out/times.txt"
+  grep geomean "$out/$name.log"
+}

@@ -21,8 +21,5 @@ run() {  # name tree: skipped where too little of the call's time is left for it
   tune_run $R $1 $2 $RN - 80
 }
 run H_a $H; run E_a $E; run E_b $E; run H_b $H; run H_c $H; run E_c $E; run E_d $E; run H_d $H
-caches=""; for label in H_a E_a E_b H_b H_c E_c E_d H_d; do
-  [ -f /tmp/t_$label/c.sqlite3 ] && caches="$caches $label=/tmp/t_$label/c.sqlite3"; done
-timeout 110 python3 results/h100/twentyeighth/compare_caches.py $RN $R/compare.json $caches > $R/compare.log 2>&1
-echo "compare rc=$? at $(( $(date +%s) - T0 ))s" | tee -a $R/times.txt; grep geomean $R/compare.log
+compare_runs $R $RN compare 110 H_a E_a E_b H_b H_c E_c E_d H_d
 cd /tmp && tar czf $OUT/r.tgz r

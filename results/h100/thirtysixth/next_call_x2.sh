@@ -16,9 +16,6 @@ run() {  # name gpus [args]
 }
 run T_one_a 0; run T_two_a 0,1; run T_two_b 0,1; run T_one_b 0
 run P_two_a 0,1 --no-transfer; run P_one_a 0 --no-transfer; run P_one_b 0 --no-transfer; run P_two_b 0,1 --no-transfer
-timeout 90 python3 results/h100/twentyeighth/compare_caches.py $RN $R/compare.json \
-  T_one_a=/tmp/t_T_one_a/c.sqlite3 T_two_a=/tmp/t_T_two_a/c.sqlite3 T_two_b=/tmp/t_T_two_b/c.sqlite3 \
-  T_one_b=/tmp/t_T_one_b/c.sqlite3 > $R/compare.log 2>&1
-echo "compare rc=$? at $(( $(date +%s) - T0 ))s" | tee -a $R/times.txt; grep geomean $R/compare.log
+compare_runs $R $RN compare 90 T_one_a T_two_a T_two_b T_one_b
 rm -f $R/journal_*.gz
 cd /tmp && tar czf $OUT/r.tgz r
