@@ -23,13 +23,14 @@ transfer study spends its candidates only where the history points:
 2. **Its polish**: once the start's candidates are timed, variations of the best (each other
    choice of each parameter, at the nearest valid configuration:
    :meth:`~autoconv.search.points.ValidPoints.variations`): for each parameter, the variation of
-   it the model predicts fastest, and the fastest others up to :data:`VARIATIONS_PER_BEST`; all of
-   them for a family it does not model. Then those of each new best as soon as it is found,
-   :data:`POLISHED_BESTS` bests at most. (Each parameter gets a variation because the model can
-   rate all of one parameter's other choices below the rest: on an H200, two transfer runs kept
-   SPLIT_K 1 for ResNet-50's layer4.1.conv1, 1.37x the full search's SPLIT_K 2, and another kept
-   it for layer3.0.conv2, 1.10x; results/h100/thirtythird. With it, VGG-16's first layer came
-   within 2.3% of the full search, against 1.20x without: results/h100/thirtysixth.)
+   it the model predicts fastest (of :data:`EVERY_CHOICE`'s, each other choice's fastest), and the
+   fastest others up to :data:`VARIATIONS_PER_BEST`; all of them for a family it does not model.
+   Then those of each new best as soon as it is found, :data:`POLISHED_BESTS` bests at most.
+   (Each parameter gets a variation because the model can rate all of one parameter's other
+   choices below the rest: on an H200, two transfer runs kept SPLIT_K 1 for ResNet-50's
+   layer4.1.conv1, 1.37x the full search's SPLIT_K 2, and another kept it for layer3.0.conv2,
+   1.10x; results/h100/thirtythird. With it, VGG-16's first layer came within 2.3% of the full
+   search, against 1.20x without: results/h100/thirtysixth.)
 3. **Its end**: the best's variations are timed and none was faster, or the budget's trials or
    seconds are spent. The sampler proposes nothing and the patience plays no part.
 
@@ -53,9 +54,10 @@ H200, order T P P T): 39.5 / 42.8 s against 57.0 / 60.2 s for full studies only 
 (results/h100/thirtyseventh), winners 0.998-1.005 of the first full run's (geometric means; the
 other full run's 0.999-1.002). Where the new
 layers are unlike the history, it can keep a family the model misjudges: Inception-v3's
-Mixed_5b.branch5x5_2 stayed 1.10x slower in four transfer runs. And a polish can stop one SPLIT_K
-(or a SPLIT_K and a tile) away from a faster configuration: 3 of 16 ResNet-50 runs from empty left a
-layer 1.07-1.18x their call's fastest so (results/h100/thirtyseventh).
+Mixed_5b.branch5x5_2 stayed 1.10x slower in four transfer runs. And a polish can stop one SPLIT_K,
+or a SPLIT_K and a tile, away from a faster configuration: of 16 ResNet-50 runs from empty before
+:data:`EVERY_CHOICE` (which takes the first case), 3 left a layer 1.07-1.18x their call's fastest so
+(results/h100/thirtyseventh).
 """
 
 from __future__ import annotations
@@ -81,6 +83,14 @@ FAMILY_MARGIN = 2.0
 VARIATIONS_PER_BEST = 6
 #: Bests whose variations a transfer study times, at most.
 POLISHED_BESTS = 4
+#: Parameters each of whose other choices a polish times (the variation with it the model predicts
+#: fastest), not the fastest one alone: the model misjudges which split of the reduction pays, and
+#: the time is not monotonic in it (ResNet-50's layer3.0.conv2 on an H200 with BN 128: SPLIT_K 1
+#: 0.1225 ms, 2 0.131, 4 0.110, 6 0.125; a polish that took the model's fastest, 6, kept 1 at 1.10x).
+#: On an H200 it costs ~3% more candidates and no time measurable; layer4.0.conv2, kept at SPLIT_K 4
+#: 1.06x the fastest in 3 of 8 runs without it, reached SPLIT_K 2 through a split the model did not
+#: rate first in 2 of 4 runs with it (results/h100/thirtyseventh, thirtyeighth).
+EVERY_CHOICE = ("SPLIT_K",)
 
 
 def untrusted_reason(ranker: Ranker, points: ValidPoints) -> str | None:
@@ -141,10 +151,10 @@ def _pick_origin(place: int, family: str, ms: float) -> str:
 def best_variations(ranker: Ranker, problem: ConvProblem, points: ValidPoints, family: str,
                     config: Mapping[str, object], exclude: set[str]) -> list[dict]:
     """The variations of ``config`` (:meth:`ValidPoints.variations`) a transfer study polishes, fastest
-    predicted first: for each parameter, the fastest of those that change it, then the fastest of the
-    rest up to :data:`VARIATIONS_PER_BEST` in all; less those whose keys are in ``exclude`` (so a best
-    polished again queues nothing new). All of them, in the space's order, for a family the model
-    does not model."""
+    predicted first: for each parameter, the fastest of those that change it (for each other choice,
+    for those of :data:`EVERY_CHOICE`), then the fastest of the rest up to :data:`VARIATIONS_PER_BEST`
+    in all; less those whose keys are in ``exclude`` (so a best polished again queues nothing new).
+    All of them, in the space's order, for a family the model does not model."""
     variations = points.variations(family, config)
     if family in ranker.families and variations:
         predicted = ranker.predict_ms(problem, family, variations)
@@ -154,6 +164,9 @@ def best_variations(ranker: Ranker, problem: ConvProblem, points: ValidPoints, f
             place = next((place for place, variation in enumerate(by_speed) if variation[name] != config[name]), None)
             if place is not None:
                 chosen.add(place)
+        for name in EVERY_CHOICE:
+            for value in {variation.get(name) for variation in by_speed} - {config.get(name)}:
+                chosen.add(next(place for place, variation in enumerate(by_speed) if variation.get(name) == value))
         for place in range(len(by_speed)):
             if len(chosen) >= VARIATIONS_PER_BEST:
                 break

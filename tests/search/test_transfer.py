@@ -163,6 +163,30 @@ def test_the_polish_varies_each_parameter_even_one_the_model_rates_slow(points):
     assert chosen == [config for config in by_speed if config in chosen]  # fastest predicted first
 
 
+def test_the_polish_times_every_split_of_the_reduction(points):
+    """The model misjudges which SPLIT_K pays, and the time is not monotonic in it: each other
+    SPLIT_K of the best is timed, not only the model's fastest."""
+    family, problem = "implicit_gemm", parse_spec("N=2,C=64,H=14,W=14,K=128,R=3,S=3,pad=1")  # (SPLIT_K 1-8)
+    gemm = ValidPoints(enumerate_points(problem, (family,), H100, 1 << 30))
+    best = next(config for config in gemm.points[family]
+                if len({v["SPLIT_K"] for v in gemm.variations(family, config)} - {config["SPLIT_K"]}) >= 3)
+    splits = {v["SPLIT_K"] for v in gemm.variations(family, best)} - {best["SPLIT_K"]}
+
+    class RatesSplitsSlow:
+        """Every variation that changes SPLIT_K predicted slower than all others, larger splits slower."""
+        families = (family,)
+        problems = transfer.MIN_PROBLEMS
+
+        def predict_ms(self, problem, family, configs):
+            return numpy.array([1e6 * c["SPLIT_K"] if c["SPLIT_K"] != best["SPLIT_K"] else float(i)
+                                for i, c in enumerate(configs)])
+
+    chosen = transfer.best_variations(RatesSplitsSlow(), problem, gemm, family, best, set())
+    assert {config["SPLIT_K"] for config in chosen} - {best["SPLIT_K"]} == splits
+    keys = [config_key(family, config) for config in chosen]
+    assert len(set(keys)) == len(keys)
+
+
 def transfer_trials(storage, problem):
     study = optuna.load_study(study_name=study_name(problem, FAKE_IDENTITY.gpu_name, FAMILIES), storage=storage)
     return [(record, study.trials[record.number].user_attrs.get("origin", "")) for record in read_trials(study)]
