@@ -31,8 +31,9 @@ transfer study spends its candidates only where the history points:
    layer4.1.conv1, 1.37x the full search's SPLIT_K 2, and another kept it for layer3.0.conv2,
    1.10x; results/h100/thirtythird. With it, VGG-16's first layer came within 2.3% of the full
    search, against 1.20x without: results/h100/thirtysixth.)
-3. **Its end**: the best's variations are timed and none was faster, or the budget's trials or
-   seconds are spent. The sampler proposes nothing and the patience plays no part.
+3. **Its end**: the best's variations, and the other splits of the next tiles' fastest
+   configurations (:mod:`~autoconv.search.runners_up`), are timed and none was faster, or the
+   budget's trials or seconds are spent. The sampler proposes nothing and the patience plays no part.
 
 A study transfers only where the model is trained on at least :data:`MIN_PROBLEMS` problems of
 the same precision on this GPU (a model of a few problems extrapolates to any other); else it is a

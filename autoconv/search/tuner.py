@@ -76,7 +76,9 @@ For each problem (:class:`Tuner.tune`):
    :data:`SIGNIFICANT_IMPROVEMENT` (the winner is the fastest all the same); whichever ends first
    (in-flight candidates are finished, not discarded). Before the patience ends a study, its
    best's variations are evaluated: each other choice of each parameter, at the nearest valid
-   configuration (:meth:`Tuner._polish`); one of them beating the best by that much restarts it.
+   configuration (:meth:`Tuner._polish`); then every other split of the reduction of the next
+   tiles' fastest configurations within reach of the best (:mod:`~autoconv.search.runners_up`);
+   one of them beating the best by that much restarts it.
    Candidates in flight count towards the patience too: no more are asked while those pending
    would complete it, so a problem ends ``patience`` trials after its best, not ``patience`` plus a pipeline's
    worth (one of them improving the best lets the asking resume).
@@ -85,7 +87,7 @@ For each problem (:class:`Tuner.tune`):
    one counts towards the patience as a trial that did not improve, not towards ``trials``.
    With ``transfer`` (``autoconv tune``'s default) a problem the history's model knows enough
    about is searched locally instead, without the sampler or the patience: its neighbours'
-   winners and the model's picks, then variations of each best
+   winners and the model's picks, then variations of each best, then the next tiles' splits
    (:mod:`~autoconv.search.transfer`, :meth:`Tuner._transfer_step`).
 6. **The winner** is the fastest ok trial of the study, built with constants; it is
    re-verified and re-timed on fresh inputs, and only then cached (if it fails, the next
@@ -120,6 +122,7 @@ from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
 from autoconv.processes import process_owner
+from autoconv.search import runners_up as runners_up_search
 from autoconv.search import transfer as transfer_search
 from autoconv.search.liveness import Liveness
 from autoconv.search.outcome import Milestones, PhaseClock, ProblemOutcome, Reporter, merge_outcomes
@@ -260,6 +263,8 @@ class _Search:
     #: Bests whose variations were queued -> the significant best then (:meth:`Tuner._polish`).
     polished: dict[str, int] = field(default_factory=dict)
     polishing: set[str] = field(default_factory=set)  # those variations, until evaluated (a full study's)
+    #: Configurations of other tiles whose other splits were queued (:meth:`Tuner._polish_runners_up`).
+    runners_up: set[str] = field(default_factory=set)
     more_picks_due: bool = False          # a transfer study's start is queued, its further picks are not yet
     stop: str | None = None               # why it asks no more, once decided (its candidates in flight are finished)
     tag: int = 0                          # its job's (:meth:`Tuner._tune_overlapped`)
@@ -695,7 +700,8 @@ class Tuner:
                 patience_over = self._patience_spent(history, len(in_flight))
                 if patience_over and not search.polishing:
                     search.polishing = self._transfer_late(study, problem, points, history, flying) \
-                        or self._polish(study, points, history, flying, search.polished)
+                        or self._polish(study, points, history, flying, search.polished) \
+                        or self._polish_runners_up(search, history, flying)
                 stop = self._stop_reason(history, len(in_flight), search.started,
                                          patience_over=patience_over and not search.polishing)
                 # (the variations all in flight: wait for them, ask nothing else)
@@ -795,7 +801,8 @@ class Tuner:
         is empty it queues the winners of neighbours cached since it began, else the model's best
         variations of its best (once the start's candidates are all timed; each best once,
         :data:`~autoconv.search.transfer.POLISHED_BESTS` at most); with the first of those, the next
-        picks of the families measured close to the best (:func:`~autoconv.search.transfer.more_picks`)."""
+        picks of the families measured close to the best (:func:`~autoconv.search.transfer.more_picks`);
+        once those are timed, the next tiles' other splits (:meth:`_polish_runners_up`)."""
         study, problem, points, ranker = search.study, search.item.problem, search.points, search.transfer
         assert ranker is not None  # (a transfer study's)
         polished, in_flight = search.polished, search.in_flight
@@ -824,9 +831,25 @@ class Tuner:
             return WAIT_FOR_RESULTS  # (a result may bring a new best to polish)
         if not best:
             return "transfer: no candidate of its start or their variations passed"
+        if self._polish_runners_up(search, history, flying):
+            return None
         if len(polished) >= transfer_search.POLISHED_BESTS:
             return f"transfer: {transfer_search.POLISHED_BESTS} bests polished"
         return "transfer: the best's variations predicted fastest are timed, none faster"
+
+    def _polish_runners_up(self, search: _Search, history: SearchHistory, flying: set[str]) -> set[str]:
+        """Once the best's variations are timed: queue every other split of the reduction of the fastest
+        configuration of each next tile within reach of the best (:mod:`~autoconv.search.runners_up`), each
+        such configuration once, unless evaluated, queued or in flight (``flying``); the keys queued."""
+        known, queued = history.known() | flying, set()
+        for runner_up in runners_up_search.tile_runners_up(ok_trials(search.study)):
+            if runner_up.key in search.runners_up:
+                continue
+            search.runners_up.add(runner_up.key)
+            splits = runners_up_search.split_variations(search.points, runner_up.family, runner_up.config)
+            queued |= enqueue_new(search.study, [(runner_up.family, config, f"another split of a runner-up tile "
+                                                 f"(trial {runner_up.number})") for config in splits], known)
+        return queued
 
     def _stop_reason(self, history: SearchHistory, in_flight: int, started: float,
                      patience_over: bool) -> str | None:

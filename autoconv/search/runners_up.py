@@ -1,0 +1,69 @@
+"""The other block tiles a study times at every split of the reduction, after its best's polish.
+
+A polish (:meth:`~autoconv.search.tuner.Tuner._polish`, and a transfer study's,
+:func:`~autoconv.search.transfer.best_variations`) times the variations of a study's best one
+parameter at a time. Two parameters that interact defeat it: the block tile (BM, BN) sets the grid,
+and the grid decides which split of the reduction (SPLIT_K) fills the GPU, so a tile that loses at
+the split it was timed with can win at another, two parameters from the best. On an H200, 2 of 11
+ResNet-50 runs from empty kept layer3.1.conv2 at BN 64 SPLIT_K 1 (0.112 ms), having timed BN 128
+at SPLIT_K 1 (1.08x that) and 6 (1.06x) but not at 4 (0.105 ms, the fastest of the eleven runs), and
+its neighbour layer3.0.conv2, which started from that winner, 1.11x the fastest so
+(results/h100/thirtyeighth).
+
+So once its best's variations are timed, a study times every other split of the fastest
+configuration of each of the next :data:`RUNNER_UP_TILES` tiles of the best's family, those within
+:data:`RUNNER_UP_MARGIN` of the best (each such configuration once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .points import ValidPoints
+from .study import TrialRecord
+
+#: The parameters whose values make a block tile.
+TILE = ("BM", "BN")
+#: The parameter that splits the reduction.
+SPLIT = "SPLIT_K"
+#: Tiles other than the best's whose fastest configuration gets every split, at most.
+RUNNER_UP_TILES = 2
+#: ... those whose fastest configuration is within this multiple of the best's time. (Replayed on
+#: the journals of 32 ResNet-50 runs on an H200: 1.10 reaches the fastest configuration in 6 studies
+#: that missed it, at most ~56 candidates a run more; 1.05 reaches 1, 1.15 no more than 1.10 at 1.8x
+#: the candidates; results/h100/thirtyeighth.)
+RUNNER_UP_MARGIN = 1.10
+
+
+def tile_of(config: dict[str, object]) -> tuple[object, ...]:
+    return tuple(config.get(name) for name in TILE)
+
+
+def tile_runners_up(fastest_first: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The fastest trial of each of the next :data:`RUNNER_UP_TILES` block tiles of the best's family
+    (the first of ``fastest_first``, a study's ok trials, fastest first), those timed within
+    :data:`RUNNER_UP_MARGIN` of the best; none for a family without tiles or splits."""
+    if not fastest_first:
+        return []
+    best = fastest_first[0]
+    if SPLIT not in best.config or any(name not in best.config for name in TILE):
+        return []
+    best_ms = best.time_ms
+    assert best_ms is not None  # (an ok trial: timed)
+    tiles = {tile_of(best.config)}
+    runners_up: list[TrialRecord] = []
+    for record in fastest_first[1:]:
+        if len(runners_up) == RUNNER_UP_TILES or record.time_ms is None \
+                or record.time_ms > best_ms * RUNNER_UP_MARGIN:
+            break
+        if record.family == best.family and tile_of(record.config) not in tiles:
+            tiles.add(tile_of(record.config))
+            runners_up.append(record)
+    return runners_up
+
+
+def split_variations(points: ValidPoints, family: str, config: dict[str, object]) -> list[dict]:
+    """The variations of ``config`` (:meth:`ValidPoints.variations`) that change its split of the
+    reduction: one for each other SPLIT_K, at the nearest valid configuration."""
+    return [variation for variation in points.variations(family, config)
+            if variation.get(SPLIT) != config.get(SPLIT)]
