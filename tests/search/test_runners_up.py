@@ -4,7 +4,6 @@ backend that reach a configuration two parameters from their best only so."""
 
 from __future__ import annotations
 
-import numpy
 import optuna
 import pytest
 from optuna.trial import TrialState
@@ -17,9 +16,9 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search import runners_up, transfer
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
-from autoconv.search.ranker import Ranker
 from autoconv.search.study import TrialRecord
 from autoconv.search.tuner import Tuner
+from tests.search.stub_ranker import OrderRanker
 
 FAMILY = "implicit_gemm"  # (tiles BM x BN, and SPLIT_K 1-8 on this problem)
 PROBLEM = NamedProblem("small", parse_spec("N=2,C=64,H=14,W=14,K=128,R=3,S=3,pad=1"))
@@ -104,25 +103,11 @@ def test_a_full_study_reaches_another_tiles_faster_split(points, monkeypatch, ti
     assert outcome.trials_run < 400
 
 
-class SplitBlindRanker:
-    """Models ``FAMILY``: ``start`` predicted fastest, then the configurations in enumeration order
-    (so it rates neither the runner-up nor the target above the rest)."""
-
-    families = (FAMILY,)
-    problems = transfer.MIN_PROBLEMS
-
-    def __init__(self, points, start):
-        self.order = {config_key(FAMILY, c): 1.0 + i for i, c in enumerate(points.points[FAMILY])}
-        self.order[config_key(FAMILY, start)] = 0.0
-
-    def predict_ms(self, problem, family, configs):
-        return numpy.array([self.order[config_key(family, c)] for c in configs])
-
-    def predict_valid(self, problem, family, points):
-        return self.predict_ms(problem, family, points.points[family])
-
-    best = Ranker.best
-    best_valid = Ranker.best_valid
+def split_blind_ranker(points, start):
+    """A model of ``FAMILY``: ``start`` predicted fastest, then the configurations in enumeration
+    order (so it rates neither the runner-up nor the target above the rest)."""
+    order = {config_key(FAMILY, c): 1.0 + i for i, c in enumerate(points.points[FAMILY])}
+    return OrderRanker((FAMILY,), order | {config_key(FAMILY, start): 0.0})
 
 
 @pytest.mark.parametrize("tiles", [runners_up.RUNNER_UP_TILES, 0])
@@ -131,7 +116,7 @@ def test_a_transfer_study_reaches_another_tiles_faster_split(points, monkeypatch
     of it (the runner-up among them); the target comes from the runner-up's splits only."""
     monkeypatch.setattr(runners_up, "RUNNER_UP_TILES", tiles)
     start = points.default(FAMILY)
-    ranker = SplitBlindRanker(points, start)
+    ranker = split_blind_ranker(points, start)
     polished = transfer.best_variations(ranker, PROBLEM.problem, points, FAMILY, start, set())
     runner_up, target = two_steps_away(points, start, next(
         v for v in polished if runners_up.tile_of(v) != runners_up.tile_of(start) and v["SPLIT_K"] == start["SPLIT_K"]))

@@ -21,10 +21,10 @@ from autoconv.problems.problem import parse_spec
 from autoconv.search import transfer
 from autoconv.search.outcome import Reporter
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
-from autoconv.search.ranker import Ranker
 from autoconv.search.study import read_trials, study_name
 from autoconv.search.tuner import Tuner
 from tests.search.fake_history import FAMILIES, TRAINED, UNTUNED, tune_history
+from tests.search.stub_ranker import OrderRanker
 
 #: A second problem the history does not hold.
 ANOTHER = parse_spec("N=8,C=16,H=40,W=40,K=32,R=3,S=3,pad=1")
@@ -46,25 +46,14 @@ def trusting(monkeypatch):
     monkeypatch.setattr(transfer, "MIN_PROBLEMS", len(TRAINED))
 
 
-class StubRanker:
+class StubRanker(OrderRanker):
     """Models ``direct`` only: a config's predicted ms is its place in the enumeration, reversed
     (the last enumerated is predicted fastest), times ``scale``."""
 
-    families = ("direct",)
-
     def __init__(self, points, problems=transfer.MIN_PROBLEMS, scale=1.0):
         configs = points.points["direct"]
-        self.order = {config_key("direct", c): (len(configs) - i) * scale for i, c in enumerate(configs)}
-        self.problems = problems
-
-    def predict_ms(self, problem, family, configs):
-        return numpy.array([self.order[config_key(family, c)] for c in configs])
-
-    def predict_valid(self, problem, family, points):
-        return self.predict_ms(problem, family, points.points[family])
-
-    best = Ranker.best
-    best_valid = Ranker.best_valid
+        super().__init__(("direct",), {config_key("direct", c): (len(configs) - i) * scale
+                                       for i, c in enumerate(configs)}, problems)
 
 
 def test_a_model_of_too_few_problems_or_of_none_of_the_families_is_not_trusted(points):
@@ -87,10 +76,9 @@ def test_the_start_is_the_models_fastest_then_the_defaults_of_the_families_it_do
 class TwoFamilies(StubRanker):
     """``im2col_gemm`` modelled too: its configs predicted from ``offset`` ms up (direct's from 1 ms)."""
 
-    families = ("direct", "im2col_gemm")
-
     def __init__(self, points, offset):
         super().__init__(points)
+        self.families = ("direct", "im2col_gemm")
         self.order.update({config_key("im2col_gemm", c): offset + i
                            for i, c in enumerate(points.points["im2col_gemm"])})
 
