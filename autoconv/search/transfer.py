@@ -57,7 +57,8 @@ other full run's 0.999-1.002). Where the new
 layers are unlike the history, it can keep a family the model misjudges: Inception-v3's
 Mixed_5b.branch5x5_2 stayed 1.10x slower in four transfer runs. And a polish can stop one SPLIT_K,
 or a SPLIT_K and a tile, away from a faster configuration: of 16 ResNet-50 runs from empty before
-:data:`EVERY_CHOICE` (which takes the first case), 3 left a layer 1.07-1.18x their call's fastest so
+:data:`EVERY_CHOICE` (which takes the first case) and the runner-up tiles' splits
+(:mod:`~autoconv.search.runners_up`, the second), 3 left a layer 1.07-1.18x their call's fastest so
 (results/h100/thirtyseventh).
 """
 
