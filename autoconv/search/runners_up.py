@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .points import ValidPoints
-from .study import TrialRecord
+from autoconv.search.points import ValidPoints
+from autoconv.search.study import TrialRecord
 
 #: The parameters whose values make a block tile.
 TILE = ("BM", "BN")
