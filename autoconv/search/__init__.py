@@ -8,7 +8,7 @@
   :mod:`~autoconv.search.prefilter` puts it in front of the compiler (``--prefilter``), and
   :mod:`~autoconv.search.transfer` searches by it where the history knows enough (by default).
 - :mod:`~autoconv.search.runners_up`: after a best's variations, the other splits of the
-  reduction of the next block tiles' fastest configurations (full and transfer studies).
+  reduction of the next tiles' (output grids') fastest configurations (full and transfer studies).
 - :mod:`~autoconv.search.study`: study names, and how a trial holds a candidate and its
   evaluation (written by the tuner, read back by it and by ``autoconv bench``).
 - :mod:`~autoconv.search.liveness`: heartbeats, and retrying the trials of dead workers.

@@ -1,31 +1,38 @@
-"""The other block tiles a study times at every split of the reduction, after its best's polish.
+"""The other tiles a study times at every split of the reduction, after its best's polish.
 
 A polish (:meth:`~autoconv.search.tuner.Tuner._polish`, and a transfer study's,
 :func:`~autoconv.search.transfer.best_variations`) times the variations of a study's best one
-parameter at a time. Two parameters that interact defeat it: the block tile (BM, BN) sets the grid,
-and the grid decides which split of the reduction (SPLIT_K) fills the GPU, so a tile that loses at
-the split it was timed with can win at another, two parameters from the best. On an H200, 2 of 11
-ResNet-50 runs from empty kept layer3.1.conv2 at BN 64 SPLIT_K 1 (0.112 ms), having timed BN 128
-at SPLIT_K 1 (1.08x that) and 6 (1.06x) but not at 4 (0.105 ms, the fastest of the eleven runs), and
-its neighbour layer3.0.conv2, which started from that winner, 1.11x the fastest so
+parameter at a time. Two parameters that interact defeat it: the tile sets the grid, and the grid
+decides which split of the reduction (SPLIT_K) fills the GPU, so a tile that loses at the split it
+was timed with can win at another, two parameters from the best. On an H200, 2 of 11 ResNet-50 runs
+from empty kept layer3.1.conv2 at BN 64 SPLIT_K 1 (0.112 ms), having timed BN 128 at SPLIT_K 1
+(1.08x that) and 6 (1.06x) but not at 4 (0.105 ms, the fastest of the eleven runs), and its
+neighbour layer3.0.conv2, which started from that winner, 1.11x the fastest so
 (results/h100/thirtyeighth).
 
 So once its best's variations are timed, a study times every other split of the fastest
 configuration of each of the next :data:`RUNNER_UP_TILES` tiles of the best's family, those within
-:data:`RUNNER_UP_MARGIN` of the best (each such configuration once).
+:data:`RUNNER_UP_MARGIN` of the best (each such configuration once). Two configurations are of one
+tile when they cut the problem's output into the same grid (:func:`output_grid`): the block tile
+sets it in most families, the consumers, schedule and operand order too in implicit_gemm_wgmma_tma,
+whose tile has no BM parameter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from autoconv.kernels.families import get_family
+from autoconv.kernels.limits import DeviceLimits
+from autoconv.problems.problem import ConvProblem
 from autoconv.search.points import ValidPoints
 from autoconv.search.study import TrialRecord
 
-#: The parameters whose values make a block tile.
-TILE = ("BM", "BN")
 #: The parameter that splits the reduction.
 SPLIT = "SPLIT_K"
+#: The derived values that make a configuration's grid: its tiles along the GEMM's M and N. Every
+#: family with :data:`SPLIT` derives them (tests/search/test_runners_up.py holds them to it).
+GRID = ("GRID_M", "GRID_N")
 #: Tiles other than the best's whose fastest configuration gets every split, at most.
 RUNNER_UP_TILES = 2
 #: ... those whose fastest configuration is within this multiple of the best's time. (Replayed on
@@ -34,35 +41,50 @@ RUNNER_UP_TILES = 2
 #: the candidates; results/h100/thirtyeighth.)
 RUNNER_UP_MARGIN = 1.10
 
+#: A configuration's grid (:data:`GRID`), or None where its family has no split of the reduction.
+Grid = tuple[object, ...]
+GridOf = Callable[[TrialRecord], Grid | None]
 
-def tile_of(config: dict[str, object]) -> tuple[object, ...]:
-    return tuple(config.get(name) for name in TILE)
+
+def output_grid(family: str, config: Mapping[str, object], problem: ConvProblem, device: DeviceLimits,
+                workspace_limit: int) -> Grid | None:
+    """The grid of tiles ``config`` of ``family`` cuts ``problem``'s output into (its :data:`GRID`
+    values); None for a family without :data:`SPLIT`."""
+    space = get_family(family).space
+    if SPLIT not in space.params:
+        return None
+    values = space.context(config, problem, device, workspace_limit)
+    return tuple(values[name] for name in GRID)
 
 
-def tile_runners_up(fastest_first: Sequence[TrialRecord]) -> list[TrialRecord]:
-    """The fastest trial of each of the next :data:`RUNNER_UP_TILES` block tiles of the best's family
-    (the first of ``fastest_first``, a study's ok trials, fastest first), those timed within
-    :data:`RUNNER_UP_MARGIN` of the best; none for a family without tiles or splits."""
+def tile_runners_up(fastest_first: Sequence[TrialRecord], grid_of: GridOf) -> list[TrialRecord]:
+    """The fastest trial of each of the next :data:`RUNNER_UP_TILES` tiles (grids, ``grid_of``) of
+    the best's family (the first of ``fastest_first``, a study's ok trials, fastest first), those
+    timed within :data:`RUNNER_UP_MARGIN` of the best; none for a family without splits."""
     if not fastest_first:
         return []
     best = fastest_first[0]
-    if SPLIT not in best.config or any(name not in best.config for name in TILE):
+    best_grid = grid_of(best)
+    if best_grid is None:
         return []
     best_ms = best.time_ms
     assert best_ms is not None  # (an ok trial: timed)
-    tiles = {tile_of(best.config)}
+    grids = {best_grid}
     runners_up: list[TrialRecord] = []
     for record in fastest_first[1:]:
         if len(runners_up) == RUNNER_UP_TILES or record.time_ms is None \
                 or record.time_ms > best_ms * RUNNER_UP_MARGIN:
             break
-        if record.family == best.family and tile_of(record.config) not in tiles:
-            tiles.add(tile_of(record.config))
+        if record.family != best.family:
+            continue
+        grid = grid_of(record)
+        if grid is not None and grid not in grids:
+            grids.add(grid)
             runners_up.append(record)
     return runners_up
 
 
-def split_variations(points: ValidPoints, family: str, config: dict[str, object]) -> list[dict]:
+def split_variations(points: ValidPoints, family: str, config: Mapping[str, object]) -> list[dict]:
     """The variations of ``config`` (:meth:`ValidPoints.variations`) that change its split of the
     reduction: one for each other SPLIT_K, at the nearest valid configuration."""
     return [variation for variation in points.variations(family, config)

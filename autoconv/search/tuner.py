@@ -842,7 +842,12 @@ class Tuner:
         configuration of each next tile within reach of the best (:mod:`~autoconv.search.runners_up`), each
         such configuration once, unless evaluated, queued or in flight (``flying``); the keys queued."""
         known, queued = history.known() | flying, set()
-        for runner_up in runners_up_search.tile_runners_up(ok_trials(search.study)):
+        problem, device, workspace_limit = search.item.problem, self.backend.device, search.workspace_limit
+
+        def grid_of(record: TrialRecord) -> runners_up_search.Grid | None:
+            return runners_up_search.output_grid(record.family, record.config, problem, device, workspace_limit)
+
+        for runner_up in runners_up_search.tile_runners_up(ok_trials(search.study), grid_of):
             if runner_up.key in search.runners_up:
                 continue
             search.runners_up.add(runner_up.key)

@@ -1,8 +1,11 @@
 """The other tiles a study times at every split of the reduction (:mod:`autoconv.search.runners_up`):
-which trials are runners-up, their split variations, and full and transfer studies on the fake
-backend that reach a configuration two parameters from their best only so."""
+which trials are runners-up, the grid that tells tiles apart, their split variations, and full and
+transfer studies on the fake backend (a float32 NCHW problem of implicit_gemm, a bf16 NHWC one of
+implicit_gemm_wgmma_tma) that reach a configuration two parameters from their best only so."""
 
 from __future__ import annotations
+
+import math
 
 import optuna
 import pytest
@@ -10,6 +13,7 @@ from optuna.trial import TrialState
 
 from autoconv.backends.base import Status
 from autoconv.backends.fake import FakeBackend
+from autoconv.kernels.families import all_families, get_family
 from autoconv.kernels.limits import H100
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
@@ -20,18 +24,36 @@ from autoconv.search.study import TrialRecord
 from autoconv.search.tuner import Tuner
 from tests.search.stub_ranker import OrderRanker
 
+WORKSPACE = 1 << 30
 FAMILY = "implicit_gemm"  # (tiles BM x BN, and SPLIT_K 1-8 on this problem)
 PROBLEM = NamedProblem("small", parse_spec("N=2,C=64,H=14,W=14,K=128,R=3,S=3,pad=1"))
+# implicit_gemm_wgmma_tma's tile has no BM: 64 rows per consumer warpgroup, 64 in all for pingpong
+TMA_FAMILY = "implicit_gemm_wgmma_tma"
+TMA_PROBLEM = NamedProblem("small_bf16",
+                           parse_spec("N=2,C=64,H=14,W=14,K=128,R=3,S=3,pad=1,layout=NHWC,precision=bf16"))
+CASES = {FAMILY: PROBLEM, TMA_FAMILY: TMA_PROBLEM}
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def case(request):
+    """(family, problem, its valid points) for each of :data:`CASES`."""
+    family, problem = request.param, CASES[request.param]
+    return family, problem, ValidPoints(enumerate_points(problem.problem, (family,), H100, WORKSPACE))
 
 
 @pytest.fixture(scope="module")
 def points():
-    return ValidPoints(enumerate_points(PROBLEM.problem, (FAMILY,), H100, 1 << 30))
+    return ValidPoints(enumerate_points(PROBLEM.problem, (FAMILY,), H100, WORKSPACE))
 
 
 def record(number, ms, family=FAMILY, **config):
     return TrialRecord(number=number, state=TrialState.COMPLETE, family=family, config=dict(config),
                        status=Status.OK, value=ms)
+
+
+def block_tile(record):
+    """A stand-in for the grid: the block tile, where the family splits the reduction."""
+    return (record.config["BM"], record.config["BN"]) if "SPLIT_K" in record.config else None
 
 
 def test_the_runners_up_are_the_fastest_of_the_next_tiles_of_the_best_family_within_the_margin(monkeypatch):
@@ -44,13 +66,47 @@ def test_the_runners_up_are_the_fastest_of_the_next_tiles_of_the_best_family_wit
                      record(5, 1.07, BM=128, BN=64, SPLIT_K=1),
                      record(6, 1.08, BM=128, BN=128, SPLIT_K=1),                 # a third tile
                      record(7, 1.2, BM=32, BN=32, SPLIT_K=1)]                    # beyond the margin
-    assert [r.number for r in runners_up.tile_runners_up(fastest_first)] == [3, 5]
+    assert [r.number for r in runners_up.tile_runners_up(fastest_first, block_tile)] == [3, 5]
     monkeypatch.setattr(runners_up, "RUNNER_UP_TILES", 10)
-    assert [r.number for r in runners_up.tile_runners_up(fastest_first)] == [3, 5, 6]
-    assert runners_up.tile_runners_up(fastest_first[:1]) == [] and runners_up.tile_runners_up([]) == []
-    # A family without splits of the reduction, or without block tiles, has none.
-    assert runners_up.tile_runners_up([record(0, 1.0, BM=64, BN=64), record(1, 1.01, BM=128, BN=64)]) == []
-    assert runners_up.tile_runners_up([record(0, 1.0, SPLIT_K=1, TILE=8), record(1, 1.01, SPLIT_K=2, TILE=4)]) == []
+    assert [r.number for r in runners_up.tile_runners_up(fastest_first, block_tile)] == [3, 5, 6]
+    assert runners_up.tile_runners_up(fastest_first[:1], block_tile) == []
+    assert runners_up.tile_runners_up([], block_tile) == []
+    # A family without splits of the reduction has none.
+    assert runners_up.tile_runners_up([record(0, 1.0, BM=64, BN=64), record(1, 1.01, BM=128, BN=64)], block_tile) == []
+
+
+@pytest.mark.parametrize("family", [f.name for f in all_families() if runners_up.SPLIT in f.space.params])
+def test_every_family_that_splits_the_reduction_derives_its_grid(family):
+    """Else its runner-up tiles could not be told apart (:func:`runners_up.output_grid` would fail)."""
+    assert set(runners_up.GRID) <= set(get_family(family).space.derived)
+
+
+def test_a_family_without_a_split_of_the_reduction_has_no_grid():
+    family = next(f for f in all_families() if runners_up.SPLIT not in f.space.params)
+    config = family.space.default_config(PROBLEM.problem, H100, WORKSPACE)
+    assert runners_up.output_grid(family.name, config, PROBLEM.problem, H100, WORKSPACE) is None
+
+
+def test_the_grid_is_the_output_cut_into_tiles(points):
+    gemm_m, gemm_n = 2 * 14 * 14, 128  # (output pixels, filters)
+    for config in points.points[FAMILY][::37]:
+        assert runners_up.output_grid(FAMILY, config, PROBLEM.problem, H100, WORKSPACE) == \
+            (math.ceil(gemm_m / config["BM"]), math.ceil(gemm_n / config["BN"]))
+
+
+def test_implicit_gemm_wgmma_tmas_grid_follows_its_consumers_schedule_and_operand_order():
+    problem = parse_spec("N=8,C=64,H=28,W=28,K=256,R=3,S=3,pad=1,layout=NHWC,precision=bf16")
+    pixels = 8 * 28 * 28
+    config = dict(get_family(TMA_FAMILY).space.default, BN=128, CONSUMERS=2, SCHEDULE="cooperative", M_OPERAND="pixels")
+
+    def grid(**changes):
+        return runners_up.output_grid(TMA_FAMILY, config | changes, problem, H100, WORKSPACE)
+
+    assert grid() == (math.ceil(pixels / 128), 2)                        # 2 consumers: 128 pixels a tile
+    assert grid(CONSUMERS=3) == (math.ceil(pixels / 192), 2)
+    assert grid(SCHEDULE="pingpong") == (math.ceil(pixels / 64), 2)      # a tile per consumer: 64 pixels
+    assert grid(M_OPERAND="filters") == (math.ceil(pixels / 128), 2)     # BM filters x BN pixels
+    assert grid(M_OPERAND="filters", BN=64) == (math.ceil(pixels / 64), 2)
 
 
 def test_the_split_variations_change_only_the_split_where_that_is_valid(points):
@@ -63,23 +119,28 @@ def test_the_split_variations_change_only_the_split_where_that_is_valid(points):
                for s in splits)
 
 
-def two_steps_away(points, best, runner_up=None):
-    """A runner-up (``runner_up``, or a variation of ``best`` with another tile and the same split)
+def grid(case, config):
+    family, problem, _ = case
+    return runners_up.output_grid(family, config, problem.problem, H100, WORKSPACE)
+
+
+def two_steps_away(case, best, runner_up=None):
+    """A runner-up (``runner_up``, or a variation of ``best`` with another grid and the same split)
     and a configuration faster than both, one of the runner-up's split variations that is not a
     variation of ``best`` (two parameters from it)."""
-    near = {config_key(FAMILY, v) for v in points.variations(FAMILY, best)}
-    runner_up = runner_up or next(v for v in points.variations(FAMILY, best)
-                                  if runners_up.tile_of(v) != runners_up.tile_of(best)
-                                  and v["SPLIT_K"] == best["SPLIT_K"])
-    target = next(s for s in runners_up.split_variations(points, FAMILY, runner_up)
-                  if config_key(FAMILY, s) not in near and s != best)
+    family, _, points = case
+    near = {config_key(family, v) for v in points.variations(family, best)}
+    runner_up = runner_up or next(v for v in points.variations(family, best)
+                                  if grid(case, v) != grid(case, best) and v["SPLIT_K"] == best["SPLIT_K"])
+    target = next(s for s in runners_up.split_variations(points, family, runner_up)
+                  if config_key(family, s) not in near and s != best)
     return runner_up, target
 
 
-def pocket(best, runner_up, target):
+def pocket(family, best, runner_up, target):
     """A fake backend: ``best`` 1 ms, ``runner_up`` 1.05 ms (within the margin), ``target`` 0.5 ms,
     every other configuration 2 ms: ``best`` survives all its one-parameter variations."""
-    times = {config_key(FAMILY, best): 1.0, config_key(FAMILY, runner_up): 1.05, config_key(FAMILY, target): 0.5}
+    times = {config_key(family, best): 1.0, config_key(family, runner_up): 1.05, config_key(family, target): 0.5}
 
     class Pocket(FakeBackend):
         @staticmethod
@@ -90,42 +151,44 @@ def pocket(best, runner_up, target):
 
 
 @pytest.mark.parametrize("tiles", [runners_up.RUNNER_UP_TILES, 0])
-def test_a_full_study_reaches_another_tiles_faster_split(points, monkeypatch, tiles):
+def test_a_full_study_reaches_another_tiles_faster_split(case, monkeypatch, tiles):
     """The default (1 ms) survives its variations; the variation with another tile (1.05 ms) is
     faster at another split (0.5 ms). Without runners-up (0 tiles) the study ends at the default."""
+    family, problem, points = case
     monkeypatch.setattr(runners_up, "RUNNER_UP_TILES", tiles)
-    best = points.default(FAMILY)
-    runner_up, target = two_steps_away(points, best)
-    tuner = Tuner(pocket(best, runner_up, target), storage=optuna.storages.InMemoryStorage(), families=(FAMILY,),
-                  budget=Budget(trials=400, patience=3), seed=3, pipeline_depth=1)
-    outcome = tuner.tune_problem(PROBLEM, points)
+    best = points.default(family)
+    runner_up, target = two_steps_away(case, best)
+    tuner = Tuner(pocket(family, best, runner_up, target), storage=optuna.storages.InMemoryStorage(),
+                  families=(family,), budget=Budget(trials=400, patience=3), seed=3, pipeline_depth=1)
+    outcome = tuner.tune_problem(problem, points)
     assert outcome.config == (target if tiles else best)
     assert outcome.trials_run < 400
 
 
-def split_blind_ranker(points, start):
-    """A model of ``FAMILY``: ``start`` predicted fastest, then the configurations in enumeration
+def split_blind_ranker(family, points, start):
+    """A model of ``family``: ``start`` predicted fastest, then the configurations in enumeration
     order (so it rates neither the runner-up nor the target above the rest)."""
-    order = {config_key(FAMILY, c): 1.0 + i for i, c in enumerate(points.points[FAMILY])}
-    return OrderRanker((FAMILY,), order | {config_key(FAMILY, start): 0.0})
+    order = {config_key(family, c): 1.0 + i for i, c in enumerate(points.points[family])}
+    return OrderRanker((family,), order | {config_key(family, start): 0.0})
 
 
 @pytest.mark.parametrize("tiles", [runners_up.RUNNER_UP_TILES, 0])
-def test_a_transfer_study_reaches_another_tiles_faster_split(points, monkeypatch, tiles):
+def test_a_transfer_study_reaches_another_tiles_faster_split(case, monkeypatch, tiles):
     """As above, in a transfer study: its start is the model's pick, its polish the model's variations
     of it (the runner-up among them); the target comes from the runner-up's splits only."""
+    family, problem, points = case
     monkeypatch.setattr(runners_up, "RUNNER_UP_TILES", tiles)
-    start = points.default(FAMILY)
-    ranker = split_blind_ranker(points, start)
-    polished = transfer.best_variations(ranker, PROBLEM.problem, points, FAMILY, start, set())
-    runner_up, target = two_steps_away(points, start, next(
-        v for v in polished if runners_up.tile_of(v) != runners_up.tile_of(start) and v["SPLIT_K"] == start["SPLIT_K"]))
-    picks = {config_key(FAMILY, c) for _, c, _ in ranker.best_valid(PROBLEM.problem, points, transfer.PICKS_PER_FAMILY)}
-    assert config_key(FAMILY, target) not in picks | {config_key(FAMILY, v) for v in polished}
+    start = points.default(family)
+    ranker = split_blind_ranker(family, points, start)
+    polished = transfer.best_variations(ranker, problem.problem, points, family, start, set())
+    runner_up, target = two_steps_away(case, start, next(
+        v for v in polished if grid(case, v) != grid(case, start) and v["SPLIT_K"] == start["SPLIT_K"]))
+    picks = {config_key(family, c) for _, c, _ in ranker.best_valid(problem.problem, points, transfer.PICKS_PER_FAMILY)}
+    assert config_key(family, target) not in picks | {config_key(family, v) for v in polished}
     monkeypatch.setattr(Tuner, "_history_model", lambda self, problem: ranker)
-    tuner = Tuner(pocket(start, runner_up, target), storage=optuna.storages.InMemoryStorage(), families=(FAMILY,),
-                  budget=Budget(trials=400, patience=40), seed=3, transfer=True)
-    outcome = tuner.tune_problem(PROBLEM, points)
+    tuner = Tuner(pocket(family, start, runner_up, target), storage=optuna.storages.InMemoryStorage(),
+                  families=(family,), budget=Budget(trials=400, patience=40), seed=3, transfer=True)
+    outcome = tuner.tune_problem(problem, points)
     assert outcome.search == "transfer" and outcome.config == (target if tiles else start)
     origins = [t.user_attrs.get("origin", "") for t in optuna.load_study(
         study_name=outcome.study_name, storage=tuner.storage).trials]
