@@ -41,8 +41,9 @@ RUNNER_UP_TILES = 2
 #: the candidates; results/h100/thirtyeighth.)
 RUNNER_UP_MARGIN = 1.10
 
-#: A configuration's grid (:data:`GRID`), or None where its family has no split of the reduction.
+#: A configuration's :data:`GRID` values.
 Grid = tuple[object, ...]
+#: A trial's grid, or None where its family has no split of the reduction (:func:`output_grid`).
 GridOf = Callable[[TrialRecord], Grid | None]
 
 
