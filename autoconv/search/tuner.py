@@ -699,9 +699,10 @@ class Tuner:
                 search.polishing -= set(history.results)
                 patience_over = self._patience_spent(history, len(in_flight))
                 if patience_over and not search.polishing:
+                    fastest = ok_trials(study)
                     search.polishing = self._transfer_late(study, problem, points, history, flying) \
-                        or self._polish(study, points, history, flying, search.polished) \
-                        or self._polish_runners_up(search, history, flying)
+                        or self._polish(study, points, history, flying, search.polished, fastest) \
+                        or self._polish_runners_up(search, fastest, history, flying)
                 stop = self._stop_reason(history, len(in_flight), search.started,
                                          patience_over=patience_over and not search.polishing)
                 # (the variations all in flight: wait for them, ask nothing else)
@@ -816,7 +817,8 @@ class Tuner:
             picked = enqueue_new(study, transfer_search.more_picks(ranker, problem, points, timed),
                                  history.known() | flying)
         queued = self._transfer_late(study, problem, points, history, flying)
-        best = ok_trials(study)[:1]
+        fastest = ok_trials(study)
+        best = fastest[:1]
         if not queued and best and best[0].key not in polished and len(polished) < transfer_search.POLISHED_BESTS:
             polished[best[0].key] = history.judged
             known = history.known() | flying | picked
@@ -831,23 +833,25 @@ class Tuner:
             return WAIT_FOR_RESULTS  # (a result may bring a new best to polish)
         if not best:
             return "transfer: no candidate of its start or their variations passed"
-        if self._polish_runners_up(search, history, flying):
+        if self._polish_runners_up(search, fastest, history, flying):
             return None
         if len(polished) >= transfer_search.POLISHED_BESTS:
             return f"transfer: {transfer_search.POLISHED_BESTS} bests polished"
         return "transfer: the best's variations predicted fastest are timed, none faster"
 
-    def _polish_runners_up(self, search: _Search, history: SearchHistory, flying: set[str]) -> set[str]:
+    def _polish_runners_up(self, search: _Search, fastest: list[TrialRecord], history: SearchHistory,
+                           flying: set[str]) -> set[str]:
         """Once the best's variations are timed: queue every other split of the reduction of the fastest
         configuration of each next tile within reach of the best (:mod:`~autoconv.search.runners_up`), each
-        such configuration once, unless evaluated, queued or in flight (``flying``); the keys queued."""
+        such configuration once, unless evaluated, queued or in flight (``flying``); the keys queued.
+        ``fastest``: the study's ok trials, fastest first (:func:`ok_trials`)."""
         known, queued = history.known() | flying, set()
         problem, device, workspace_limit = search.item.problem, self.backend.device, search.workspace_limit
 
         def grid_of(record: TrialRecord) -> runners_up_search.Grid | None:
             return runners_up_search.output_grid(record.family, record.config, problem, device, workspace_limit)
 
-        for runner_up in runners_up_search.tile_runners_up(ok_trials(search.study), grid_of):
+        for runner_up in runners_up_search.tile_runners_up(fastest, grid_of):
             if runner_up.key in search.runners_up:
                 continue
             search.runners_up.add(runner_up.key)
@@ -881,7 +885,7 @@ class Tuner:
                 and history.since_best + pending >= self.budget.patience)
 
     def _polish(self, study, points: ValidPoints, history: SearchHistory, flying: set[str],
-                polished: dict[str, int]) -> set[str]:
+                polished: dict[str, int], fastest: list[TrialRecord]) -> set[str]:
         """Before the patience ends a study: queue the variations of its fastest trial
         (:meth:`ValidPoints.variations`: each other choice of each parameter, at the nearest
         valid configuration), unless evaluated, queued or in flight already (``flying``: this
@@ -890,8 +894,8 @@ class Tuner:
         improvement (each polish may find a slightly faster best to polish in turn). Why: TPE
         samples parameters jointly and may never pair the best tile with the one split-K
         factor or pipeline depth that wins (a ResNet-50 layer ended 12% slower so at patience
-        40, ninth session); a best that survives its variations is a local optimum."""
-        fastest = ok_trials(study)
+        40, ninth session); a best that survives its variations is a local optimum.
+        ``fastest``: the study's ok trials, fastest first (:func:`ok_trials`)."""
         mark = history.judged - history.since_best  # (where the last significant improvement was)
         if not fastest or fastest[0].key in polished or \
                 sum(1 for at in polished.values() if at == mark) >= POLISH_ROUNDS:
