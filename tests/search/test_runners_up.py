@@ -5,6 +5,7 @@ implicit_gemm_wgmma_tma) that reach a configuration two parameters from their be
 
 from __future__ import annotations
 
+import functools
 import math
 
 import optuna
@@ -34,16 +35,21 @@ TMA_PROBLEM = NamedProblem("small_bf16",
 CASES = {FAMILY: PROBLEM, TMA_FAMILY: TMA_PROBLEM}
 
 
+@functools.cache
+def valid_points(family):
+    """The valid points of ``family`` for its problem in :data:`CASES`."""
+    return ValidPoints(enumerate_points(CASES[family].problem, (family,), H100, WORKSPACE))
+
+
 @pytest.fixture(scope="module", params=list(CASES))
 def case(request):
     """(family, problem, its valid points) for each of :data:`CASES`."""
-    family, problem = request.param, CASES[request.param]
-    return family, problem, ValidPoints(enumerate_points(problem.problem, (family,), H100, WORKSPACE))
+    return request.param, CASES[request.param], valid_points(request.param)
 
 
 @pytest.fixture(scope="module")
 def points():
-    return ValidPoints(enumerate_points(PROBLEM.problem, (FAMILY,), H100, WORKSPACE))
+    return valid_points(FAMILY)
 
 
 def record(number, ms, family=FAMILY, **config):
