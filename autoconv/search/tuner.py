@@ -841,7 +841,8 @@ class Tuner:
 
     def _polish_runners_up(self, search: _Search, fastest: list[TrialRecord], history: SearchHistory,
                            flying: set[str]) -> set[str]:
-        """Once the best's variations are timed: queue every other split of the reduction of the fastest
+        """Once the best's variations are timed: queue every other split of the reduction (and the family's
+        other :func:`~autoconv.search.runners_up.partners`) of the fastest
         configuration of each next tile within reach of the best (:mod:`~autoconv.search.runners_up`), each
         such configuration once, unless evaluated, queued or in flight (``flying``); the keys queued.
         ``fastest``: the study's ok trials, fastest first (:func:`ok_trials`)."""
@@ -855,9 +856,10 @@ class Tuner:
             if runner_up.key in search.runners_up:
                 continue
             search.runners_up.add(runner_up.key)
-            splits = runners_up_search.split_variations(search.points, runner_up.family, runner_up.config)
-            queued |= enqueue_new(search.study, [(runner_up.family, config, f"another split of a runner-up tile "
-                                                 f"(trial {runner_up.number})") for config in splits], known)
+            variations = runners_up_search.partner_variations(search.points, runner_up.family, runner_up.config)
+            queued |= enqueue_new(search.study, [(runner_up.family, config, f"another {changed} of a runner-up tile "
+                                                 f"(trial {runner_up.number})") for changed, config in variations],
+                                  known)
         return queued
 
     def _stop_reason(self, history: SearchHistory, in_flight: int, started: float,

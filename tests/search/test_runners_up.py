@@ -117,7 +117,9 @@ def test_implicit_gemm_wgmma_tmas_grid_follows_its_consumers_schedule_and_operan
 
 def test_the_split_variations_change_only_the_split_where_that_is_valid(points):
     config = next(c for c in points.points[FAMILY] if c["SPLIT_K"] == 1 and c["BN"] == 128)
-    splits = runners_up.split_variations(points, FAMILY, config)
+    found = runners_up.partner_variations(points, FAMILY, config)
+    assert {changed for changed, _ in found} == {"SPLIT_K"}  # (implicit_gemm: the split alone)
+    splits = [variation for _, variation in found]
     assert {s["SPLIT_K"] for s in splits} == {v["SPLIT_K"] for v in points.variations(FAMILY, config)} - {1}
     assert len({s["SPLIT_K"] for s in splits}) == len(splits) >= 3
     assert all(config_key(FAMILY, s) in {config_key(FAMILY, c) for c in points.points[FAMILY]} for s in splits)
@@ -125,21 +127,33 @@ def test_the_split_variations_change_only_the_split_where_that_is_valid(points):
                for s in splits)
 
 
+def test_implicit_gemm_wgmma_tmas_runner_ups_get_every_split_and_every_stages():
+    points = ValidPoints(enumerate_points(TMA_PROBLEM.problem, (TMA_FAMILY,), H100, WORKSPACE))
+    config = points.default(TMA_FAMILY)
+    found = runners_up.partner_variations(points, TMA_FAMILY, config)
+    for partner in ("SPLIT_K", "STAGES"):
+        changed = [variation for name, variation in found if name == partner]
+        others = {v[partner] for v in points.variations(TMA_FAMILY, config)} - {config[partner]}
+        assert {v[partner] for v in changed} == others
+        assert len(changed) >= 2
+    assert {name for name, _ in found} == {"SPLIT_K", "STAGES"}
+
+
 def grid(case, config):
     family, problem, _ = case
     return runners_up.output_grid(family, config, problem.problem, H100, WORKSPACE)
 
 
-def two_steps_away(case, best, runner_up=None):
-    """A runner-up (``runner_up``, or a variation of ``best`` with another grid and the same split)
-    and a configuration faster than both, one of the runner-up's split variations that is not a
-    variation of ``best`` (two parameters from it)."""
+def two_steps_away(case, best, runner_up=None, partner="SPLIT_K"):
+    """A runner-up (``runner_up``, or a variation of ``best`` with another grid and the same
+    ``partner``) and a configuration faster than both, one of the runner-up's variations in
+    ``partner`` that is not a variation of ``best`` (two parameters from it)."""
     family, _, points = case
     near = {config_key(family, v) for v in points.variations(family, best)}
     runner_up = runner_up or next(v for v in points.variations(family, best)
-                                  if grid(case, v) != grid(case, best) and v["SPLIT_K"] == best["SPLIT_K"])
-    target = next(s for s in runners_up.split_variations(points, family, runner_up)
-                  if config_key(family, s) not in near and s != best)
+                                  if grid(case, v) != grid(case, best) and v[partner] == best[partner])
+    target = next(v for changed, v in runners_up.partner_variations(points, family, runner_up)
+                  if changed == partner and config_key(family, v) not in near and v != best)
     return runner_up, target
 
 
@@ -156,14 +170,25 @@ def pocket(family, best, runner_up, target):
     return Pocket()
 
 
+def case_partners(case):
+    """The parameters whose other values a runner-up tile of the case's family must be timed at."""
+    return {FAMILY: ("SPLIT_K",), TMA_FAMILY: ("SPLIT_K", "STAGES")}[case[0]]
+
+
 @pytest.mark.parametrize("tiles", [runners_up.RUNNER_UP_TILES, 0])
 def test_a_full_study_reaches_another_tiles_faster_split(case, monkeypatch, tiles):
     """The default (1 ms) survives its variations; the variation with another tile (1.05 ms) is
-    faster at another split (0.5 ms). Without runners-up (0 tiles) the study ends at the default."""
+    faster at another split, or (implicit_gemm_wgmma_tma) other stages (0.5 ms). Without runners-up
+    (0 tiles) the study ends at the default."""
+    for partner in case_partners(case):
+        full_study_reaches(case, monkeypatch, tiles, partner)
+
+
+def full_study_reaches(case, monkeypatch, tiles, partner):
     family, problem, points = case
     monkeypatch.setattr(runners_up, "RUNNER_UP_TILES", tiles)
     best = points.default(family)
-    runner_up, target = two_steps_away(case, best)
+    runner_up, target = two_steps_away(case, best, partner=partner)
     tuner = Tuner(pocket(family, best, runner_up, target), storage=optuna.storages.InMemoryStorage(),
                   families=(family,), budget=Budget(trials=400, patience=3), seed=3, pipeline_depth=1)
     outcome = tuner.tune_problem(problem, points)
@@ -181,14 +206,19 @@ def split_blind_ranker(family, points, start):
 @pytest.mark.parametrize("tiles", [runners_up.RUNNER_UP_TILES, 0])
 def test_a_transfer_study_reaches_another_tiles_faster_split(case, monkeypatch, tiles):
     """As above, in a transfer study: its start is the model's pick, its polish the model's variations
-    of it (the runner-up among them); the target comes from the runner-up's splits only."""
+    of it (the runner-up among them); the target comes from the runner-up's splits (or stages) only."""
+    for partner in case_partners(case):
+        transfer_study_reaches(case, monkeypatch, tiles, partner)
+
+
+def transfer_study_reaches(case, monkeypatch, tiles, partner):
     family, problem, points = case
     monkeypatch.setattr(runners_up, "RUNNER_UP_TILES", tiles)
     start = points.default(family)
     ranker = split_blind_ranker(family, points, start)
     polished = transfer.best_variations(ranker, problem.problem, points, family, start, set())
     runner_up, target = two_steps_away(case, start, next(
-        v for v in polished if grid(case, v) != grid(case, start) and v["SPLIT_K"] == start["SPLIT_K"]))
+        v for v in polished if grid(case, v) != grid(case, start) and v[partner] == start[partner]), partner)
     picks = {config_key(family, c) for _, c, _ in ranker.best_valid(problem.problem, points, transfer.PICKS_PER_FAMILY)}
     assert config_key(family, target) not in picks | {config_key(family, v) for v in polished}
     monkeypatch.setattr(Tuner, "_history_model", lambda self, problem: ranker)
@@ -198,4 +228,4 @@ def test_a_transfer_study_reaches_another_tiles_faster_split(case, monkeypatch, 
     assert outcome.search == "transfer" and outcome.config == (target if tiles else start)
     origins = [t.user_attrs.get("origin", "") for t in optuna.load_study(
         study_name=outcome.study_name, storage=tuner.storage).trials]
-    assert any(origin.startswith("another split of a runner-up tile") for origin in origins) == bool(tiles)
+    assert any(origin.startswith(f"another {partner} of a runner-up tile") for origin in origins) == bool(tiles)

@@ -25,7 +25,8 @@ import optuna
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 VARIATION = re.compile(r"a variation of the best \(trial (\d+)\)")
-RUNNER_UP = "another split of a runner-up tile"
+# (the origin named "split" before the thirty-ninth session, then SPLIT_K or STAGES)
+RUNNER_UP = re.compile(r"another \w+ of a runner-up tile")
 SPLIT_K = re.compile(r"_SPLIT_K(\d+)_")
 NEW_BEST_MARGIN = 0.99  # a time under 99% of the best so far counts as a new best
 
@@ -45,7 +46,7 @@ def count(storage: JournalStorage) -> tuple[int, list[tuple[str, float]], int, l
             timed = trial.state == optuna.trial.TrialState.COMPLETE and trial.value is not None
             origin = trial.user_attrs.get("origin", "")
             problem = summary.study_name.split("/")[1]
-            if origin.startswith(RUNNER_UP):
+            if RUNNER_UP.match(origin):
                 runner_up_splits += 1
                 if timed and best is not None and trial.value < best * NEW_BEST_MARGIN:
                     runner_up_bests.append((problem, round(best / trial.value, 3)))

@@ -1,4 +1,5 @@
-# Prepared in the thirty-ninth session, NOT RUN (its device time was spent): the runner-up tiles'
+# Prepared in the thirty-ninth session, run in the fortieth at b9318a1 (../fortieth/README.md; the
+# diff landed then, so it no longer applies to later trees). Was: the runner-up tiles'
 # other stages in implicit_gemm_wgmma_tma (stages_runner_up.diff: runners_up.PARTNERS), against the
 # tree. nvidia-h200 (one GPU, 16 cores), ~480 s. ResNet-50 b32 bf16 NHWC (examples/resnet50_bf16.yaml)
 # from empty storage, winners', CuPy and CUDA caches: the tree (R) against the tree with the diff
