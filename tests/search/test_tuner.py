@@ -672,6 +672,57 @@ def test_the_best_of_a_family_ranked_in_its_slower_build_is_rebuilt_though_other
     assert outcome.family == "implicit_gemm_wgmma" and dict(outcome.config) == dict(best_wgmma.config)
 
 
+class _FastestJumpsInFull(FakeBackend):
+    """The search's fastest configuration takes longer when timed in full (a kernel whose time jumps
+    between runs): ``past_the_next`` longer than the search's next fastest took, else half way to it.
+    Every other configuration takes the same either way."""
+
+    def __init__(self, past_the_next: bool):
+        super().__init__()
+        self.past_the_next = past_the_next
+        self.searched: dict[str, float] = {}
+
+    def result(self, ticket):
+        result = super().result(ticket)
+        key = config_key(ticket.plan.family, ticket.plan.config)
+        if ticket.screening:
+            self.searched[key] = result.time_ms
+            return result
+        first, second = sorted(self.searched.values())[:2]
+        if result.time_ms != first:
+            return result
+        jumped = second * 1.1 if self.past_the_next else (first + second) / 2
+        return dataclasses.replace(result, time_ms=jumped, min_ms=jumped, max_ms=jumped)
+
+
+@pytest.mark.parametrize("past_the_next", [True, False])
+def test_a_winner_slower_in_full_than_the_next_in_the_search_is_timed_against_it(points, past_the_next):
+    """The search's fastest is re-verified and timed in full; if that time is above the next
+    fastest's in the search, the next is verified and timed in full too, and the faster in full wins
+    (and is cached). Otherwise the next is not timed again."""
+    backend = _FastestJumpsInFull(past_the_next)
+    cache = WinnerCache(":memory:")
+    tuner = make_tuner(backend, Budget(trials=15), cache=cache)
+    outcome = tuner.tune_problem(PROBLEM, points)
+    searched = [plan for plan, screened in zip(backend.evaluated, backend.screened) if screened]
+    finals = [plan for plan, screened in zip(backend.evaluated, backend.screened) if not screened]
+    ranked = sorted(searched, key=backend.synthetic_time_ms)
+    assert len(searched) == 15 and len(set(keys(ranked[:3]))) == 3
+    if past_the_next:
+        assert keys(finals) == keys(ranked[:2])   # the fastest, then the next (the third: slower than it)
+        winner = ranked[1]
+        assert outcome.time_ms == backend.synthetic_time_ms(winner)
+        assert "in full" in outcome.message
+    else:
+        assert keys(finals) == keys(ranked[:1])
+        winner = ranked[0]
+        assert outcome.time_ms > backend.synthetic_time_ms(winner)   # its time in full stands
+        assert "in full" not in outcome.message
+    assert (outcome.family, dict(outcome.config)) == (winner.family, dict(winner.config))
+    entry = cache.get(tuner._cache_key(PROBLEM.problem))
+    assert entry is not None and entry.kernel_name == winner.name and entry.time_ms == outcome.time_ms
+
+
 def test_a_problems_wall_time_is_accounted_by_phase(points):
     """phases_s splits the tuning process's time on a problem: waiting for results (here the fake
     backend's sleep per result) is ``wait``, and the phases add up to the wall time."""
