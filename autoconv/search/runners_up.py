@@ -13,7 +13,7 @@ neighbour layer3.0.conv2, which started from that winner, 1.11x the fastest so
 So once its best's variations are timed, a study times every other split of the fastest
 configuration of each of the next :data:`RUNNER_UP_TILES` tiles of the best's family, those within
 :data:`RUNNER_UP_MARGIN` of the best (each such configuration once); in implicit_gemm_wgmma_tma
-every other number of pipeline stages too (:data:`PARTNERS`). Two configurations are of one
+every other number of pipeline stages too in bf16 and fp16 (:data:`PARTNERS`). Two configurations are of one
 tile when they cut the problem's output into the same grid (:func:`output_grid`): the block tile
 sets it in most families, the consumers, schedule and operand order too in implicit_gemm_wgmma_tma,
 whose tile has no BM parameter.
@@ -35,16 +35,22 @@ SPLIT = "SPLIT_K"
 #: family with :data:`SPLIT` derives them (tests/search/test_runners_up.py holds them to it).
 GRID = ("GRID_M", "GRID_N")
 #: The parameters each other value of which a runner-up tile's fastest configuration is timed with,
-#: by family (others: :data:`SPLIT` alone). implicit_gemm_wgmma_tma's shared memory holds STAGES x
-#: (BM + BN) rows of 128 bytes, so its tiles' widths (BN 32-256) and depths trade against each
-#: other. Replayed on the journals of 10 ResNet-50 bf16 NHWC runs from empty on an H200
+#: by family and precision (others: :data:`SPLIT` alone). implicit_gemm_wgmma_tma's shared memory
+#: holds STAGES x (BM + BN) rows of 128 bytes, so its tiles' widths (BN 32-256) and depths trade
+#: against each other. Replayed on the journals of 10 ResNet-50 bf16 NHWC runs from empty on an H200
 #: (results/h100/thirtyninth): 10 studies ended over 1.08x the fastest time measured for their layer
 #: (layer4.0.conv3 and layer4.0.downsample.0 in 4 runs each: BN 128 STAGES 5 or BN 256 STAGES 3
 #: against BN 208 STAGES 4); the runner-up tiles' other stages reach all 10, their splits none. In
-#: the FP32 and TF32 NCHW families' runs other stages reached no such study. Measured (8 bf16 runs
-#: from empty alternated in one call, results/h100/fortieth): no run lost a layer by over 1.05x with
-#: these, 2 of 4 did by 1.12-1.16x without; +6% candidates, the same wall time.
-PARTNERS: dict[str, tuple[str, ...]] = {"implicit_gemm_wgmma_tma": (SPLIT, "STAGES")}
+#: the FP32 and TF32 NCHW families' runs other stages reached no such study. Measured
+#: (results/h100/fortieth), bf16, 8 runs from empty alternated in one call: no run lost a layer by
+#: over 1.05x with the stages, 2 of 4 did by 1.12-1.16x without; +6% candidates, the same wall
+#: time. TF32 NHWC, 8 runs in two calls: no run without the stages lost a layer over 1.03x, and
+#: with them the runs cost +9-18% candidates and +5-13% time (~120-150 more candidates: TF32 has
+#: more valid stages), so there the split alone. fp16 is bf16's kernel: the same trade.
+PARTNERS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("implicit_gemm_wgmma_tma", "bf16"): (SPLIT, "STAGES"),
+    ("implicit_gemm_wgmma_tma", "fp16"): (SPLIT, "STAGES"),
+}
 #: Tiles other than the best's whose fastest configuration gets every split, at most.
 RUNNER_UP_TILES = 2
 #: ... those whose fastest configuration is within this multiple of the best's time. (Replayed on
@@ -97,18 +103,21 @@ def tile_runners_up(fastest_first: Sequence[TrialRecord], grid_of: GridOf) -> li
     return runners_up
 
 
-def partners(family: str) -> tuple[str, ...]:
-    """The parameters a runner-up tile of ``family`` is timed at every value of (:data:`PARTNERS`)."""
-    return PARTNERS.get(family, (SPLIT,))
+def partners(family: str, precision: str) -> tuple[str, ...]:
+    """The parameters a runner-up tile of ``family`` is timed at every value of, in ``precision``
+    (:data:`PARTNERS`)."""
+    return PARTNERS.get((family, precision), (SPLIT,))
 
 
-def partner_variations(points: ValidPoints, family: str, config: Mapping[str, object]) -> list[tuple[str, dict]]:
+def partner_variations(points: ValidPoints, family: str, precision: str,
+                       config: Mapping[str, object]) -> list[tuple[str, dict]]:
     """The variations of ``config`` (:meth:`ValidPoints.variations`) that change one of its family's
-    :func:`partners`: one for each other value of each, at the nearest valid configuration; each with
-    the first partner it changes."""
+    :func:`partners` in ``precision``: one for each other value of each, at the nearest valid
+    configuration; each with the first partner it changes."""
     found = []
+    names = partners(family, precision)
     for variation in points.variations(family, config):
-        changed = next((name for name in partners(family) if variation.get(name) != config.get(name)), None)
+        changed = next((name for name in names if variation.get(name) != config.get(name)), None)
         if changed is not None:
             found.append((changed, variation))
     return found

@@ -858,7 +858,8 @@ class Tuner:
             if runner_up.key in search.runners_up:
                 continue
             search.runners_up.add(runner_up.key)
-            variations = runners_up_search.partner_variations(search.points, runner_up.family, runner_up.config)
+            variations = runners_up_search.partner_variations(search.points, runner_up.family, problem.precision,
+                                                              runner_up.config)
             queued |= enqueue_new(search.study, [(runner_up.family, config, f"another {changed} of a runner-up tile "
                                                  f"(trial {runner_up.number})") for changed, config in variations],
                                   known)

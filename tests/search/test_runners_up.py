@@ -5,6 +5,7 @@ implicit_gemm_wgmma_tma) that reach a configuration two parameters from their be
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -117,7 +118,7 @@ def test_implicit_gemm_wgmma_tmas_grid_follows_its_consumers_schedule_and_operan
 
 def test_the_split_variations_change_only_the_split_where_that_is_valid(points):
     config = next(c for c in points.points[FAMILY] if c["SPLIT_K"] == 1 and c["BN"] == 128)
-    found = runners_up.partner_variations(points, FAMILY, config)
+    found = runners_up.partner_variations(points, FAMILY, PROBLEM.problem.precision, config)
     assert {changed for changed, _ in found} == {"SPLIT_K"}  # (implicit_gemm: the split alone)
     splits = [variation for _, variation in found]
     assert {s["SPLIT_K"] for s in splits} == {v["SPLIT_K"] for v in points.variations(FAMILY, config)} - {1}
@@ -130,13 +131,25 @@ def test_the_split_variations_change_only_the_split_where_that_is_valid(points):
 def test_implicit_gemm_wgmma_tmas_runner_ups_get_every_split_and_every_stages():
     points = ValidPoints(enumerate_points(TMA_PROBLEM.problem, (TMA_FAMILY,), H100, WORKSPACE))
     config = points.default(TMA_FAMILY)
-    found = runners_up.partner_variations(points, TMA_FAMILY, config)
+    found = runners_up.partner_variations(points, TMA_FAMILY, TMA_PROBLEM.problem.precision, config)
     for partner in ("SPLIT_K", "STAGES"):
         changed = [variation for name, variation in found if name == partner]
         others = {v[partner] for v in points.variations(TMA_FAMILY, config)} - {config[partner]}
         assert {v[partner] for v in changed} == others
         assert len(changed) >= 2
     assert {name for name, _ in found} == {"SPLIT_K", "STAGES"}
+
+
+def test_implicit_gemm_wgmma_tma_varies_the_stages_of_16_bit_precisions_alone():
+    """In TF32 its runner-up tiles get every split alone (the stages cost more candidates there and
+    paid nothing measured); fp16 runs bf16's kernel."""
+    tf32 = dataclasses.replace(TMA_PROBLEM.problem, precision="tf32", dtype="float32")
+    points = ValidPoints(enumerate_points(tf32, (TMA_FAMILY,), H100, WORKSPACE))
+    config = points.default(TMA_FAMILY)
+    assert {v["STAGES"] for v in points.variations(TMA_FAMILY, config)} - {config["STAGES"]}  # (there are others)
+    assert {name for name, _ in runners_up.partner_variations(points, TMA_FAMILY, "tf32", config)} == {"SPLIT_K"}
+    assert runners_up.partners(TMA_FAMILY, "fp16") == runners_up.partners(TMA_FAMILY, "bf16") == ("SPLIT_K", "STAGES")
+    assert runners_up.partners(TMA_FAMILY, "tf32") == runners_up.partners(FAMILY, "fp32") == ("SPLIT_K",)
 
 
 def grid(case, config):
@@ -148,11 +161,12 @@ def two_steps_away(case, best, runner_up=None, partner="SPLIT_K"):
     """A runner-up (``runner_up``, or a variation of ``best`` with another grid and the same
     ``partner``) and a configuration faster than both, one of the runner-up's variations in
     ``partner`` that is not a variation of ``best`` (two parameters from it)."""
-    family, _, points = case
+    family, problem, points = case
     near = {config_key(family, v) for v in points.variations(family, best)}
     runner_up = runner_up or next(v for v in points.variations(family, best)
                                   if grid(case, v) != grid(case, best) and v[partner] == best[partner])
-    target = next(v for changed, v in runners_up.partner_variations(points, family, runner_up)
+    variations = runners_up.partner_variations(points, family, problem.problem.precision, runner_up)
+    target = next(v for changed, v in variations
                   if changed == partner and config_key(family, v) not in near and v != best)
     return runner_up, target
 
