@@ -12,11 +12,11 @@ neighbour layer3.0.conv2, which started from that winner, 1.11x the fastest so
 
 So once its best's variations are timed, a study times every other split of the fastest
 configuration of each of the next :data:`RUNNER_UP_TILES` tiles of the best's family, those within
-:data:`RUNNER_UP_MARGIN` of the best (each such configuration once); in implicit_gemm_wgmma_tma
-every other number of pipeline stages too in bf16 and fp16 (:data:`PARTNERS`). Two configurations are of one
-tile when they cut the problem's output into the same grid (:func:`output_grid`): the block tile
-sets it in most families, the consumers, schedule and operand order too in implicit_gemm_wgmma_tma,
-whose tile has no BM parameter.
+:data:`RUNNER_UP_MARGIN` of the best (each such configuration once); in implicit_gemm_wgmma_tma's
+bf16 and fp16 every other number of pipeline stages too (:data:`PARTNERS`). Two configurations are
+of one tile when they cut the problem's output into the same grid (:func:`output_grid`): the block
+tile sets it in most families, the consumers, schedule and operand order too in
+implicit_gemm_wgmma_tma, whose tile has no BM parameter.
 """
 
 from __future__ import annotations

@@ -843,10 +843,11 @@ class Tuner:
 
     def _polish_runners_up(self, search: _Search, fastest: list[TrialRecord], history: SearchHistory,
                            flying: set[str]) -> set[str]:
-        """Once the best's variations are timed: queue every other split of the reduction (and the family's
-        other :func:`~autoconv.search.runners_up.partners`) of the fastest
-        configuration of each next tile within reach of the best (:mod:`~autoconv.search.runners_up`), each
-        such configuration once, unless evaluated, queued or in flight (``flying``); the keys queued.
+        """Once the best's variations are timed: queue every other split of the reduction (and every
+        other value of the family's other :func:`~autoconv.search.runners_up.partners` in the problem's
+        precision) of the fastest configuration of each next tile within reach of the best
+        (:mod:`~autoconv.search.runners_up`), each such configuration once, unless evaluated, queued
+        or in flight (``flying``); the keys queued.
         ``fastest``: the study's ok trials, fastest first (:func:`ok_trials`)."""
         known, queued = history.known() | flying, set()
         problem, device, workspace_limit = search.item.problem, self.backend.device, search.workspace_limit
@@ -1086,7 +1087,8 @@ class Tuner:
         ranks most candidates as the full timing does (the winners' full times were 0.94-1.06x
         their search times over 258 problems of 12 ResNet-50 runs on an H200), but not a kernel
         whose time jumps between runs: one TF32 NHWC winner took 1.25x its search time in full,
-        1.11x the next fastest's (results/h100/fortieth)."""
+        and 1.11x the next fastest's time when the two were re-timed side by side
+        (results/h100/fortieth)."""
         ranked = ok_trials(study)
         fastest = ranked[:REVERIFY_CANDIDATES]
         if not fastest:
