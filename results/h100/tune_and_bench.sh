@@ -70,3 +70,14 @@ compare_runs() {
   echo "$name rc=$? at $(( $(date +%s) - T0 ))s" | tee -a "$out/times.txt"
   grep geomean "$out/$name.log"
 }
+
+# A copy of this tree's runnable parts with one file edited, for runs against the tree (tune_run's TREE).
+#   variant_tree DEST FILE SED_EXPR
+# Copies autoconv, examples, pyproject.toml, search_spaces and templates to DEST and applies SED_EXPR
+# to DEST/FILE; fails (and says so) where that changed nothing.
+variant_tree() {
+  local dest=$1 file=$2 expr=$3
+  rm -rf "$dest"; mkdir -p "$dest" && cp -r autoconv examples pyproject.toml search_spaces templates "$dest"/
+  sed -i "$expr" "$dest/$file"
+  if cmp -s "$file" "$dest/$file"; then echo "variant_tree: '$expr' changed nothing in $file" >&2; return 1; fi
+}
