@@ -129,7 +129,7 @@ def test_the_split_variations_change_only_the_split_where_that_is_valid(points):
 
 
 def test_implicit_gemm_wgmma_tmas_runner_ups_get_every_split_and_every_stages():
-    points = ValidPoints(enumerate_points(TMA_PROBLEM.problem, (TMA_FAMILY,), H100, WORKSPACE))
+    points = valid_points(TMA_FAMILY)
     config = points.default(TMA_FAMILY)
     found = runners_up.partner_variations(points, TMA_FAMILY, TMA_PROBLEM.problem.precision, config)
     for partner in ("SPLIT_K", "STAGES"):
