@@ -81,3 +81,28 @@ variant_tree() {
   sed -i "$expr" "$dest/$file"
   if cmp -s "$file" "$dest/$file"; then echo "variant_tree: '$expr' changed nothing in $file" >&2; return 1; fi
 }
+
+# tune_run in a call's sequence of runs: skipped (and "skip NAME" in times.txt) once more than LIMIT_S
+# of the call have passed, so that the comparison after the runs keeps its time. A run made is appended
+# to the caller's RUNS array, and OUTDIR is packed into $OUT/r.tgz after it (what is done so far,
+# should the call be cut).
+#   tune_in_turn LIMIT_S OUTDIR NAME TREE CONFIG TIMEOUT_S [extra tune args...]
+tune_in_turn() {
+  local limit_s=$1 out=$2 name=$3; shift 3
+  if [ $(( $(date +%s) - T0 )) -gt "$limit_s" ]; then echo "skip $name" | tee -a "$out/times.txt"; return; fi
+  tune_run "$out" "$name" "$@"; RUNS+=("$name")
+  (cd "$(dirname "$out")" && tar czf "$OUT/r.tgz" "$(basename "$out")")
+}
+
+# The runs' winners re-timed side by side (compare_runs, into OUTDIR/compare.*), each run against the
+# fastest per layer (../thirtyeighth/per_layer.py, layers over 1.04x listed: OUTDIR/per_layer.txt), and
+# their journals' split and runner-up steps counted (../thirtyeighth/split_polish.py: split_polish.txt).
+#   compare_and_count OUTDIR CONFIG TIMEOUT_S LABEL...
+compare_and_count() {
+  local out=$1 config=$2 timeout_s=$3; shift 3
+  compare_runs "$out" "$config" compare "$timeout_s" "$@"
+  python3 results/h100/thirtyeighth/per_layer.py "$out/compare.json" 1.04 > "$out/per_layer.txt" 2>&1
+  head -12 "$out/per_layer.txt"
+  python3 results/h100/thirtyeighth/split_polish.py "$out"/journal_*.gz > "$out/split_polish.txt" 2>&1
+  cut -c1-300 "$out/split_polish.txt"
+}

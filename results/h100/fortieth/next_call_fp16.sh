@@ -19,15 +19,7 @@ S_TREE=$PWD W=/tmp/tree_fp16_split_only
 variant_tree $W autoconv/search/runners_up.py '/("implicit_gemm_wgmma_tma", "fp16"): (SPLIT, "STAGES"),/d' || exit 1
 grep -n -A3 "^PARTNERS" $W/autoconv/search/runners_up.py | tee -a $R/times.txt
 RUNS=()
-run() {  # name tree: skipped where too little of the call's time is left for it and the comparison
-  if [ $(( $(date +%s) - T0 )) -gt 420 ]; then echo "skip $1" | tee -a $R/times.txt; return; fi
-  tune_run $R $1 $2 $CONFIG - 70; RUNS+=($1)
-  cd /tmp && tar czf $OUT/r.tgz r; cd - > /dev/null  # (what is done so far, should the call be cut)
-}
+run() { tune_in_turn 420 $R "$1" "$2" $CONFIG - 70; }  # name tree
 run S_a $S_TREE; run W_a $W; run W_b $W; run S_b $S_TREE; run W_c $W; run S_c $S_TREE; run S_d $S_TREE; run W_d $W
-compare_runs $R $CONFIG compare 90 "${RUNS[@]}"
-python3 results/h100/thirtyeighth/per_layer.py $R/compare.json 1.04 > $R/per_layer.txt 2>&1
-head -12 $R/per_layer.txt
-python3 results/h100/thirtyeighth/split_polish.py $R/journal_*.gz > $R/split_polish.txt 2>&1
-cut -c1-300 $R/split_polish.txt
+compare_and_count $R $CONFIG 90 "${RUNS[@]}"
 cd /tmp && tar czf $OUT/r.tgz r
