@@ -46,7 +46,9 @@ GRID = ("GRID_M", "GRID_N")
 #: over 1.05x with the stages, 2 of 4 did by 1.12-1.16x without; +6% candidates, the same wall
 #: time. TF32 NHWC, 8 runs in two calls: no run without the stages lost a layer over 1.03x, and
 #: with them the runs cost +9-18% candidates and +5-13% time (~120-150 more candidates: TF32 has
-#: more valid stages), so there the split alone. fp16 is bf16's kernel: the same trade.
+#: more valid stages), so there the split alone. fp16 (bf16's kernel), 8 runs alternated in one
+#: call (results/h100/fortyfirst): 2 of 4 runs without the stages lost layers by 1.08-1.10x
+#: (STAGES apart), none with them over 1.06x; +11% candidates, the same wall time.
 PARTNERS: dict[tuple[str, str], tuple[str, ...]] = {
     ("implicit_gemm_wgmma_tma", "bf16"): (SPLIT, "STAGES"),
     ("implicit_gemm_wgmma_tma", "fp16"): (SPLIT, "STAGES"),
