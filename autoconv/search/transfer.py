@@ -39,7 +39,8 @@ A study transfers only where the model is trained on at least :data:`MIN_PROBLEM
 the same precision on this GPU (a model of a few problems extrapolates to any other); else it is a
 full study. So a first tune from empty storage runs full studies until enough of its own problems
 are tuned (the model counts a problem once its study has timed candidates, so a few more studies
-begin full while the first ones run). With 4 instead of 8, ResNet-50 at batch 32 from empty tuned
+begin full while the first ones run), and each of those still running then becomes a transfer study
+(:meth:`~autoconv.search.tuner.Tuner._becomes_transfer`). With 4 instead of 8, ResNet-50 at batch 32 from empty tuned
 16-17% faster on an H200, and one of two runs lost two 3x3 layers (1.07x, 1.10x); so did one of the
 default's four runs in the same session: two runs a side do not tell 4 from 8 on the winners
 (results/h100/thirtyseventh).

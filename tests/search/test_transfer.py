@@ -208,6 +208,29 @@ def test_a_transfer_study_times_its_start_then_polishes_its_best_and_asks_the_sa
     assert outcome.time_ms == pytest.approx(full.time_ms, rel=0.02)
 
 
+def test_a_study_begun_full_becomes_a_transfer_once_the_history_is_enough(history, monkeypatch):
+    """(A first tune from empty storage: its first studies begin full; the model counts a problem once
+    its study has timed candidates, this study's own included.)"""
+    from autoconv.search import tuner as tuner_module
+
+    monkeypatch.setattr(transfer, "MIN_PROBLEMS", len(TRAINED) + 1)  # (the history's problems and this one)
+    monkeypatch.setattr(tuner_module, "TRANSFER_CHECK_S", 0.0)
+    budget = Budget(trials=160, patience=40)
+    outcome = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=budget, seed=3,
+                    transfer=True).tune_problem(NamedProblem("new", UNTUNED))
+    assert outcome.search == "full, then transfer" and outcome.stop_reason.startswith("transfer: ")
+    trials = transfer_trials(history, UNTUNED)
+    assert any(origin.startswith("predicted 1") for _, origin in trials)  # (the model's picks, queued then)
+    assert any(origin.startswith("a variation of the best") for _, origin in trials)  # (and the transfer's polish)
+    assert not any(record.state == TrialState.WAITING for record, _ in trials)
+    # Without transfer the same study runs to its patience, for the same best.
+    monkeypatch.setattr(transfer, "MIN_PROBLEMS", 1000)
+    full = Tuner(FakeBackend(), storage=tune_history(str(history_path(history)) + ".full"), families=FAMILIES,
+                 budget=budget, seed=3, transfer=True).tune_problem(NamedProblem("new", UNTUNED))
+    assert full.search == "full" and full.trials_run > outcome.trials_run + budget.patience // 2
+    assert outcome.time_ms == pytest.approx(full.time_ms, rel=0.02)
+
+
 def history_path(storage) -> str:
     """The journal file behind an Optuna journal storage (:func:`tune_history`'s)."""
     return storage._backend._file_path
