@@ -150,7 +150,7 @@ class ProblemOutcome:
     workspace_bytes: int = 0
     study_name: str = ""
     stop_reason: str = ""
-    search: str = ""           # how it was searched: "full" (sampled until the patience) or "transfer"
+    search: str = ""           # how it was searched: one of :data:`SEARCHES`
     message: str = ""
     trials_run: int = 0        # candidates evaluated in this run
     trials_total: int = 0      # candidates evaluated in the study (all runs)
@@ -181,13 +181,22 @@ class ProblemOutcome:
         return data
 
 
+#: How a problem's study was searched (:attr:`ProblemOutcome.search`): "full" (sampled until the
+#: patience), "full, then transfer" (begun full, a transfer once the history was enough) or
+#: "transfer"; the most sampled first. Of several passes or workers, the outcome keeps the first of
+#: these any of them says: a study searched full by one worker and joined by another once the history
+#: was enough is a full study, as is one whose end's revisit (a second pass) was a transfer.
+SEARCHES = ("full", "full, then transfer", "transfer")
+
+
 def merge_outcomes(outcomes: Sequence[ProblemOutcome], *, parallel: bool = True) -> ProblemOutcome:
     """One problem's outcome from several tunings of it (see the module docstring), in
     the order they ended: with ``parallel``, by workers at once (the fastest verified
     winner; the longest wall time; trials in the study: the most any saw; ``source``
     ``tuned`` when any tuned; ``workers``: how many tuned); else one pass after another
     in this process (the last pass with a winner, else the first; wall times added; the
-    rest as that pass says). The work of all is added up either way."""
+    rest as that pass says). The work of all is added up either way, and ``search`` is the most
+    sampled any says (:data:`SEARCHES`)."""
     failures: dict[str, int] = {}
     for outcome in outcomes:
         for status, count in outcome.failures.items():
@@ -201,6 +210,8 @@ def merge_outcomes(outcomes: Sequence[ProblemOutcome], *, parallel: bool = True)
         gpu_s=sum(o.gpu_s for o in outcomes),
         compile_queue_s=sum(o.compile_queue_s for o in outcomes), gpu_queue_s=sum(o.gpu_queue_s for o in outcomes),
         phases_s=phase_totals(outcomes))
+    said = {o.search for o in outcomes}
+    work["search"] = next((search for search in SEARCHES if search in said), outcomes[0].search)
     with_winner = [o for o in outcomes if o.time_ms is not None]
     if not parallel:
         chosen = with_winner[-1] if with_winner else outcomes[0]

@@ -85,6 +85,21 @@ def test_passes_one_after_another_merge_into_the_last_winner_with_the_work_of_bo
     assert merge_outcomes([first, lost], parallel=False).family == "direct"
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_merged_outcome_says_the_most_sampled_search_of_its_passes(parallel):
+    """(A full study revisited at the run's end by a transfer pass, or joined by a worker once the
+    history was enough, was searched full.)"""
+    problem = parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1")
+    full = ProblemOutcome(name="p", problem=problem, source="tuned", family="direct", time_ms=1.5, search="full")
+    converted = dataclasses.replace(full, search="full, then transfer")
+    transferred = dataclasses.replace(full, time_ms=1.4, search="transfer")
+    assert merge_outcomes([full, transferred], parallel=parallel).search == "full"
+    assert merge_outcomes([transferred, converted], parallel=parallel).search == "full, then transfer"
+    assert merge_outcomes([transferred, transferred], parallel=parallel).search == "transfer"
+    unsearched = dataclasses.replace(full, search="")  # (no valid configuration: no study)
+    assert merge_outcomes([unsearched], parallel=parallel).search == ""
+
+
 # ---- the workers' messages -----------------------------------------------------------------
 
 def test_worker_messages_update_the_parents_view_of_the_worker():
