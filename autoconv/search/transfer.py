@@ -39,11 +39,11 @@ A study transfers only where the model is trained on at least :data:`MIN_PROBLEM
 the same precision on this GPU (a model of a few problems extrapolates to any other); else it is a
 full study. So a first tune from empty storage runs full studies until enough of its own problems
 are tuned (the model counts a problem once its study has timed candidates, so a few more studies
-begin full while the first ones run), and each of those still running then becomes a transfer study
-(:meth:`~autoconv.search.tuner.Tuner._becomes_transfer`). With 4 instead of 8, ResNet-50 at batch 32 from empty tuned
-16-17% faster on an H200, and one of two runs lost two 3x3 layers (1.07x, 1.10x); so did one of the
-default's four runs in the same session: two runs a side do not tell 4 from 8 on the winners
-(results/h100/thirtyseventh).
+begin full while the first ones run), and each of those still running then becomes a transfer
+study (:meth:`~autoconv.search.tuner.Tuner._becomes_transfer`). With 4 instead of 8, ResNet-50 at
+batch 32 from empty tuned 16-17% faster on an H200, and one of two runs lost two 3x3 layers (1.07x,
+1.10x); so did one of the default's four runs in the same session: two runs a side do not tell 4
+from 8 on the winners (results/h100/thirtyseventh).
 
 Measured on an H200 (results/h100/thirtysecond, two calls, 3-4 runs a side): VGG-16 at batch 8 with
 a ResNet-50 history tuned in 11.8 and 11.5 s on average, against 28.0 and 26.2 s for the full search
