@@ -811,7 +811,9 @@ class Tuner:
         begins its first several studies so) becomes a transfer study as soon as the history is, the
         tuning run's other studies' trials and its own counted: the model's picks of each family are
         queued, and the transfer's polish and end take over from the sampler and the patience
-        (:meth:`_transfer_step`). It looks at most every :data:`TRANSFER_CHECK_S` seconds.
+        (:meth:`_transfer_step`). It looks at most every :data:`TRANSFER_CHECK_S` seconds, and fits
+        the model only once the history holds :data:`~autoconv.search.transfer.MIN_PROBLEMS` problems
+        timed with the study's own families (a model of other families would not be trusted anyway).
 
         Why: from empty storage a run's first studies were full to their patience, though the
         model was enough for a transfer long before most of them ended. They cost most of such a
@@ -829,8 +831,9 @@ class Tuner:
         search.transfer_checked = now
         problem, points, study = search.item.problem, search.points, search.study
         samples = history_samples(self.storage, self.backend.identity.gpu_name, problem.precision)
-        if len({sample.problem for sample in samples}) < transfer_search.MIN_PROBLEMS:
-            return False  # (not enough, whatever the model: spared fitting it)
+        if len({sample.problem for sample in samples if sample.family in points.families}) < \
+                transfer_search.MIN_PROBLEMS:
+            return False  # (not enough of its families, whatever the model: spared fitting it)
         ranker = Ranker(samples, self.backend.device)
         if transfer_search.untrusted_reason(ranker, points) is not None:
             return False
