@@ -231,6 +231,25 @@ def test_a_study_begun_full_becomes_a_transfer_once_the_history_is_enough(histor
     assert outcome.time_ms == pytest.approx(full.time_ms, rel=0.02)
 
 
+def test_a_full_study_no_history_models_does_not_refit_the_model_as_it_runs(history, trusting, monkeypatch):
+    """(A study of families the history never timed: the history is trusted, but not for it.)"""
+    from autoconv.search import tuner as tuner_module
+
+    monkeypatch.setattr(tuner_module, "TRANSFER_CHECK_S", 0.0)
+    fits = []
+
+    class CountedRanker(tuner_module.Ranker):
+        def __init__(self, *args, **kwargs):
+            fits.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(tuner_module, "Ranker", CountedRanker)
+    outcome = Tuner(FakeBackend(), storage=history, families=("implicit_gemm",), budget=Budget(trials=40, patience=15),
+                    seed=3, transfer=True).tune_problem(NamedProblem("new", UNTUNED))
+    assert outcome.search == "full" and outcome.trials_run > 15
+    assert len(fits) == 1  # (the start's: it looked at the history at every ask, and found too few of its families)
+
+
 def history_path(storage) -> str:
     """The journal file behind an Optuna journal storage (:func:`tune_history`'s)."""
     return storage._backend._file_path
