@@ -7,6 +7,8 @@
 #   bash results/h100/fortyfirst/next_call_x2_short.sh   (device tool, kind nvidia-h200-x2: carry [".probe/s35/whl"])
 # Prediction: the full-then-transfer change converts more studies with 6-8 workers than with 4, so
 # two GPUs gain more than one from it; still bound by the 32 cores' compiles: 1.2-1.5x, not 1.8x.
+# Watch the two4 runs' winners per layer (per_layer.txt): eight studies begun at once convert early,
+# with a model of their first rounds (NOTES, forty-first session's plan).
 set -u
 [ -d .whl ] || ln -s .probe/s35/whl .whl
 source results/h100/tune_and_bench.sh
