@@ -806,11 +806,11 @@ class Tuner:
         return why_not is None
 
     def _becomes_transfer(self, search: _Search, history: SearchHistory, flying: set[str]) -> bool:
-        """Whether ``search``, a full study, became a transfer study just now: with ``transfer``, a
+        """Whether ``search``, a full study, became a transfer study just now. With ``transfer``, a
         study begun full because the history was not yet enough (a first tune from empty storage
-        begins its first several studies so) becomes a transfer study as soon as the history is, the
-        tuning run's other studies' trials and its own counted: the model's picks of each family are
-        queued, and the transfer's polish and end take over from the sampler and the patience
+        begins its first several studies so) becomes one as soon as the history is (this run's
+        other studies' trials and its own count): the model's picks of each family are queued, and
+        the transfer's polish and end take over from the sampler and the patience
         (:meth:`_transfer_step`). It looks at most every :data:`TRANSFER_CHECK_S` seconds, and fits
         the model only once the history holds :data:`~autoconv.search.transfer.MIN_PROBLEMS` problems
         timed with the study's own families (a model of other families would not be trusted anyway).
