@@ -223,7 +223,7 @@ def test_a_study_begun_full_becomes_a_transfer_once_the_history_is_enough(histor
     assert any(origin.startswith("predicted 1") for _, origin in trials)  # (the model's picks, queued then)
     assert any(origin.startswith("a variation of the best") for _, origin in trials)  # (and the transfer's polish)
     assert not any(record.state == TrialState.WAITING for record, _ in trials)
-    # Without transfer the same study runs to its patience, for the same best.
+    # With a history never enough, the same study runs full to its patience, for the same best.
     monkeypatch.setattr(transfer, "MIN_PROBLEMS", 1000)
     full = Tuner(FakeBackend(), storage=tune_history(str(history_path(history)) + ".full"), families=FAMILIES,
                  budget=budget, seed=3, transfer=True).tune_problem(NamedProblem("new", UNTUNED))
