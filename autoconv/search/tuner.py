@@ -130,7 +130,7 @@ from autoconv.search.liveness import Liveness
 from autoconv.search.outcome import Milestones, PhaseClock, ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_in_turn, enumerate_points
 from autoconv.search.prefilter import PreFilter
-from autoconv.search.ranker import Ranker, history_samples
+from autoconv.search.ranker import Ranker, Sample, history_samples
 from autoconv.search.storage import is_retry, make_storage, retry_trial, sync_storage
 from autoconv.search.study import (
     SearchHistory,
@@ -831,7 +831,7 @@ class Tuner:
             return False
         search.transfer_checked = now
         problem, points, study = search.item.problem, search.points, search.study
-        samples = history_samples(self.storage, self.backend.identity.gpu_name, problem.precision)
+        samples = self._history_samples(problem)  # (read once: the count below, then the model)
         if len({sample.problem for sample in samples if sample.family in points.families}) < \
                 transfer_search.MIN_PROBLEMS:
             return False  # (not enough of its families, whatever the model: spared fitting it)
@@ -976,10 +976,13 @@ class Tuner:
         known = history.known() | flying
         return enqueue_new(study, starts, known) | still_queued
 
+    def _history_samples(self, problem: ConvProblem) -> list[Sample]:
+        """The timed candidates of this storage's tuning history on this GPU, in ``problem``'s precision."""
+        return history_samples(self.storage, self.backend.identity.gpu_name, problem.precision)
+
     def _history_model(self, problem: ConvProblem) -> Ranker:
         """The model of this storage's tuning history on this GPU, for ``problem``'s precision."""
-        return Ranker(history_samples(self.storage, self.backend.identity.gpu_name, problem.precision),
-                      self.backend.device)
+        return Ranker(self._history_samples(problem), self.backend.device)
 
     def _enqueue_defaults(self, study, problem: ConvProblem, points: ValidPoints, ranker: Ranker | None) -> None:
         """The winners of the nearest tuned problems in the cache (:mod:`~autoconv.cache.neighbours`),
