@@ -174,10 +174,8 @@ def worker_main(connection, options: WorkerOptions) -> None:
 class ProblemBuffers:
     """Inputs, reference and timing buffers of one problem, on the GPU."""
 
-    def __init__(self, problem, seed: int, l2_bytes: int, max_sets: int, host_inputs: tuple | None = None):
-        """``host_inputs``: :func:`verification_host_inputs` of ``problem`` and ``seed``, if made
-        already (a GPU worker makes them before it takes the GPU's lock)."""
-        inputs = verification_inputs(problem, seed) if host_inputs is None else on_device(host_inputs)
+    def __init__(self, problem, seed: int, l2_bytes: int, max_sets: int):
+        inputs = verification_inputs(problem, seed)
         reference, tolerance = reference_and_tolerance(problem, *inputs)
         self._assemble(problem, seed, inputs, reference, tolerance, timing_sets(problem, seed, l2_bytes, max_sets))
 
@@ -245,31 +243,19 @@ class ProblemBuffers:
 
 
 def verification_inputs(problem, seed: int) -> tuple:
-    """``problem``'s verification inputs (x, w, bias or None) for ``seed``, on the GPU as the kernels
-    take them (the problem's layout and element type): :func:`verification_host_inputs`, copied."""
-    return on_device(verification_host_inputs(problem, seed))
-
-
-def verification_host_inputs(problem, seed: int) -> tuple:
-    """``problem``'s verification inputs for ``seed`` as numpy arrays in the kernels' layout and
-    element type. Made on the host from a seeded generator, so that every process makes the same
-    ones. (Host work: ~0.1 s for a ResNet-50 layer at batch 32, which a GPU worker does before it
-    takes the GPU's lock, while other workers measure; results/h100/thirtythird.)"""
-    import numpy
+    """``problem``'s verification inputs (x, w, bias or None) for ``seed``, made on the GPU as the
+    kernels take them (the problem's layout and element type), by CuPy's generator seeded with
+    ``seed``: the same in every process. (Milliseconds; made on the host with NumPy they took
+    ~0.1 s for a ResNet-50 layer at batch 32 and over a second at batch 256, each time a worker
+    began a problem or its finals: results/h100/fortysecond.)"""
+    import cupy
 
     from autoconv.dtypes import kernel_buffer
     from autoconv.verify.reference import random_inputs
 
-    x, w, bias = random_inputs(problem, numpy.random.default_rng(seed))
-    return (kernel_buffer(problem, "x", x), kernel_buffer(problem, "w", w),
-            kernel_buffer(problem, "bias", bias) if bias is not None else None)
-
-
-def on_device(host_inputs: tuple) -> tuple:
-    """``host_inputs`` (arrays, or None for no bias) copied to the GPU."""
-    import cupy
-
-    return tuple(None if array is None else cupy.asarray(array) for array in host_inputs)
+    x, w, bias = random_inputs(problem, cupy.random.default_rng(seed), xp=cupy)
+    return (kernel_buffer(problem, "x", x, cupy), kernel_buffer(problem, "w", w, cupy),
+            kernel_buffer(problem, "bias", bias, cupy) if bias is not None else None)
 
 
 def reference_and_tolerance(problem, x, w, bias) -> tuple:
@@ -434,9 +420,8 @@ class WorkerSession:
         free_bytes, _ = cupy.cuda.runtime.memGetInfo()
         check_fits(problem, free_bytes, self.limits.name, self.limits.l2_bytes, free=True,
                    max_buffer_sets=self.options.max_buffer_sets)
-        host_inputs = verification_host_inputs(problem, seed)  # (host work: not while holding the GPU)
         with self.gpu_lock:  # (the float64 reference would slow another worker's measurement)
-            return ProblemBuffers(problem, seed, self.limits.l2_bytes, self.options.max_buffer_sets, host_inputs)
+            return ProblemBuffers(problem, seed, self.limits.l2_bytes, self.options.max_buffer_sets)
 
     def evaluate(self, plan, cubin: bytes, compile_s: float, screening: bool = False,
                  cutoff_ms: float | None = None,

@@ -102,20 +102,33 @@ def _inside(outputs: int, stride: int, first: int, size: int) -> tuple[slice, sl
     return slice(lo, hi + 1), slice(start, start + (hi - lo) * stride + 1, stride)
 
 
-def random_inputs(problem: ConvProblem, rng: numpy.random.Generator):
+def random_inputs(problem: ConvProblem, rng, xp: Any = numpy):
     """Float32 ``(x, w, bias)`` for ``problem`` (logical layouts), uniform in [-1, 1) and, for
     a 16-bit problem, rounded to its format, so that the reference computes from the very
     numbers the kernels read; bias is None unless the problem has one. Signed values of
     similar size: a wrong index or a dropped term changes the result by far more than
     rounding, and no tensor is all zeros.
+
+    ``rng`` is a random generator of ``xp``: ``numpy.random.default_rng(seed)``, or with
+    ``xp=cupy`` ``cupy.random.default_rng(seed)`` (the tuner's GPU workers: the same seed
+    makes other numbers than NumPy's, the same ones in every process).
     """
-    x = rng.uniform(-1.0, 1.0, problem.input_shape).astype(numpy.float32)
-    w = rng.uniform(-1.0, 1.0, problem.weight_shape).astype(numpy.float32)
-    bias = rng.uniform(-1.0, 1.0, (problem.K,)).astype(numpy.float32) if problem.bias else None
+    x = _uniform(rng, problem.input_shape)
+    w = _uniform(rng, problem.weight_shape)
+    bias = _uniform(rng, (problem.K,)) if problem.bias else None
     if problem.dtype != "float32":
-        x, w = rounded(x, problem.dtype), rounded(w, problem.dtype)
-        bias = rounded(bias, problem.dtype) if bias is not None else None
+        x, w = rounded(x, problem.dtype, xp), rounded(w, problem.dtype, xp)
+        bias = rounded(bias, problem.dtype, xp) if bias is not None else None
     return x, w, bias
+
+
+def _uniform(rng, shape: tuple[int, ...]):
+    """Uniform [-1, 1) float32 values of ``shape`` from ``rng``, scaled in place (a layer's input
+    at batch 256 is up to 0.8 GB: no float64 or temporary copy of it)."""
+    values = rng.random(shape, dtype=numpy.float32)
+    values *= 2
+    values -= 1
+    return values
 
 
 def _check_shape(name: str, array, expected: tuple[int, ...]) -> None:

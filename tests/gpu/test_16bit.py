@@ -14,7 +14,7 @@ import numpy
 import pytest
 
 from autoconv.backends.base import Status
-from autoconv.dtypes import decode, encode, kernel_buffer
+from autoconv.dtypes import decode, encode, holds_exactly, kernel_buffer
 from autoconv.problems.problem import parse_spec
 from autoconv.verify.reference import conv2d_reference, random_inputs
 from autoconv.verify.tolerance import tolerance
@@ -64,8 +64,9 @@ def test_worker_buffers_of_a_16bit_problem(spec):
     assert buffers.bias is not None and buffers.bias.dtype == cupy.uint16
     out = cupy.float32 if problem.output_dtype == "float32" else cupy.uint16
     assert buffers.y.dtype == out and buffers.y.shape == problem.output_storage_shape
-    # the same inputs, reference and tolerance as on the host
-    x, w, bias = random_inputs(problem, numpy.random.default_rng(3))
+    # CuPy's generator's inputs for the seed, in the format; the same reference and tolerance as on the host
+    x, w, bias = (cupy.asnumpy(values) for values in random_inputs(problem, cupy.random.default_rng(3), xp=cupy))
+    assert x.dtype == numpy.float32 and holds_exactly(x, problem.dtype) and holds_exactly(bias, problem.dtype)
     assert numpy.array_equal(cupy.asnumpy(buffers.x), kernel_buffer(problem, "x", x))
     reference = conv2d_reference(problem, x, w, bias)
     numpy.testing.assert_allclose(cupy.asnumpy(buffers.reference), reference, rtol=1e-12, atol=1e-12)

@@ -104,18 +104,22 @@ def test_a_warm_up_turn_is_not_an_option_a_launched_worker_must_match():
     assert WorkerOptions(device_id=1, warm_up_turn=2) != WorkerOptions(device_id=0, warm_up_turn=2)
 
 
-def test_inputs_made_ahead_give_the_same_buffers(numpy_as_cupy):
-    from autoconv.gpu.worker import ProblemBuffers, verification_host_inputs
+def test_the_inputs_come_from_the_array_modules_generator_seeded(numpy_as_cupy):
+    """The verification inputs are made by the array module's generator (on the GPU, CuPy's:
+    milliseconds where NumPy on the host took seconds at batch 256) from the seed alone: the same
+    for the same seed, in every process; other inputs for another."""
+    from autoconv.gpu.worker import verification_inputs
 
-    problem, buffers = _buffers(SPEC)
-    ahead = ProblemBuffers(problem, 5, L2_BYTES, 8, verification_host_inputs(problem, 5))
-    for name in ("x", "w", "bias", "reference"):
-        assert np.array_equal(getattr(ahead, name), getattr(buffers, name))
+    problem = parse_spec(SPEC)
+    again, other = verification_inputs(problem, 5), verification_inputs(problem, 6)
+    for name, first, second in zip(("x", "w", "bias"), _buffers(SPEC)[1].pristine.values(), again):
+        assert first.dtype == np.float32 and np.array_equal(first, second), name
+    assert not np.array_equal(again[0], other[0])
 
 
-def test_a_worker_makes_the_inputs_before_it_takes_the_gpu(monkeypatch):
-    """The verification inputs are host work (~0.1 s a ResNet-50 layer): made while other workers
-    on the GPU measure, not while this one holds the GPU's lock."""
+def test_a_worker_makes_a_problems_buffers_holding_the_gpu(monkeypatch):
+    """Inputs, float64 reference and timing sets are all GPU work (the reference would slow
+    another worker's measurement): made holding the GPU's lock."""
     import types
 
     from autoconv.gpu import worker
@@ -133,12 +137,10 @@ def test_a_worker_makes_the_inputs_before_it_takes_the_gpu(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(
         get_default_memory_pool=lambda: memory_pool,
         cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(memGetInfo=lambda: (1 << 40, 1 << 40)))))
-    monkeypatch.setattr(worker, "verification_host_inputs", lambda problem, seed: events.append("inputs") or "made")
-    monkeypatch.setattr(worker, "ProblemBuffers",
-                        lambda problem, seed, l2_bytes, max_sets, host_inputs: events.append(("buffers", host_inputs)))
+    monkeypatch.setattr(worker, "ProblemBuffers", lambda problem, seed, l2_bytes, max_sets: events.append("buffers"))
     session = worker.WorkerSession.__new__(worker.WorkerSession)
     session.gpu_lock = RecordingLock()
     session.limits = types.SimpleNamespace(name="a GPU", l2_bytes=L2_BYTES)
     session.options = worker.WorkerOptions()
     session._allocate(parse_spec(SPEC), 5)
-    assert events == ["inputs", "lock", ("buffers", "made"), "unlock"]
+    assert events == ["lock", "buffers", "unlock"]
