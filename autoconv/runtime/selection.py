@@ -336,8 +336,6 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
     and compare with the float64 reference at the problem's tolerance, as the tuner checks a
     candidate: None when the output is right, else why not. Outputs and workspace start as
     NaN, so an unwritten element fails."""
-    import numpy
-
     from autoconv.dtypes import buffer_values, kernel_buffer, output_buffer, tensor_values
     from autoconv.gpu.device import require_cupy
     from autoconv.verify.compare import POISON, check_result
@@ -348,16 +346,17 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
     problem = runner.problem
     plan = cast(KernelPlan, runner.plan)
     try:  # anything that goes wrong here (a refused launch, a fault, memory) makes the kernel unusable
-        # The buffers as the kernels take them (layout, element type: autoconv.dtypes); the
-        # reference reads their values.
-        inputs = random_inputs(problem, numpy.random.default_rng(seed))
         stream = cupy.cuda.Stream(non_blocking=True)
-        # The uploads and the NaN fills go on the kernels' stream: a stream that does not block
-        # is not ordered after the default stream, and a fill still running there overwrote a
-        # first kernel's workspace (the padded x of ResNet-50's fp16 stem: every output NaN).
+        # The inputs and the NaN fills are made on the kernels' stream: a stream that does not
+        # block is not ordered after the default stream, and a fill still running there overwrote
+        # a first kernel's workspace (the padded x of ResNet-50's fp16 stem: every output NaN).
+        # Made by CuPy's generator (on the host with NumPy a batch-256 layer's took a second:
+        # results/h100/fortysecond), as buffers the kernels take (layout, element type:
+        # autoconv.dtypes); the reference reads their values.
         with stream:
-            x, w = (cupy.asarray(kernel_buffer(problem, name, values)) for name, values in zip(("x", "w"), inputs))
-            bias = None if inputs[2] is None else cupy.asarray(kernel_buffer(problem, "bias", inputs[2]))
+            inputs = random_inputs(problem, cupy.random.default_rng(seed), xp=cupy)
+            x, w = (kernel_buffer(problem, name, values, cupy) for name, values in zip(("x", "w"), inputs))
+            bias = None if inputs[2] is None else kernel_buffer(problem, "bias", inputs[2], cupy)
             y = output_buffer(problem, cupy)
             workspace = (cupy.full(plan.workspace_elements, POISON, dtype=cupy.float32) if plan.workspace_bytes
                          else None)
