@@ -336,11 +336,10 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
     and compare with the float64 reference at the problem's tolerance, as the tuner checks a
     candidate: None when the output is right, else why not. Outputs and workspace start as
     NaN, so an unwritten element fails."""
-    from autoconv.dtypes import buffer_values, kernel_buffer, output_buffer, tensor_values
+    from autoconv.dtypes import buffer_values, output_buffer
     from autoconv.gpu.device import require_cupy
+    from autoconv.gpu.worker import reference_and_tolerance, verification_inputs
     from autoconv.verify.compare import POISON, check_result
-    from autoconv.verify.reference import conv2d_reference, random_inputs
-    from autoconv.verify.tolerance import tolerance
 
     cupy = require_cupy()
     problem = runner.problem
@@ -350,23 +349,17 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
         # The inputs and the NaN fills are made on the kernels' stream: a stream that does not
         # block is not ordered after the default stream, and a fill still running there overwrote
         # a first kernel's workspace (the padded x of ResNet-50's fp16 stem: every output NaN).
-        # Made by CuPy's generator (on the host with NumPy a batch-256 layer's took a second:
-        # results/h100/fortysecond), as buffers the kernels take (layout, element type:
-        # autoconv.dtypes); the reference reads their values.
+        # The inputs, reference and tolerance are the tuner's GPU worker's (autoconv.gpu.worker).
         with stream:
-            inputs = random_inputs(problem, cupy.random.default_rng(seed), xp=cupy)
-            x, w = (kernel_buffer(problem, name, values, cupy) for name, values in zip(("x", "w"), inputs))
-            bias = None if inputs[2] is None else kernel_buffer(problem, "bias", inputs[2], cupy)
+            x, w, bias = verification_inputs(problem, seed)
             y = output_buffer(problem, cupy)
             workspace = (cupy.full(plan.workspace_elements, POISON, dtype=cupy.float32) if plan.workspace_bytes
                          else None)
             cast(Launcher, runner.launcher)((x.data.ptr, w.data.ptr, 0 if bias is None else bias.data.ptr,
                                              y.data.ptr, 0 if workspace is None else workspace.data.ptr), stream.ptr)
             stream.synchronize()
-        x, w = tensor_values(problem, "x", x, cupy), tensor_values(problem, "w", w, cupy)
-        bias = None if bias is None else tensor_values(problem, "bias", bias, cupy)
-        reference = conv2d_reference(problem, x, w, bias, xp=cupy)
-        verdict = check_result(buffer_values(problem, y, cupy), reference, tolerance(problem, x, w, reference, xp=cupy))
+        reference, tolerance = reference_and_tolerance(problem, x, w, bias)
+        verdict = check_result(buffer_values(problem, y, cupy), reference, tolerance)
     except Exception as err:
         return f"{type(err).__name__}: {err}"
     return None if verdict.ok else verdict.message
