@@ -20,6 +20,12 @@ def quoted(value, limit: int = QUOTE_LIMIT) -> str:
     return f"{text[:limit]}... ({size} characters)"
 
 
+def first_line(err: BaseException) -> str:
+    """``err`` for a message: its type and the first line of what it says."""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
 class AutoconvError(Exception):
     """Base class of every error autoconv raises on purpose (the CLI prints these
     without a traceback)."""

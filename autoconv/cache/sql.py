@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from autoconv.errors import CacheError
+from autoconv.errors import CacheError, first_line
 from autoconv.files import path_problem
-from autoconv.search.storage import first_line, masked_url
+from autoconv.urls import masked_url
 
 #: Seconds a writer waits for another process's transaction before giving up.
 BUSY_TIMEOUT_S = 60.0

@@ -55,7 +55,7 @@ from autoconv.cache.sql import FORMAT, SQLITE_MAGIC, NoCache, SqlDatabase, Sqlit
 from autoconv.errors import CacheError
 from autoconv.files import path_problem, user_cache_dir, write_atomically, write_problem
 from autoconv.kernels.resources import search_spaces_dir, templates_dir
-from autoconv.search.storage import is_url
+from autoconv.urls import is_url
 
 EXPORT_FORMAT = "autoconv-winners-export"
 SCHEMA_VERSION = 1

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from autoconv.cache.sql import NoCache
-from autoconv.cache.winners import WinnerCache, default_location, is_url
+from autoconv.cache.winners import WinnerCache, default_location
+from autoconv.urls import is_url
 from autoconv.commands.console import shown, stdout_console
 from autoconv.errors import AutoconvError, CacheError
 

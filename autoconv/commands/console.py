@@ -26,7 +26,7 @@ from autoconv.problems.problem import parse_spec
 from autoconv.search.dry_run import DryRunResult
 from autoconv.search.fleet import FleetReporter, WorkerState
 from autoconv.search.outcome import ProblemOutcome, Reporter, RunLoad, compile_rate
-from autoconv.search.storage import masked_url
+from autoconv.urls import masked_url
 
 
 def stdout_console() -> Console:

@@ -76,7 +76,7 @@ from typing import Any, cast
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from autoconv.cache.winners import default_location as default_cache_location
-from autoconv.cache.winners import is_url
+from autoconv.urls import is_url
 from autoconv.errors import ConfigError, ProblemError, UsageError, quoted
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem, merge_identical

@@ -36,13 +36,13 @@ from typing import Any, cast
 
 from autoconv.cache.neighbours import Neighbour, nearest_winners
 from autoconv.cache.sql import NoCache
-from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache, default_location, is_url
+from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache, default_location
 from autoconv.errors import AutoconvError, CacheError
 from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, get_family
 from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
 from autoconv.problems.problem import ConvProblem
 from autoconv.runtime.launcher import Launcher
-from autoconv.search.storage import masked_url
+from autoconv.urls import is_url, masked_url
 
 #: Nearest tuned problems looked at for an untuned problem's configuration (the first whose
 #: family can run it is taken).

@@ -25,7 +25,8 @@ from autoconv.problems.config import Budget, load_config
 from autoconv.problems.models import NamedProblem
 from autoconv.search.outcome import Milestones, ProblemOutcome, Reporter
 from autoconv.search.session import TuneSession
-from autoconv.search.storage import is_url, make_storage
+from autoconv.search.storage import make_storage
+from autoconv.urls import is_url
 
 
 @dataclass(frozen=True)

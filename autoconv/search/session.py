@@ -36,7 +36,7 @@ from autoconv.backends.base import Backend
 from autoconv.cache.winners import WinnerCache
 from autoconv.problems.config import Budget, TuneConfig, load_config, with_layout, with_precision
 from autoconv.search.outcome import Reporter
-from autoconv.search.storage import is_url
+from autoconv.urls import is_url
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, DEFAULT_RANKED, Tuner
 
 

@@ -39,13 +39,12 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 
-from autoconv.errors import StorageError, quoted
+from autoconv.errors import StorageError, first_line, quoted
 from autoconv.search.journal_snapshot import Snapshot, read_snapshot
+from autoconv.urls import is_url, masked_url
 
-# Optuna and SQLAlchemy are imported where they are used: the winners' cache imports this
-# module (for :func:`is_url`, :func:`shown`, :func:`first_line`), and ``autoconv.conv2d``
-# reads that cache, so importing them here would make every user of autoconv.conv2d pay
-# for Optuna's import.
+# Optuna and SQLAlchemy are imported where they are used: commands that only read the
+# winners' cache import the search package too, and need not pay for Optuna's import.
 
 try:
     import fcntl
@@ -130,20 +129,6 @@ DEFAULT_HEARTBEAT_S = 10
 HEARTBEAT_GRACE_INTERVALS = 6
 #: How often one configuration is retried after its workers died evaluating it.
 MAX_RETRIES = 2
-
-
-def is_url(text: str | os.PathLike) -> bool:
-    """Whether a storage or cache location is a SQLAlchemy URL (else a file path)."""
-    return "://" in str(text)
-
-
-def masked_url(url: str) -> str:
-    """``url`` with its password masked, for messages."""
-    try:
-        from sqlalchemy.engine import make_url
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # not even a URL: show it as given
-        return url
 
 
 def heartbeat_interval_s() -> int:
@@ -421,12 +406,6 @@ def _journal_damage(path: Path, what: str) -> str:
             f"delete it (and {path.name}.flock beside it): `autoconv tune` then starts its studies afresh, "
             "and winners already cached stay in the cache. Or pass another file with --storage or "
             "`storage:` in the config")
-
-
-def first_line(err: BaseException) -> str:
-    """``err`` for a message: its type and the first line of what it says."""
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
 class JournalFlock:
