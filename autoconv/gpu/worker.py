@@ -175,14 +175,17 @@ class ProblemBuffers:
     """Inputs, reference and timing buffers of one problem, on the GPU."""
 
     def __init__(self, problem, seed: int, l2_bytes: int, max_sets: int):
+        from autoconv.verify.on_gpu import reference_and_tolerance, verification_inputs
+
         inputs = verification_inputs(problem, seed)
         reference, tolerance = reference_and_tolerance(problem, *inputs)
         self._assemble(problem, seed, inputs, reference, tolerance, timing_sets(problem, seed, l2_bytes, max_sets))
 
     @classmethod
     def of(cls, problem, seed: int, inputs: tuple, reference, tolerance: float, sets: list[dict]) -> ProblemBuffers:
-        """Buffers of parts made already: ``inputs`` (x, w, bias) as :func:`verification_inputs`
-        makes them, their ``reference`` and ``tolerance``, the timing ``sets``."""
+        """Buffers of parts made already: ``inputs`` (x, w, bias) as
+        :func:`~autoconv.verify.on_gpu.verification_inputs` makes them, their ``reference`` and
+        ``tolerance``, the timing ``sets``."""
         buffers = cls.__new__(cls)
         buffers._assemble(problem, seed, inputs, reference, tolerance, sets)
         return buffers
@@ -242,41 +245,6 @@ class ProblemBuffers:
             current[name][...] = copy
 
 
-def verification_inputs(problem, seed: int) -> tuple:
-    """``problem``'s verification inputs (x, w, bias or None) for ``seed``, made on the GPU as the
-    kernels take them (the problem's layout and element type), by CuPy's generator seeded with
-    ``seed``: the same in every process. (Milliseconds; made on the host with NumPy they took
-    ~0.1 s for a ResNet-50 layer at batch 32 and over a second at batch 256, each time a worker
-    began a problem or its finals: results/h100/fortysecond.)"""
-    import cupy
-
-    from autoconv.dtypes import kernel_buffer
-    from autoconv.verify.reference import random_inputs
-
-    x, w, bias = random_inputs(problem, cupy.random.default_rng(seed), xp=cupy)
-    return (kernel_buffer(problem, "x", x, cupy), kernel_buffer(problem, "w", w, cupy),
-            kernel_buffer(problem, "bias", bias, cupy) if bias is not None else None)
-
-
-def reference_and_tolerance(problem, x, w, bias) -> tuple:
-    """The float64 reference output of inputs ``x``, ``w``, ``bias`` (:func:`verification_inputs`),
-    computed on the GPU, and the relative L2 error a kernel's output may have against it. (For a
-    16-bit problem the tolerance rounds the reference to the output type, which compiles CuPy's
-    kernels for the output's decoding before any candidate's time limit runs.)"""
-    import cupy
-
-    from autoconv.dtypes import tensor_values
-    from autoconv.verify.reference import conv2d_reference
-    from autoconv.verify.tolerance import tolerance
-
-    # The reference reads the buffers' values (a float32 NCHW problem's buffers are its values:
-    # no copy; a 16-bit problem's are decoded).
-    x, w = tensor_values(problem, "x", x, cupy), tensor_values(problem, "w", w, cupy)
-    bias = tensor_values(problem, "bias", bias, cupy) if bias is not None else None
-    reference = conv2d_reference(problem, x, w, bias, xp=cupy)
-    return reference, tolerance(problem, x, w, reference, xp=cupy)
-
-
 def timing_sets(problem, seed: int, l2_bytes: int, max_sets: int) -> list[dict]:
     """The rotating buffer sets candidates are timed on (``x``, ``w``, ``y``, ``bias``: random data
     made on the GPU), as many as exceed twice the L2 cache (:func:`autoconv.gpu.timing.buffer_sets_for`)."""
@@ -304,6 +272,8 @@ WARM_UP_PROBLEM = "N=1,C=2,H=5,W=5,K=3,R=3,S=3,pad=1,bias=1"
 
 def _warm_reference(problem, l2_bytes: int) -> None:
     """The inputs, the float64 reference and the tolerance."""
+    from autoconv.verify.on_gpu import reference_and_tolerance, verification_inputs
+
     reference_and_tolerance(problem, *verification_inputs(problem, 0))
 
 

@@ -338,8 +338,8 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
     NaN, so an unwritten element fails."""
     from autoconv.dtypes import buffer_values, output_buffer
     from autoconv.gpu.device import require_cupy
-    from autoconv.gpu.worker import reference_and_tolerance, verification_inputs
     from autoconv.verify.compare import POISON, check_result
+    from autoconv.verify.on_gpu import reference_and_tolerance, verification_inputs
 
     cupy = require_cupy()
     problem = runner.problem
@@ -349,7 +349,7 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
         # The inputs and the NaN fills are made on the kernels' stream: a stream that does not
         # block is not ordered after the default stream, and a fill still running there overwrote
         # a first kernel's workspace (the padded x of ResNet-50's fp16 stem: every output NaN).
-        # The inputs, reference and tolerance are the tuner's GPU worker's (autoconv.gpu.worker).
+        # The inputs, reference and tolerance are those the tuner's GPU worker checks candidates on.
         with stream:
             x, w, bias = verification_inputs(problem, seed)
             y = output_buffer(problem, cupy)

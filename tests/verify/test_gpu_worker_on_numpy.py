@@ -108,7 +108,7 @@ def test_the_inputs_come_from_the_array_modules_generator_seeded(numpy_as_cupy):
     """The verification inputs are made by the array module's generator (on the GPU, CuPy's:
     milliseconds where NumPy on the host took seconds at batch 256) from the seed alone: the same
     for the same seed, in every process; other inputs for another."""
-    from autoconv.gpu.worker import verification_inputs
+    from autoconv.verify.on_gpu import verification_inputs
 
     problem = parse_spec(SPEC)
     again, other = verification_inputs(problem, 5), verification_inputs(problem, 6)
