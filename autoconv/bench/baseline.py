@@ -1,7 +1,7 @@
 """cuDNN as the baseline autoconv is measured against, and as a runtime fallback.
 
 For a problem, the cuDNN frontend graph ``y = conv_fprop(x, w) [+ bias]`` (in the problem's
-types and layout, float32 compute: :func:`autoconv.bench.cudnn.graph_tensors`) yields a ranked
+types and layout, float32 compute: :func:`autoconv.runtime.cudnn.graph_tensors`) yields a ranked
 list of plans: heuristics mode A, then the
 fallback list. Every plan that builds is run once on poisoned output and checked against
 the float64 reference, then timed with :func:`autoconv.gpu.timing.time_calls` -- CUDA-graph
@@ -21,8 +21,8 @@ Modes:
   tolerance (:func:`autoconv.verify.tolerance.tolerance`: the bound of float32 sums and one
   rounding to the output type).
 
-The frontend graph, its plans and :class:`~autoconv.bench.cudnn.CudnnConv` (one named plan run
-on raw pointers, for ``autoconv.conv2d``) live in :mod:`autoconv.bench.cudnn`.
+The frontend graph, its plans and :class:`~autoconv.runtime.cudnn.CudnnConv` (one named plan run
+on raw pointers, for ``autoconv.conv2d``) live in :mod:`autoconv.runtime.cudnn`.
 
 An optional PyTorch column, :func:`time_torch`, times ``torch.nn.functional.conv2d``
 (``cudnn.benchmark`` on, TF32 off for fp32 problems and on for tf32 ones; for 16-bit problems
@@ -44,7 +44,11 @@ from typing import Any
 
 import numpy
 
-from autoconv.bench.cudnn import (
+from autoconv.dtypes import POISON_BITS
+from autoconv.errors import AutoconvError
+from autoconv.gpu.timing import Timing, buffer_sets_for, time_calls
+from autoconv.problems.problem import ConvProblem
+from autoconv.runtime.cudnn import (
     HEURISTICS,
     MODES_OF_PRECISION,
     STRICT,
@@ -56,10 +60,6 @@ from autoconv.bench.cudnn import (
     parse_plan_name,
     safe_plan_name,
 )
-from autoconv.dtypes import POISON_BITS
-from autoconv.errors import AutoconvError
-from autoconv.gpu.timing import Timing, buffer_sets_for, time_calls
-from autoconv.problems.problem import ConvProblem
 from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
 
 #: Relative L2 error a plan may have against the float64 reference, per mode. Strict

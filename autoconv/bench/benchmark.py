@@ -51,7 +51,6 @@ from autoconv.bench.baseline import (
     time_torch,
     torch_unavailable_reason,
 )
-from autoconv.bench.cudnn import MODES_OF_PRECISION, STRICT, TF32, CudnnConv, cudnn_versions, import_cudnn, one_line
 from autoconv.bench.peak import dense_tensor_peak_tflops, measure_fp32_peak
 from autoconv.bench.results import CUDNN_MODES, SCHEMA_VERSION, geomeans, geomeans_by_precision
 from autoconv.cache.winners import CacheKey
@@ -62,6 +61,7 @@ from autoconv.gpu.device import read_device, require_cupy
 from autoconv.gpu.kernels import LoadedPlan
 from autoconv.gpu.timing import time_calls
 from autoconv.kernels.families import get_family
+from autoconv.runtime.cudnn import MODES_OF_PRECISION, STRICT, TF32, CudnnConv, cudnn_versions, import_cudnn, one_line
 from autoconv.search.outcome import Reporter
 from autoconv.search.storage import make_storage
 from autoconv.search.study import read_trials

@@ -76,7 +76,7 @@ class Runner:
     plan: KernelPlan | None
     launcher: Launcher | None  # None when cuDNN runs
     origin: str                # "cache", "default" or "cudnn"
-    cudnn: Any = None          # autoconv.bench.cudnn.CudnnConv where cuDNN beat the cached winner
+    cudnn: Any = None          # autoconv.runtime.cudnn.CudnnConv where cuDNN beat the cached winner
     loaded: Any = None         # autoconv.gpu.kernels.LoadedPlan: keeps the module loaded
     note: str = ""             # how what runs differs from what was asked (an fp32 winner for tf32)
 
@@ -372,7 +372,7 @@ def _cudnn_if_faster(problem: ConvProblem, entry):
         return None
     if not entry.baseline_time_ms < entry.time_ms:
         return None
-    from autoconv.bench.cudnn import CudnnConv
+    from autoconv.runtime.cudnn import CudnnConv
 
     try:
         conv = CudnnConv.from_baseline_plan(problem, entry.baseline_plan)

@@ -39,7 +39,7 @@ def test_cudnn_baseline_agrees_with_reference(case, mode, seed):
     import cupy
 
     from autoconv.bench.baseline import TOLERANCES, find_best_plan
-    from autoconv.bench.cudnn import CudnnConv, CudnnUnsupported
+    from autoconv.runtime.cudnn import CudnnConv, CudnnUnsupported
     from autoconv.verify.compare import check_result
     from autoconv.verify.reference import conv2d_reference, random_inputs
 
@@ -76,7 +76,7 @@ def test_cudnn_baseline_agrees_with_reference(case, mode, seed):
 def test_strict_mode_excludes_tensor_core_plans():
     """Strict mode's plans are a subset of TF32 mode's, and none of them misses 1e-5."""
     _cudnn_or_skip()
-    from autoconv.bench.cudnn import CudnnGraph, decline_errors
+    from autoconv.runtime.cudnn import CudnnGraph, decline_errors
 
     problem = parse_spec("N=4,C=64,H=28,W=28,K=64,R=3,S=3,pad=1")
     strict, tf32 = CudnnGraph(problem, "strict"), CudnnGraph(problem, "tf32")
@@ -162,11 +162,11 @@ def test_bench_end_to_end(tmp_path, capsys):
 
     import cupy
 
-    from autoconv.bench.cudnn import CudnnConv
     from autoconv.bench.results import load_results
     from autoconv.cache.winners import CacheKey, WinnerCache
     from autoconv.commands import main as cli
     from autoconv.gpu.device import read_device
+    from autoconv.runtime.cudnn import CudnnConv
     from autoconv.verify.compare import check_result
     from autoconv.verify.reference import conv2d_reference, random_inputs
 
@@ -227,11 +227,11 @@ def test_conv2d_runs_cudnn_where_the_cache_says_cudnn_was_faster(tmp_path, seed)
     import cupy
 
     import autoconv
-    from autoconv.bench.cudnn import CudnnConv
     from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
     from autoconv.gpu.device import read_device
     from autoconv.kernels.families import get_family
     from autoconv.runtime import api as runtime
+    from autoconv.runtime.cudnn import CudnnConv
     from autoconv.verify.compare import POISON, check_result
     from autoconv.verify.reference import conv2d_reference, random_inputs
 
@@ -304,8 +304,8 @@ def test_cudnn_16bit_baseline_agrees_with_reference(case, precision, seed):
     import cupy
 
     from autoconv.bench.baseline import find_best_plan
-    from autoconv.bench.cudnn import CudnnConv
     from autoconv.dtypes import buffer_values, kernel_buffer, output_buffer, rounded
+    from autoconv.runtime.cudnn import CudnnConv
     from autoconv.verify.compare import check_result
     from autoconv.verify.reference import conv2d_reference, random_inputs
     from autoconv.verify.tolerance import tolerance

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from autoconv.bench.cudnn import MODES_OF_PRECISION, CudnnGraph, CudnnUnsupported, graph_tensors
 from autoconv.bench.peak import dense_tensor_peak_tflops
 from autoconv.bench.results import CUDNN_MODES
 from autoconv.problems.problem import parse_spec
+from autoconv.runtime.cudnn import MODES_OF_PRECISION, CudnnGraph, CudnnUnsupported, graph_tensors
 
 
 def test_nhwc_16bit_tensors_are_channels_last_with_logical_dims():

@@ -37,7 +37,7 @@ def test_the_winner_runs_unless_cudnn_was_measured_faster(case):
 
 
 def test_cudnn_faster_but_unusable_warns_and_runs_the_winner(monkeypatch):
-    import autoconv.bench.cudnn as cudnn
+    import autoconv.runtime.cudnn as cudnn
 
     def missing_frontend():
         raise cudnn.BackendUnavailable("the cuDNN frontend cannot be imported (test)")

@@ -373,7 +373,7 @@ def test_opcheck_with_tf32():
 
 
 class _PlanStandIn:
-    """Stands for a cuDNN plan the runtime would run (autoconv.bench.cudnn.CudnnConv): records calls."""
+    """Stands for a cuDNN plan the runtime would run (autoconv.runtime.cudnn.CudnnConv): records calls."""
     plan_name, workspace_bytes = "stand-in", 0
 
     def __init__(self):

@@ -4,13 +4,15 @@
 one mode, with its ranked plans (heuristics mode A, then the fallback list);
 :mod:`autoconv.bench.baseline` searches them. :class:`CudnnConv`
 rebuilds one named plan (the winner recorded in the cache) and runs it on raw device
-pointers: that is how ``autoconv.conv2d`` calls cuDNN where cuDNN won.
+pointers: that is how ``autoconv.conv2d`` calls cuDNN where cuDNN won. It lives in the runtime,
+which runs it, and the benchmark (a layer above) imports it from here.
 
 Modes: for float32 problems (NCHW), ``strict`` deselects plans with the tensor-core numerical
 note (every multiply an FP32 one) and ``tf32`` keeps every plan; for 16-bit problems, ``bf16``
 and ``fp16`` (16-bit x, w and bias in the problem's layout, float32 accumulation, the output in
-the problem's output type: what PyTorch's autocast runs) keep every plan. CuPy and the frontend (``pip install
-nvidia-cudnn-frontend``, the ``cudnn`` extra) are imported only when a function here is called.
+the problem's output type: what PyTorch's autocast runs) keep every plan. CuPy and the frontend
+(``pip install nvidia-cudnn-frontend``, the ``cudnn`` extra) are imported only when a function here
+is called.
 """
 
 from __future__ import annotations
