@@ -7,10 +7,11 @@ Arguments follow :func:`torch.nn.functional.conv2d` (NCHW input ``x``, KCRS weig
 int, a pair, ``'same'`` or ``'valid'``, and also a ``(top, bottom, left, right)``
 4-tuple for asymmetric padding; ``groups`` is not supported). Arrays may be CuPy arrays,
 PyTorch CUDA tensors or anything exposing DLPack or ``__cuda_array_interface__``; they
-are used in place (zero-copy). PyTorch tensors go to the PyTorch operator
-(:func:`autoconv.torch.conv2d`: autograd, CUDA graphs, ``torch.compile``, PyTorch's
-current stream and allocator); otherwise the output is a CuPy array on CuPy's current
-stream.
+are used in place (zero-copy). ``autoconv.conv2d`` (defined in :mod:`autoconv`, above both)
+sends PyTorch tensors to the PyTorch operator (:func:`autoconv.torch.conv2d`: autograd, CUDA
+graphs, ``torch.compile``, PyTorch's current stream and allocator) and every other array to
+:func:`conv2d` here, whose output is a CuPy array on CuPy's current stream. (The runtime does
+not import :mod:`autoconv.torch`, which is built on it.)
 
 ``precision`` is ``"fp32"`` (float32 accuracy) or ``"tf32"`` (inputs rounded to TF32, one
 tensor-core product per multiply, float32 accumulation: what cuDNN does where PyTorch allows
@@ -33,7 +34,8 @@ its first use; else a sound default (``implicit_gemm``'s default config; for tf3
 ``implicit_gemm_wgmma``'s on compute capability 9.0); :class:`UntunedWarning` says which, once
 per problem. :func:`loaded_kernels` tells what runs
 for each problem seen so far. ``'same'`` follows TensorFlow's rule (odd padding at the
-bottom/right), which for stride 1 matches PyTorch's.
+bottom/right), which for stride 1 matches PyTorch's (:func:`autoconv.runtime.arguments.resolve_geometry`,
+the same for PyTorch tensors).
 
 Bad arguments raise :class:`~autoconv.errors.ProblemError` (float32 only; shapes that
 disagree; non-contiguous, host, or other-device arrays) before anything is launched.
@@ -44,6 +46,7 @@ The kernel choice lives in :mod:`autoconv.runtime.selection`, the launches in
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from autoconv.errors import ProblemError
@@ -51,8 +54,8 @@ from autoconv.problems.problem import make_problem
 from autoconv.runtime.arguments import check_precision, check_shapes
 from autoconv.runtime.selection import REGISTRY, CudnnFallbackWarning, UntunedWarning
 
-__all__ = ["CudnnFallbackWarning", "UntunedWarning", "cache_path", "clear_loaded", "conv2d", "loaded_kernels",
-           "set_cache", "use_cudnn"]
+__all__ = ["CudnnFallbackWarning", "UntunedWarning", "cache_path", "check_call", "clear_loaded", "conv2d",
+           "is_torch", "loaded_kernels", "on_clear_loaded", "set_cache", "use_cudnn"]
 
 
 def set_cache(location: str | os.PathLike | None) -> None:
@@ -86,13 +89,23 @@ def loaded_kernels() -> list[dict[str, Any]]:
 
 def clear_loaded() -> None:
     """Forget the kernels loaded in this process (the next call looks up the cache again)."""
-    import sys
-
     REGISTRY.clear()
     _calls.clear()
-    torch_ops = sys.modules.get("autoconv.torch.ops")  # loaded only where PyTorch is used
-    if torch_ops is not None:
-        torch_ops.forget_calls()
+    for forget in _forgetters:
+        forget()
+
+
+#: What :func:`clear_loaded` also calls: the caches of layers built on the runtime that hold
+#: its runners (:mod:`autoconv.torch.ops` registers its calls' when it is imported).
+_forgetters: list[Callable[[], None]] = []
+
+
+def on_clear_loaded(forget: Callable[[], None]) -> None:
+    """Have :func:`clear_loaded` call ``forget`` as well (once, however often it is registered):
+    a layer above the runtime that keeps runners registers how to drop them, since the runtime
+    does not import it."""
+    if forget not in _forgetters:
+        _forgetters.append(forget)
 
 
 #: (device, shapes, parameters, precision) -> (problem, runner): repeated calls skip
@@ -100,32 +113,41 @@ def clear_loaded() -> None:
 _calls: dict[tuple, tuple] = {}
 
 
-def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None, precision=None):
-    """``y = conv2d(x, w) + bias`` on the GPU (see the module docstring).
-
-    Args:
-        precision: ``"fp32"``, ``"tf32"``, or None: PyTorch's setting for cuDNN
-            convolutions for PyTorch tensors, ``"fp32"`` for other arrays.
-
-    Returns:
-        ``y`` of shape (N, K, P, Q), float32: a PyTorch tensor for PyTorch input, else a
-        CuPy array (``out`` itself when given).
+def check_call(x, w, bias, out, precision):
+    """What every ``autoconv.conv2d`` call is checked for first, whatever its arrays: the
+    precision (returned, None left None) and no argument in host memory, so that the error is
+    the same (and as clear) for every kind of array and where CuPy is missing.
 
     Raises:
-        ProblemError: wrong dtype, shapes, layout, device, precision or parameters.
-        BackendUnavailable: CuPy is not installed.
+        ProblemError: an unknown precision, or an argument that is not an array in GPU memory.
     """
     if precision is not None:
         precision = check_precision(precision)
-    # Host arrays and foreign objects are refused first, so that the error is the same
-    # (and as clear) for every kind of array and where CuPy is missing.
     for name, value in (("x", x), ("w", w), ("bias", bias), ("out", out)):
         if value is not None:
             _refuse_host_memory(name, value)
-    if _is_torch(x):
-        from autoconv.torch.functional import conv2d as torch_conv2d
-        return torch_conv2d(x, w, bias, _hashable(stride), _hashable(padding), _hashable(dilation), out=out,
-                            precision=precision)
+    return precision
+
+
+def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None, precision=None):
+    """``y = conv2d(x, w) + bias`` on the GPU for CuPy arrays and other GPU arrays that are not
+    PyTorch tensors (see the module docstring; ``autoconv.conv2d`` takes both).
+
+    Args:
+        precision: ``"fp32"``, ``"tf32"``, or None (``"fp32"``).
+
+    Returns:
+        ``y`` of shape (N, K, P, Q), float32: a CuPy array (``out`` itself when given).
+
+    Raises:
+        ProblemError: wrong dtype, shapes, layout, device, precision or parameters; a PyTorch
+            tensor (``autoconv.conv2d`` or ``autoconv.torch.conv2d`` takes those).
+        BackendUnavailable: CuPy is not installed.
+    """
+    precision = check_call(x, w, bias, out, precision)
+    if is_torch(x):
+        raise ProblemError("x", "torch.Tensor", "PyTorch tensors run through autoconv's PyTorch operator (PyTorch's "
+                           "stream, allocator and autograd): call autoconv.conv2d or autoconv.torch.conv2d")
     if precision is None:
         precision = "fp32"
     if precision in ("bf16", "fp16"):
@@ -186,7 +208,8 @@ def _hashable(value):
     return tuple(value) if isinstance(value, list) else value
 
 
-def _is_torch(value) -> bool:
+def is_torch(value) -> bool:
+    """Whether ``value`` is a PyTorch tensor (told without importing PyTorch)."""
     return type(value).__module__.split(".")[0] == "torch"
 
 
@@ -204,7 +227,7 @@ def _refuse_host_memory(name: str, value) -> None:
     if isinstance(value, numpy.ndarray):
         raise ProblemError(name, "numpy.ndarray", f"{name} is a NumPy array in host memory; {_GPU_ARRAYS}: "
                            f"pass cupy.asarray({name}) (or torch.from_numpy({name}).cuda())")
-    if _is_torch(value):
+    if is_torch(value):
         if not getattr(value, "is_cuda", False):
             raise ProblemError(name, f"torch tensor on {value.device}",
                                f"{name} is in host memory; {_GPU_ARRAYS}: move it with {name}.cuda()")

@@ -54,6 +54,7 @@ import torch.nn.functional as F
 
 from autoconv.errors import AutoconvError, ProblemError
 from autoconv.problems.problem import PRECISION_DTYPES, ConvProblem
+from autoconv.runtime.api import on_clear_loaded
 from autoconv.runtime.arguments import check_precision, check_shapes
 from autoconv.runtime.selection import REGISTRY, Runner
 from autoconv.torch.settings import pytorch_precision
@@ -400,6 +401,9 @@ def clear_weight_cache() -> None:
 def forget_calls() -> None:
     """Forget every (shape, device) seen (with :func:`autoconv.runtime.clear_loaded`)."""
     _calls.clear()
+
+
+on_clear_loaded(forget_calls)
 
 
 # ---- fake (meta) implementation: shapes for torch.compile and FakeTensor ----------------------

@@ -85,6 +85,44 @@ def test_groups_and_cpu_tensors_are_refused_by_the_function():
         ac.conv2d(x, w, groups=2)
 
 
+
+class _CudaTensorStandIn:
+    """Passes for a CUDA tensor where autoconv tells arrays apart (its type's module is torch's)."""
+
+    __module__ = "torch.stand_in"
+    is_cuda = True
+
+
+def test_autoconv_conv2d_sends_tensors_to_the_operator_and_the_runtime_refuses_them(monkeypatch):
+    """autoconv.conv2d sits above the runtime and the PyTorch operator: tensors go to the operator;
+    the runtime's own conv2d (which does not import autoconv.torch) names where they go."""
+    import autoconv
+    import autoconv.runtime
+    import autoconv.torch.functional
+
+    calls = []
+    monkeypatch.setattr(autoconv.torch.functional, "conv2d", lambda *args, **kwargs: calls.append((args, kwargs)))
+    x, w = _CudaTensorStandIn(), _CudaTensorStandIn()
+    autoconv.conv2d(x, w, None, 2, "same", 1, precision="tf32")
+    assert calls == [((x, w, None, 2, "same", 1), {"out": None, "precision": "tf32"})]
+    with pytest.raises(ProblemError) as info:
+        autoconv.runtime.conv2d(x, w)
+    assert info.value.field == "x" and "autoconv.torch.conv2d" in str(info.value)
+    with pytest.raises(ProblemError, match=r"precision.*did you mean 'tf32'"):  # checked before dispatching
+        autoconv.conv2d(x, w, precision="tf33")
+    with pytest.raises(ProblemError, match=r"x is in host memory.*x\.cuda\(\)"):
+        autoconv.conv2d(torch.randn(1, 2, 5, 5), w)
+    assert len(calls) == 1
+
+
+def test_clear_loaded_forgets_the_operators_calls():
+    import autoconv.runtime
+    from autoconv.torch import ops
+
+    ops._calls[("a key",)] = None
+    autoconv.runtime.clear_loaded()
+    assert ops._calls == {}
+
 class Mixed(nn.Module):
     def __init__(self):
         super().__init__()
