@@ -50,8 +50,8 @@ from collections.abc import Callable
 from typing import Any
 
 from autoconv.errors import ProblemError
-from autoconv.problems.problem import make_problem
-from autoconv.runtime.arguments import check_precision, check_shapes
+from autoconv.problems.problem import ConvProblem, make_problem
+from autoconv.runtime.arguments import check_precision, check_shapes, resolve_geometry
 from autoconv.runtime.selection import REGISTRY, CudnnFallbackWarning, UntunedWarning
 
 __all__ = ["CudnnFallbackWarning", "UntunedWarning", "cache_path", "check_call", "clear_loaded", "conv2d",
@@ -175,10 +175,8 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None, precision
     try:
         problem, runner = _calls[call_key]
     except (KeyError, TypeError):
-        N, C, H, W = (int(v) for v in xa.shape)
-        K, _, R, S = (int(v) for v in wa.shape)
-        problem = make_problem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation,
-                               padding=padding, bias=ba is not None, precision=precision)
+        problem = problem_of_call(tuple(xa.shape), tuple(wa.shape), stride, padding, dilation, ba is not None,
+                                  precision)
         runner = REGISTRY.runner(problem, device_id)
         try:
             _calls[call_key] = (problem, runner)
@@ -203,6 +201,22 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None, precision
 
 
 # ---- arguments --------------------------------------------------------------------------
+
+def problem_of_call(x_shape: tuple, w_shape: tuple, stride, padding, dilation, bias: bool,
+                    precision: str) -> ConvProblem:
+    """The problem a :func:`conv2d` call computes: arrays of ``x_shape`` (N, C, H, W) and
+    ``w_shape`` (K, C, R, S), the rest as the call gives it (padding resolved by
+    :func:`~autoconv.runtime.arguments.resolve_geometry`, as for PyTorch tensors).
+
+    Raises:
+        ProblemError: naming the argument that is wrong.
+    """
+    N, C, H, W = (int(v) for v in x_shape)
+    K, _, R, S = (int(v) for v in w_shape)
+    stride, padding, dilation = resolve_geometry(stride, padding, dilation, H, W, R, S)
+    return make_problem(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride, dilation=dilation, padding=padding,
+                        bias=bias, precision=precision)
+
 
 def _hashable(value):
     return tuple(value) if isinstance(value, list) else value

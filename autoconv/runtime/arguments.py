@@ -1,10 +1,74 @@
-"""Checks of a convolution's arguments shared by every entry point (CuPy and PyTorch):
-what autoconv.conv2d and the PyTorch operator both refuse, with the same words."""
+"""A convolution's arguments as every entry point (CuPy and PyTorch) reads them: what
+autoconv.conv2d and the PyTorch operator both refuse, with the same words, and the one
+resolver of stride, padding and dilation."""
 
 from __future__ import annotations
 
 from autoconv.errors import ProblemError
-from autoconv.problems.problem import did_you_mean
+from autoconv.problems.problem import did_you_mean, same_padding
+
+Pair = tuple[int, int]
+Padding = tuple[int, int, int, int]
+
+_PADDING_FORMS = "expected an int, a (height, width) pair, (top, bottom, left, right), 'same' or 'valid'"
+
+
+def resolve_geometry(stride, padding, dilation, H: int, W: int, R: int, S: int) -> tuple[Pair, Padding, Pair]:
+    """(stride pair, (top, bottom, left, right) padding, dilation pair) from arguments as
+    :func:`torch.nn.functional.conv2d` takes them, for an ``H`` x ``W`` input and an ``R`` x ``S``
+    filter: how :func:`autoconv.conv2d` resolves them, for CuPy arrays and PyTorch tensors alike.
+
+    ``stride`` and ``dilation`` are an int or a (height, width) pair. ``padding`` is an int, a
+    (height, width) pair, (top, bottom, left, right), ``'valid'`` (none) or ``'same'``:
+    TensorFlow's rule, an output of ``ceil(size / stride)`` with the odd pixel of padding at the
+    bottom/right, which for stride 1 is PyTorch's rule too (PyTorch refuses ``'same'`` with a
+    stride; autoconv computes it, on both paths). With stride 1 the input size is not read.
+
+    Raises:
+        ProblemError: naming the argument that is malformed and the forms it takes (values
+            out of range are the problem's to refuse: :class:`~autoconv.problems.problem.ConvProblem`).
+    """
+    stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
+    if isinstance(padding, str):
+        mode = padding.lower()
+        if mode == "valid":
+            return stride, (0, 0, 0, 0), dilation
+        if mode != "same":
+            raise ProblemError("padding", padding, _PADDING_FORMS)
+        for name, pair in (("stride", stride), ("dilation", dilation)):
+            for axis, value in zip(("height", "width"), pair):
+                if value < 1:  # (the rule divides by the stride)
+                    raise ProblemError(f"{name} ({axis})", value, "must be >= 1")
+        return stride, _same(H, R, stride[0], dilation[0]) + _same(W, S, stride[1], dilation[1]), dilation
+    if _is_int(padding):
+        return stride, (padding,) * 4, dilation
+    if isinstance(padding, (tuple, list)) and all(_is_int(v) for v in padding):
+        if len(padding) == 2:
+            return stride, (padding[0], padding[0], padding[1], padding[1]), dilation
+        if len(padding) == 4:
+            return stride, (padding[0], padding[1], padding[2], padding[3]), dilation
+    raise ProblemError("padding", padding, _PADDING_FORMS)
+
+
+def _same(size: int, kernel: int, stride: int, dilation: int) -> tuple[int, int]:
+    """'same' padding of one axis: with stride 1 the total ``dilation * (kernel - 1)`` whatever
+    the size (PyTorch's rule, and the size may be symbolic while tracing), else TensorFlow's."""
+    if stride == 1:
+        total = dilation * (kernel - 1)
+        return total // 2, total - total // 2
+    return same_padding(size, kernel, stride, dilation)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _pair(name: str, value) -> Pair:
+    if _is_int(value):
+        return (value, value)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_int(v) for v in value):
+        return (value[0], value[1])
+    raise ProblemError(name, value, "expected an int or a (height, width) pair of ints")
 
 
 def check_shapes(x_shape: tuple, w_shape: tuple, bias_shape: tuple | None) -> None:

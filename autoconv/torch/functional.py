@@ -4,8 +4,10 @@
                               out=None, precision=None)
 
 ``padding`` is an int, a (height, width) pair, a (top, bottom, left, right) 4-tuple,
-``'valid'``, or ``'same'`` with PyTorch's rule (stride 1 only; total padding
-``dilation * (kernel - 1)``, the odd element at the bottom/right). ``groups`` must be 1.
+``'valid'``, or ``'same'``: with stride 1 PyTorch's rule (total padding ``dilation * (kernel -
+1)``, the odd element at the bottom/right); with a stride, where PyTorch refuses it, TensorFlow's
+(an output of ``ceil(size / stride)``), as :func:`autoconv.conv2d` computes it for CuPy arrays
+(:func:`autoconv.runtime.arguments.resolve_geometry`, for both). ``groups`` must be 1.
 Inputs are CUDA tensors on one device, all float32, all bfloat16 or all float16. float32
 kernels read NCHW: a non-contiguous or channels_last input is copied to contiguous NCHW first;
 except in precision tf32 on a Hopper GPU, where a channels_last float32 input is read as it is by
@@ -44,7 +46,7 @@ from functools import lru_cache
 import torch
 
 from autoconv.errors import ProblemError
-from autoconv.runtime.arguments import check_precision
+from autoconv.runtime.arguments import check_precision, resolve_geometry
 from autoconv.torch import ops
 from autoconv.torch.settings import pytorch_precision
 
@@ -81,13 +83,14 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
                            "depthwise convolutions to torch.nn.functional.conv2d")
     if torch.compiler.is_compiling():  # traced: one operator node (Dynamo would skip resolve's cache)
         precision = _traced_precision() if precision is None else check_precision(precision)
-        stride, padding, dilation = resolve.__wrapped__(_key(stride), _key(padding), _key(dilation),
-                                                        w.shape[2], w.shape[3])
+        stride, padding, dilation = resolve_geometry(stride, padding, dilation, x.shape[2], x.shape[3],
+                                                     w.shape[2], w.shape[3])
         return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation, precision)
     precision = pytorch_precision() if precision is None else check_precision(precision)
     if _autocast_enabled("cuda"):
         x, w, bias = _autocast(x, w, bias)
-    stride, padding, dilation = resolve(_key(stride), _key(padding), _key(dilation), w.shape[2], w.shape[3])
+    stride, padding, dilation = resolve(_key(stride), _key(padding), _key(dilation), x.shape[2], x.shape[3],
+                                        w.shape[2], w.shape[3])
     if out is not None:
         return _into(out, x, w, bias, stride, padding, dilation, precision)
     if type(x) is not _Tensor or not x.is_cuda:  # subclasses, meta and CPU tensors: the dispatcher decides
@@ -121,49 +124,9 @@ def _key(value):
     return tuple(value) if isinstance(value, list) else value
 
 
-@lru_cache(maxsize=1024)
-def resolve(stride, padding, dilation, R: int, S: int) -> tuple[tuple[int, int], tuple[int, int, int, int],
-                                                                 tuple[int, int]]:
-    """(stride pair, (top, bottom, left, right), dilation pair) from F.conv2d-style
-    arguments, for an R x S filter."""
-    stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
-    if isinstance(padding, str):
-        mode = padding.lower()
-        if mode == "valid":
-            return stride, (0, 0, 0, 0), dilation
-        if mode != "same":
-            raise ProblemError("padding", padding, "expected an int, a pair, (top, bottom, left, right), "
-                               "'same' or 'valid'")
-        if stride != (1, 1):
-            raise ProblemError("padding", padding, "padding='same' is not supported for strided convolutions "
-                               "(as in PyTorch); give the padding as numbers")
-        top, bottom = _same(R, dilation[0])
-        left, right = _same(S, dilation[1])
-        return stride, (top, bottom, left, right), dilation
-    if isinstance(padding, int) and not isinstance(padding, bool):
-        return stride, (padding,) * 4, dilation
-    if isinstance(padding, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in padding):
-        if len(padding) == 2:
-            return stride, (padding[0], padding[0], padding[1], padding[1]), dilation
-        if len(padding) == 4:
-            return stride, padding, dilation
-    raise ProblemError("padding", padding, "expected an int, a (height, width) pair, (top, bottom, left, right), "
-                       "'same' or 'valid'")
-
-
-def _same(kernel: int, dilation: int) -> tuple[int, int]:
-    """PyTorch's 'same' padding of one axis: the total split with the extra at the end."""
-    total = dilation * (kernel - 1)
-    return total // 2, total - total // 2
-
-
-def _pair(name: str, value) -> tuple[int, int]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value, value)
-    if (isinstance(value, tuple) and len(value) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
-        return value
-    raise ProblemError(name, value, "expected an int or a (height, width) pair")
+#: :func:`autoconv.runtime.arguments.resolve_geometry` remembered: an eager model repeats its
+#: layers' arguments at every call (hashable ones: lists are made tuples first).
+resolve = lru_cache(maxsize=1024)(resolve_geometry)
 
 
 def _into(out, x, w, bias, stride, padding, dilation, precision) -> torch.Tensor:

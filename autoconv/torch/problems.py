@@ -87,7 +87,8 @@ def problem_of(module: nn.Conv2d, x: torch.Tensor, precision: str = "fp32") -> C
     Hopper GPU: :func:`autoconv.torch.ops.kernel_layout`), else NCHW."""
     N, C, H, W = (int(v) for v in x.shape)
     K, _, R, S = (int(v) for v in module.weight.shape)
-    stride, padding, dilation = resolve(tuple(module.stride), _padding(module.padding), tuple(module.dilation), R, S)
+    stride, padding, dilation = resolve(tuple(module.stride), _padding(module.padding), tuple(module.dilation),
+                                        H, W, R, S)
     if module.padding_mode != "zeros":
         top, bottom, left, right = padding
         H, W, padding = H + top + bottom, W + left + right, (0, 0, 0, 0)

@@ -62,21 +62,53 @@ def test_export_traces_the_operator_as_one_node():
 def test_same_padding_is_pytorchs(kernel, dilation):
     x = torch.randn(1, 2, 11, 10, dtype=torch.float64)
     w = torch.randn(3, 2, *kernel, dtype=torch.float64)
-    _, (top, bottom, left, right), _ = resolve(1, "same", dilation, *kernel)
+    _, (top, bottom, left, right), _ = resolve(1, "same", dilation, 11, 10, *kernel)
     ours = F.conv2d(F.pad(x, (left, right, top, bottom)), w, dilation=dilation)
     torch.testing.assert_close(ours, F.conv2d(x, w, padding="same", dilation=dilation))
 
 
 def test_padding_forms_and_refusals():
-    assert resolve(2, 1, 1, 3, 3) == ((2, 2), (1, 1, 1, 1), (1, 1))
-    assert resolve((2, 1), (1, 2), (1, 3), 3, 3) == ((2, 1), (1, 1, 2, 2), (1, 3))
-    assert resolve(1, (0, 1, 2, 3), 1, 3, 3)[1] == (0, 1, 2, 3)
-    assert resolve(1, "valid", 1, 3, 3)[1] == (0, 0, 0, 0)
-    for bad, field in [((2, "same", 1), "padding"), ((1, "full", 1), "padding"), ((1, (1, 2, 3), 1), "padding"),
+    assert resolve(2, 1, 1, 9, 9, 3, 3) == ((2, 2), (1, 1, 1, 1), (1, 1))
+    assert resolve((2, 1), (1, 2), (1, 3), 9, 9, 3, 3) == ((2, 1), (1, 1, 2, 2), (1, 3))
+    assert resolve(1, (0, 1, 2, 3), 1, 9, 9, 3, 3)[1] == (0, 1, 2, 3)
+    assert resolve(1, "valid", 1, 9, 9, 3, 3)[1] == (0, 0, 0, 0)
+    for bad, field in [((1, "full", 1), "padding"), ((1, (1, 2, 3), 1), "padding"),
                        ((0.5, 0, 1), "stride"), ((1, 0, (1, 2, 3)), "dilation")]:
         with pytest.raises(ProblemError) as info:
-            resolve(*bad, 3, 3)
+            resolve(*bad, 9, 9, 3, 3)
         assert info.value.field == field
+
+
+@pytest.mark.parametrize("stride", [2, (3, 2)])
+@pytest.mark.parametrize("dilation", [1, (2, 1)])
+def test_strided_same_padding_agrees_with_the_cupy_path(stride, dilation):
+    """PyTorch refuses padding='same' with a stride; autoconv computes TensorFlow's rule on tensors
+    as on CuPy arrays: the same problem, an output of ceil(size / stride)."""
+    from autoconv.problems.problem import ceil_div
+    from autoconv.runtime.api import problem_of_call
+
+    x, w = torch.empty(2, 3, 17, 12, device="meta"), torch.empty(5, 3, 4, 3, device="meta")
+    y = ac.conv2d(x, w, None, stride, "same", dilation)
+    on_arrays = problem_of_call(tuple(x.shape), tuple(w.shape), stride, "same", dilation, False, "fp32")
+    strides = (stride, stride) if isinstance(stride, int) else stride
+    assert tuple(y.shape) == on_arrays.output_shape == (2, 5, ceil_div(17, strides[0]), ceil_div(12, strides[1]))
+    assert resolve(stride, "same", dilation, 17, 12, 4, 3)[1] == on_arrays.padding
+
+
+def test_traced_strided_same_padding_resolves_as_in_eager_calls():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(6, 3, 4, 3))
+
+        def forward(self, x):
+            return ac.conv2d(x, self.w, None, (2, 3), "same")
+
+    exported = torch.export.export(Net(), (torch.randn(2, 3, 15, 11),))
+    node = next(node for node in exported.graph.nodes if str(node.target) == "autoconv.conv2d.default")
+    assert list(node.args[4]) == list(resolve((2, 3), "same", 1, 15, 11, 4, 3)[1])
+    output = [node for node in exported.graph.nodes if node.op == "output"][0]
+    assert tuple(output.args[0][0].meta["val"].shape) == (2, 6, 8, 4)
 
 
 def test_groups_and_cpu_tensors_are_refused_by_the_function():

@@ -79,6 +79,19 @@ def test_same_padding_follows_pytorch_and_layouts_are_copied():
     assert relative_error(ac.conv2d(sliced, w, padding=1), F.conv2d(sliced.double(), w.double(), padding=1)) < TOLERANCE
 
 
+def test_strided_same_padding_is_tensorflows_as_on_cupy_arrays():
+    """PyTorch refuses padding='same' with a stride; autoconv computes TensorFlow's rule, the
+    padding autoconv.conv2d gives CuPy arrays (the odd pixel at the bottom/right)."""
+    from autoconv.runtime.api import problem_of_call
+
+    x = torch.randn(2, 6, 15, 12, device="cuda")
+    w = torch.randn(8, 6, 4, 3, device="cuda")
+    top, bottom, left, right = problem_of_call(tuple(x.shape), tuple(w.shape), 2, "same", 1, False, "fp32").padding
+    got = ac.conv2d(x, w, stride=2, padding="same")
+    want = F.conv2d(F.pad(x.double(), (left, right, top, bottom)), w.double(), stride=2)
+    assert got.shape == (2, 8, 8, 6) and relative_error(got, want) < TOLERANCE
+
+
 def test_bad_arguments_are_refused_clearly():
     x = torch.randn(1, 4, 8, 8, device="cuda")
     w = torch.randn(4, 4, 3, 3, device="cuda")
@@ -90,8 +103,6 @@ def test_bad_arguments_are_refused_clearly():
         ac.conv2d(x, w[:, :2], groups=2)
     with pytest.raises(ProblemError, match=r"w\.device"):
         ac.conv2d(x, w.cpu())
-    with pytest.raises(ProblemError, match="strided"):
-        ac.conv2d(x, w, stride=2, padding="same")
 
 
 def test_backward_matches_float64_autograd():
