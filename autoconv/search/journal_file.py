@@ -3,10 +3,10 @@ made durable in groups.
 
 Optuna's backend forces every record to the disk (``fsync``) before it releases the writers'
 lock. A tuning worker writes ~20 records per candidate (the trial, each parameter, each
-attribute, its end), and every worker of a host writes to the one journal: on two H200s of a
-32-core host, six workers spent ~13 s each of a 50 s tune waiting for that lock or in
-``fsync`` (cProfile, results/h200x2/tune_latency). Here a writer appends and flushes under the
-lock as before, but forces the file to the disk at most every :data:`SYNC_INTERVAL_S`.
+attribute, its end), and every worker of a host writes to the one journal, so on a host with
+several tuning workers much of a tune went to waiting for that lock or in ``fsync``. Here a
+writer appends and flushes under the lock as before, but forces the file to the disk at most
+every :data:`SYNC_INTERVAL_S`.
 
 What that gives up: nothing when a process is killed (what it wrote is in the operating
 system's cache, which the next reader sees). After a crash of the host, the records a process
@@ -19,8 +19,11 @@ makes them. A problem's study is forced to the disk when its search ends, howeve
 file to the disk, so a journal that lost its unforced tail in a crash is never taken for
 one cut after its writers left it.
 
-It also keeps a snapshot of Optuna's replay beside the file (:mod:`autoconv.search.journal_snapshot`):
-a process that opens a long history loads it and replays only the records after it.
+Only Optuna's public journal API is used: ``JournalFileBackend`` (public, and documented as a
+``BaseJournalBackend``) with its ``append_logs`` replaced; its ``read_logs`` reads the file as
+before. Every process that opens the journal replays it from its first record: Optuna starts
+from a snapshot of its replay only for a backend of a class it does not export, so autoconv
+keeps no snapshot. (A database storage, ``--storage sqlite:///FILE``, is not replayed.)
 """
 
 from __future__ import annotations
@@ -28,18 +31,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 from typing import Any, Protocol
 
-import optuna
 from optuna.storages.journal import JournalFileBackend
-
-from autoconv.search.journal_snapshot import PrefixHash, read_snapshot, write_snapshot
-
-try:  # (Optuna >= 4 has it, but does not export it: JournalStorage asks its backend isinstance of it)
-    from optuna.storages.journal._base import BaseJournalSnapshot
-except ImportError:  # another layout: no snapshots, every process replays the whole journal
-    BaseJournalSnapshot = object  # type: ignore[assignment,misc]
 
 #: Seconds between two of a process's appends that force the journal to the disk.
 SYNC_INTERVAL_S = 1.0
@@ -53,32 +47,17 @@ class MarkingLock(Protocol):
     def release(self, mark: bool | None = None) -> None: ...
 
 
-class GroupCommitJournal(JournalFileBackend, BaseJournalSnapshot):
+class GroupCommitJournal(JournalFileBackend):
     """A journal file at ``path`` whose writers serialise on ``lock`` and force it to the disk
-    at most every :data:`SYNC_INTERVAL_S`, with a snapshot of its replay (see the module docstring)."""
+    at most every :data:`SYNC_INTERVAL_S` (see the module docstring)."""
 
     def __init__(self, path: str, lock: MarkingLock):
-        # (Optuna's backend calls only acquire and release of its lock)
+        # (Optuna's backend calls only acquire and release of its lock, the methods of the lock
+        # classes it documents for ``lock_obj``)
         super().__init__(path, lock_obj=lock)  # type: ignore[arg-type]
         self._path = path
         self._lock_of_writers = lock
         self._synced = -SYNC_INTERVAL_S  # time.monotonic() of this process's last fsync
-        self._prefix_hash = PrefixHash(Path(path))
-
-    def load_snapshot(self) -> bytes | None:
-        """Optuna's replay of this journal's start, if a snapshot matches it (else None: a full replay)."""
-        found = read_snapshot(Path(self._path), optuna.__version__)
-        return None if found is None else found.replay
-
-    def save_snapshot(self, snapshot: bytes) -> None:
-        """Keep ``snapshot``, Optuna's replay as it stands, as this journal's snapshot. Optuna
-        hands it over right after reading the journal to its end (under its storage's lock), so
-        it covers every record read so far: those whose byte offsets the backend recorded."""
-        offsets = getattr(self, "_log_number_offset", None)  # (JournalFileBackend's: record number -> byte offset)
-        if not isinstance(offsets, dict) or not offsets:
-            return  # (another Optuna, which keeps no offsets: no snapshot, full replays as before)
-        lines = max(offsets)
-        write_snapshot(Path(self._path), snapshot, offsets[lines], lines, optuna.__version__, self._prefix_hash)
 
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
         text = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode()

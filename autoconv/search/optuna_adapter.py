@@ -1,25 +1,33 @@
 """The Optuna calls autoconv makes below the ``Study`` and ``Trial`` API, all in one place.
 
-The tuner drives Optuna through studies and trials (ask, tell, enqueue, suggest, user
-attributes). Keeping other processes' trials alive or failing them needs the storage
-itself, through these calls on the storage the studies live in (one autoconv opened,
-:func:`autoconv.search.storage.make_storage`, or was given; never ``Study._storage``):
+autoconv uses Optuna's public API only: studies and trials (ask, tell, enqueue, suggest, user
+attributes), the storages it documents (``RDBStorage``, ``JournalStorage`` on a
+``JournalFileBackend``: :mod:`autoconv.search.storage`) and ``optuna.storages.fail_stale_trials``.
+Keeping other processes' trials alive, or failing them, needs more than the Study and Trial API
+offers; these are public methods of the storage the studies live in (one autoconv opened,
+:func:`autoconv.search.storage.make_storage`, or was given; never ``Study._storage``), which
+Optuna's documentation says are meant for Optuna itself rather than its users. There is no
+public alternative for any of them, so they stay here, where a change in Optuna shows up in one
+module:
 
 - a trial's storage id from its study's name and its number
-  (``BaseStorage.get_study_id_from_name``, ``get_trial_id_from_study_id_trial_number``:
-  public; ``Trial._trial_id`` is private);
-- user attributes of a trial that another process asked for, of which this process has
-  no :class:`optuna.trial.Trial` (``BaseStorage.set_trial_user_attr``; building a
-  ``Trial(study, trial_id)`` is discouraged by Optuna and runs the sampler's
-  ``before_trial``);
-- heartbeats. Optuna records them only inside ``Study.optimize``; the tuner asks and
-  tells, so it records them itself (:class:`autoconv.search.liveness.Heartbeat`) with
-  ``RDBStorage.get_heartbeat_interval`` and ``RDBStorage.record_heartbeat``. Both are
-  public methods of the one storage with heartbeats, but they implement an interface
-  Optuna documents as not meant for library users (``optuna.storages._heartbeat.
-  BaseHeartbeat``, not imported here): of everything autoconv calls in Optuna, these are
-  the likeliest to change. ``optuna.storages.fail_stale_trials`` (public, experimental)
-  fails the trials whose heartbeat stopped.
+  (``BaseStorage.get_study_id_from_name``, ``get_trial_id_from_study_id_trial_number``;
+  ``FrozenTrial._trial_id`` would be private);
+- user attributes of a trial that another process asked for, of which this process has no
+  :class:`optuna.trial.Trial` (``BaseStorage.set_trial_user_attr``; building a
+  ``Trial(study, trial_id)`` is discouraged by Optuna and runs the sampler's ``before_trial``);
+- heartbeats. Optuna records them only inside ``Study.optimize``; the tuner asks and tells
+  (it keeps several candidates in flight), so it records them itself
+  (:class:`autoconv.search.liveness.Heartbeat`) with ``RDBStorage.get_heartbeat_interval`` and
+  ``RDBStorage.record_heartbeat``, which implement an interface Optuna keeps in a private module
+  (not imported here): of everything autoconv calls in Optuna, the likeliest to change.
+  ``optuna.storages.fail_stale_trials`` (public, experimental) fails the trials whose heartbeat
+  stopped.
+
+What Optuna offers only through a private module, autoconv does without: a journal's replay
+snapshot (:mod:`autoconv.search.journal_file`). The journal's records themselves are read, for
+the damage check, as the JSON-lines file they are (:func:`autoconv.search.storage.check_journal`).
+pyproject.toml bounds Optuna's major version.
 """
 
 from __future__ import annotations
