@@ -6,10 +6,17 @@
 ``import autoconv`` needs neither CuPy nor PyTorch.
 """
 
+import logging
+
 from autoconv._version import __version__
 from autoconv.problems.problem import ConvProblem, make_problem, parse_spec
 
 __all__ = ["ConvProblem", "__version__", "conv2d", "make_problem", "parse_spec"]
+
+# Diagnostics go to the ``autoconv`` loggers (``logging.getLogger(__name__)`` in each module), at
+# INFO and DEBUG: shown where the application configures logging (the command line does, with
+# --log-level), silent otherwise. What a user must see is a warning (warnings.warn), not a log record.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
 def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, out=None, precision=None):

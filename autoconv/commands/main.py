@@ -16,10 +16,14 @@ import a ``__main__`` module again).
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from autoconv._version import __version__
 from autoconv.errors import AutoconvError
+
+#: ``--log-level``'s choices.
+LOG_LEVELS = {"warning": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,15 +33,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autoconv", description="Autotuning CUDA kernel generator for 2-D convolution.")
     parser.add_argument("--version", action="version", version=f"autoconv {__version__}")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="warning",
+                        help="autoconv's diagnostics shown on stderr: warnings (the default), also what it "
+                             "decides (info), or more (debug)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in (render, space, families, verify, check, bench, report, tune, show, cache):  # as --help lists them
         command.add_parser(commands)
     return parser
 
 
+def configure_logging(level: str) -> None:
+    """Show the ``autoconv`` loggers' records of ``level`` (a :data:`LOG_LEVELS` name) and above
+    on stderr, one line each (this process's records; tuning workers keep theirs)."""
+    logger = logging.getLogger("autoconv")
+    for old in [handler for handler in logger.handlers if getattr(handler, "autoconv_console", False)]:
+        logger.removeHandler(old)  # (main may run again in one process, with another stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("autoconv: %(levelname)s: %(name)s: %(message)s"))
+    handler.setLevel(LOG_LEVELS[level])
+    handler.autoconv_console = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    # (at the default, the logger keeps the level the application's logging gives it)
+    logger.setLevel(logging.NOTSET if level == "warning" else LOG_LEVELS[level])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    configure_logging(args.log_level)
     try:
         return args.handler(args)
     except AutoconvError as err:

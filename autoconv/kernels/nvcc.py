@@ -17,6 +17,7 @@ Typical use::
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -32,6 +33,8 @@ from autoconv.kernels.limits import H100
 
 #: Seconds one nvcc run may take before it is stopped.
 DEFAULT_TIMEOUT = 300.0
+
+logger = logging.getLogger(__name__)
 
 #: Every pattern that reads ptxas's ``-v`` report (CUDA 12 and 13 spellings).
 #:   entry       ptxas info    : Compiling entry function 'NAME' for 'sm_90'
@@ -165,6 +168,7 @@ def compile_cubin(source: str, arch: str = H100.arch, extra_flags: Sequence[str]
         source_path.write_text(source)
         command = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *extra_flags,
                    "-o", str(cubin_path), str(source_path)]
+        logger.debug("running %s", " ".join(command))
         started = time.perf_counter()
         try:
             done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=timeout)
@@ -178,8 +182,10 @@ def compile_cubin(source: str, arch: str = H100.arch, extra_flags: Sequence[str]
             raise NvccError(f"nvcc failed on {stem}.cu (exit status {done.returncode})", command,
                             output, done.returncode)
         cubin = cubin_path.read_bytes()
-    return CompileReport(arch=arch, kernels=parse_ptxas_report(output), log=output,
-                         seconds=seconds, cubin=cubin)
+    kernels = parse_ptxas_report(output)
+    logger.debug("nvcc compiled %s.cu for %s in %.2f s: %s", stem, arch, seconds,
+                 "; ".join(kernel.summary() for kernel in kernels.values()) or "no entry functions")
+    return CompileReport(arch=arch, kernels=kernels, log=output, seconds=seconds, cubin=cubin)
 
 
 def parse_ptxas_report(text: str) -> dict[str, KernelResources]:

@@ -11,6 +11,7 @@ read, written or loaded is compiled again, never an error.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from autoconv.files import user_cache_dir, write_atomically
 from autoconv.gpu.compiler import CompileOutcome, compile_source, nvrtc_options
 
 CUBIN_CACHE_VARIABLE = "AUTOCONV_CUBIN_CACHE"
+
+logger = logging.getLogger(__name__)
 
 
 def cubin_folder() -> Path | None:
@@ -48,13 +51,16 @@ def compile_cached(source: str, arch: str, name: str, *, fresh: bool = False) ->
     if path is not None and not fresh:
         try:
             return CompileOutcome(True, path.read_bytes(), f"read from {path}", 0.0)
-        except OSError:
+        except FileNotFoundError:
             pass
+        except OSError as err:
+            logger.info("cannot read the kept cubin %s (%s); compiling it", path, err)
     outcome = compile_source(source, arch, name)
     if outcome.ok and path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, outcome.cubin)
-        except OSError:
-            pass  # a read-only or full disk: the next process compiles again
+        except OSError as err:  # a read-only or full disk: the next process compiles again
+            logger.info("cannot keep the cubin of %s in %s (%s); the next process compiles it again", name,
+                        path.parent, err)
     return outcome

@@ -27,6 +27,7 @@ first call of a (device, problem); later calls only look the runner up.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import warnings
@@ -43,6 +44,8 @@ from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
 from autoconv.problems.problem import ConvProblem
 from autoconv.runtime.launcher import Launcher
 from autoconv.urls import is_url, masked_url
+
+logger = logging.getLogger(__name__)
 
 #: Nearest tuned problems looked at for an untuned problem's configuration (the first whose
 #: family can run it is taken).
@@ -167,6 +170,8 @@ class KernelRegistry:
             runner = self._runners.get(key)
             if runner is None:
                 runner = self._runners[key] = self._load(problem, device_id)
+                logger.info("cuda:%d runs %s for %s (%s)%s", device_id, runner.name, problem.spec(), runner.origin,
+                            f": {runner.note}" if runner.note else "")
             return runner
 
     def _load(self, problem: ConvProblem, device_id: int) -> Runner:
@@ -224,7 +229,8 @@ class KernelRegistry:
         try:
             with WinnerCache(self.cache_location(), create=False) as winners:
                 entries = winners.entries()
-        except (NoCache, CacheError):
+        except (NoCache, CacheError) as err:
+            logger.debug("no prediction for %s: the winners' cache cannot be read (%s)", problem.spec(), err)
             return None
         return predicted_plan(problem, entries, limits, identity.gpu_name)
 
@@ -320,7 +326,9 @@ def _loaded_runner(problem: ConvProblem, device_id: int, plan: KernelPlan, origi
                             f"CUDA (NVRTC):\n{compiled.reason()}")
     try:
         loaded = LoadedPlan(plan, compiled.cubin)
-    except Exception:  # a damaged file in the cubin folder: compile again
+    except Exception as err:  # a damaged file in the cubin folder: compile again
+        logger.info("the kept cubin of %s does not load (%s: %s); compiling it again", plan.name,
+                    type(err).__name__, err)
         loaded = LoadedPlan(plan, compile_cached(plan.source, limits.arch, plan.name, fresh=True).cubin)
     trouble = loaded.resource_problem(limits)
     if trouble is not None and trouble[0] != "spills":  # spilling is slow, not wrong

@@ -20,6 +20,7 @@ set it on a layer, or for every layer with ``convert(model, precision=...)``.
 from __future__ import annotations
 
 import copy
+import logging
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -30,6 +31,8 @@ from torch import nn
 from autoconv.errors import ProblemError
 from autoconv.runtime.arguments import check_precision
 from autoconv.torch.functional import conv2d
+
+logger = logging.getLogger(__name__)
 
 
 class Conv2d(nn.Conv2d):
@@ -122,4 +125,5 @@ def convert(model: nn.Module, *, inplace: bool = False,
         if precision is not None:
             cast(Conv2d, module).precision = precision
         report.converted.append(label)
+    logger.info("%s", report)
     return model, report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from dataclasses import replace
 
@@ -146,12 +147,15 @@ def registry(tmp_path, monkeypatch):
     return chooser
 
 
-def test_a_tf32_problem_runs_its_tf32_winner(registry, tmp_path):
+def test_a_tf32_problem_runs_its_tf32_winner(registry, tmp_path, caplog):
     _winner(PROBLEM, "direct", tmp_path / "winners.sqlite3")
     tf32 = _winner(TF32_PROBLEM, "implicit_gemm", tmp_path / "winners.sqlite3", time_ms=2.0)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), caplog.at_level(logging.INFO, logger="autoconv.runtime.selection"):
         warnings.simplefilter("error")
         runner = registry.runner(TF32_PROBLEM, 0)
+        registry.runner(TF32_PROBLEM, 0)  # (loaded: said once)
+    assert [record.getMessage() for record in caplog.records] == [
+        f"cuda:0 runs {tf32.name} for {TF32_PROBLEM.spec()} (cache)"]
     assert runner.origin == "cache" and runner.plan.name == tf32.name and "_tf32_" in tf32.name
     assert runner.plan.problem.precision == "tf32" and runner.note == ""
     loaded, = registry.loaded()

@@ -3,6 +3,8 @@ padding rules, model conversion and finding a model's problems."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -171,9 +173,11 @@ class Mixed(nn.Module):
         return self.head(x)
 
 
-def test_convert_reports_what_it_left_alone_and_keeps_state():
+def test_convert_reports_what_it_left_alone_and_keeps_state(caplog):
     model = Mixed()
-    converted, report = ac.convert(model)
+    with caplog.at_level(logging.INFO, logger="autoconv.torch.modules"):
+        converted, report = ac.convert(model)
+    assert [record.getMessage() for record in caplog.records] == [str(report)]  # (a diagnostic, not a print)
     assert report.converted == ["stem", "reflect", "again", "head.0"]
     assert set(report.skipped) == {"depthwise", "double"}
     assert "groups=8" in report.skipped["depthwise"] and "float64" in report.skipped["double"]
