@@ -5,8 +5,8 @@ Everything that depends only on (plan, device) is resolved when it is built: eac
 launch's ``CUfunction``, grid, block, shared memory and where each kernel argument comes
 from. A call then writes the device pointers into preallocated argument arrays and calls
 ``cuLaunchKernel`` through CuPy's Cython binding of the driver (a kernel call through
-CuPy's ``Function`` object costs 6-13 us more per launch: it converts every argument
-and wraps the stream; measured on the H100, see ``results/h100/resnet50_e2e/``).
+CuPy's ``Function`` object costs several microseconds more per launch: it converts every
+argument and wraps the stream).
 
 A launch argument that is one of the plan's tensor maps (TMA families) points at the map's
 128 bytes, encoded for the buffer it describes at each call

@@ -456,10 +456,9 @@ def conv2d_cpu(x, w, bias, stride, padding, dilation, precision="fp32"):
 class EagerConv2d(torch.autograd.Function):
     """The operator's autograd formula as an :class:`torch.autograd.Function`, for eager
     calls that need gradients: ``Function.apply`` costs less than the generic Python
-    wrapper that ``register_autograd`` puts in front of the operator (measured on the H100 for
-    a converted layer with grad enabled, in two runs: 120 us per call through the operator, 39 us through
-    this; ``examples/host_cost.py``, ``results/h100/resnet50_e2e/``). The forward takes ``ctx`` itself (the older form),
-    which skips the functorch checks that a separate ``setup_context`` costs."""
+    wrapper that ``register_autograd`` puts in front of the operator (``examples/host_cost.py``
+    times a converted layer's calls with grad enabled). The forward takes ``ctx`` itself (the
+    older form), which skips the functorch checks that a separate ``setup_context`` costs."""
 
     @staticmethod
     def forward(ctx, x, w, bias, stride, padding, dilation, precision):

@@ -3,10 +3,10 @@ machine whatever the arrays' sizes.
 
 Why not CuPy's reductions: with its default accelerator (CUB) CuPy compiles a reduction for a
 block size it picks from the array's size, so on a machine whose CuPy kernel cache is empty
-every new size class costs ~2 s of NVRTC. The tuner paid that in the GPU worker, under the GPU's
-lock, for the first candidate of such a problem: ~20 s of a first VGG-16 tune on a fresh H100
-(results/h100/first_run). Without CUB, CuPy reduces a whole array in one block of threads (70 ms
-for 25 M values, per candidate).
+every new size class costs seconds of NVRTC. The tuner paid that in the GPU worker, under the
+GPU's lock, for the first candidate of such a problem, many times over in a first tune on a fresh
+machine. Without CUB, CuPy reduces a whole array in one block of threads (tens of milliseconds
+for a large layer's output, per candidate).
 
 Both kernels run a fixed grid over a grid-stride loop and write one partial result per block;
 the host adds the partials in block order, so a result does not depend on which block ends first.

@@ -24,7 +24,7 @@ Outputs are compared with the float64 reference by relative L2 error
   truncate (templates/wgmma_f16.cuh): each truncation loses less than one float32 ulp, at most
   ``2^-23`` of the running sum, always toward zero, so the losses add up (a bias: one truncating
   chain over GEMM_K = 4608 cost the 3xTF32 kernels 4.2e-5 relative in the emulator and 6.4e-5 on
-  the GPU with three products per k step, results/h100/NOTES.md). Over an output's reduction,
+  the GPU with three products per k step). Over an output's reduction,
   with a truncation every :data:`PRODUCTS_PER_TRUNCATION` products (``steps = ceil(GEMM_K /
   8)``) and the running sum after ``j`` of them of rms
   ``sqrt(j / steps * Q)`` (terms of random sign, as the verification data's; ``Q = sum_k (x_k
@@ -72,7 +72,7 @@ TF32_MARGIN = 2.0
 #: Products between two truncations of the tensor cores' float32 sums, as the bound counts them:
 #: wgmma m64nNk16 truncates once per k step of 16; counting one per 8 (mma.sync's k step) leaves
 #: room for an adder that keeps fewer bits than the emulator's model (on the H100, random operands
-#: differed from the model by up to 0.7 * 2^-24 of the magnitudes summed: results/h100/wgmma_f16_check).
+#: differed from the model by up to 0.7 * 2^-24 of the magnitudes summed).
 PRODUCTS_PER_TRUNCATION = 8
 #: Roundings to nearest after the chain of truncations: split-K slices added, the bias.
 EPILOGUE_ROUNDINGS = 4
@@ -85,8 +85,8 @@ FLOAT32_ULP = 2.0**-23
 #: (short reductions), the bound is exactly the error of the correctly rounded outputs, so a
 #: right kernel's error equals it in exact arithmetic; the check sums the same squares in another
 #: order (on the GPU, autoconv.verify.device_sums against CuPy's norm), which differs by about
-#: n * 2^-53. One bf16 kernel on an H100 failed so at "0.00169 exceeds 0.00169" (twenty-first
-#: session). 1e-6 of the bound is far above that, and far below what the bound must catch (an
+#: n * 2^-53 (without this room, a right bf16 kernel on an H100 failed with "0.00169 exceeds
+#: 0.00169"). 1e-6 of the bound is far above that, and far below what the bound must catch (an
 #: output rounded twice errs ~41% more).
 NORM_SUMMATION_SLACK = 1e-6
 
