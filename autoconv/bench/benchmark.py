@@ -64,8 +64,8 @@ from autoconv.gpu.timing import time_calls
 from autoconv.kernels.families import get_family
 from autoconv.search.outcome import Reporter
 from autoconv.search.storage import make_storage
-from autoconv.urls import masked_url
 from autoconv.search.study import read_trials
+from autoconv.urls import masked_url
 from autoconv.verify.compare import POISON, check_result
 from autoconv.verify.reference import random_inputs
 

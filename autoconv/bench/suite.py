@@ -373,6 +373,8 @@ def write_tables(gpu_root: Path, *, readme: Path | None = None, suite: str = "he
     """Write ``gpu_root/README.md`` (the table with its environment) and, when ``readme`` is
     given, the table between its markers; returns the table."""
     benchmarks = SUITES[suite]
+    if (gpu_root / "README.md").exists() and not _is_suite_readme(gpu_root / "README.md"):
+        raise AutoconvError(f"{gpu_root / 'README.md'} is not a table the suite wrote, and it does not replace it")
     rows = [TableRow.read(b, gpu_root / b.name) for b in benchmarks]
     gpu = gpu_root.name
     about = environment_line(gpu_root, benchmarks)

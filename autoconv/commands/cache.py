@@ -6,9 +6,9 @@ import argparse
 
 from autoconv.cache.sql import NoCache
 from autoconv.cache.winners import WinnerCache, default_location
-from autoconv.urls import is_url
 from autoconv.commands.console import shown, stdout_console
 from autoconv.errors import AutoconvError, CacheError
+from autoconv.urls import is_url
 
 #: How many rejected entries ``cache import`` lists (with the reason) before "... and N more".
 SHOWN_REJECTIONS = 5

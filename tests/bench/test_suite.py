@@ -209,3 +209,16 @@ def test_the_checkout_readme_has_the_markers():
 def test_bench_command_line_refusals(argv, message, capsys):
     assert cli.main(argv) == 2
     assert re.search(message, capsys.readouterr().err)
+
+
+def test_report_suite_writes_the_tables_again_without_a_gpu(tmp_path, capsys):
+    root = tmp_path / "h200"
+    run_suite(select("headline", ["resnet50_n32_fp32"]), root, command="autoconv bench --suite headline",
+              runner=FakeRunner(), log=lambda line: None)
+    (root / "README.md").unlink()
+    readme = _readme(tmp_path)
+    assert cli.main(["report", "--suite", "headline", "--out", str(root), "--readme", str(readme)]) == 0
+    assert "**1.34x** cuDNN strict FP32" in (root / "README.md").read_text()
+    assert "](results/h200/resnet50_n32_fp32/report.md)" in readme.read_text()
+    assert cli.main(["report", "--suite", "headline", "--out", str(tmp_path / "none")]) == 2
+    assert "not a folder" in capsys.readouterr().err
