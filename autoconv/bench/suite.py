@@ -104,11 +104,22 @@ class BenchmarkOutcome:
 StepRunner = Callable[[Sequence[str], Mapping[str, str], Path], int]
 
 
+#: A step still running after this long is stopped, and its benchmark recorded as failed.
+STEP_TIMEOUT_S = 3600
+#: The exit status recorded for a step stopped at :data:`STEP_TIMEOUT_S` (as ``timeout`` gives).
+TIMED_OUT = 124
+
+
 def run_step(argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> int:
-    """Run ``argv`` with ``env``, its output into ``log_path``; its exit status."""
+    """Run ``argv`` with ``env``, its output into ``log_path``; its exit status
+    (:data:`TIMED_OUT` when it ran past :data:`STEP_TIMEOUT_S` and was stopped)."""
     with open(log_path, "wb") as log:
-        return subprocess.run(list(argv), env=dict(env), stdout=log, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, check=False).returncode
+        try:
+            return subprocess.run(list(argv), env=dict(env), stdout=log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, check=False, timeout=STEP_TIMEOUT_S).returncode
+        except subprocess.TimeoutExpired:
+            log.write(f"\n(stopped after {STEP_TIMEOUT_S} s)\n".encode())
+            return TIMED_OUT
 
 
 # ---- choosing and checking --------------------------------------------------------------------
