@@ -17,7 +17,8 @@ opening, transactions and error wording differ.
 
 An entry is keyed by everything that changes the answer (:class:`CacheKey`): the GPU's
 name and compute capability, the CUDA runtime and driver versions, autoconv's version,
-a hash of the kernel templates, search spaces and launch code (:func:`templates_hash`),
+a hash of the kernel templates, search spaces and launch code
+(:func:`~autoconv.kernels.fingerprint.templates_hash`),
 the problem and its dtype. A lookup matches all of them, so an entry measured on another
 GPU or with other templates is never used. When two measurements of one key meet (two
 tuners, two hosts, an import), the faster one stays, decided by the database in the
@@ -40,13 +41,11 @@ them (:meth:`WinnerCache.set_baseline`).
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +53,7 @@ from autoconv._version import __version__
 from autoconv.cache.sql import FORMAT, SQLITE_MAGIC, NoCache, SqlDatabase, SqliteFile, not_ours_advice
 from autoconv.errors import CacheError
 from autoconv.files import path_problem, user_cache_dir, write_atomically, write_problem
-from autoconv.kernels.resources import search_spaces_dir, templates_dir
+from autoconv.kernels.fingerprint import templates_hash
 from autoconv.urls import is_url
 
 EXPORT_FORMAT = "autoconv-winners-export"
@@ -75,22 +74,6 @@ def default_location() -> str | Path:
     SQLAlchemy URL (:func:`is_url`), else :func:`default_path`."""
     configured = os.environ.get("AUTOCONV_CACHE", "")
     return configured if is_url(configured) else default_path()
-
-
-@lru_cache(maxsize=1)
-def templates_hash() -> str:
-    """A hash of everything that decides what a (family, config) compiles to and how it
-    launches: the templates, the search spaces and the families' launch code."""
-    families_dir = Path(__file__).resolve().parents[1] / "kernels" / "families"
-    files = sorted([*templates_dir().glob("*.j2"), *templates_dir().glob("*.cuh"),
-                    *search_spaces_dir().glob("*.yaml"), *families_dir.glob("*.py")],
-                   key=lambda p: (p.parent.name, p.name))
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(f"{path.parent.name}/{path.name}\0".encode())
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ import pytest
 
 from autoconv.backends.base import BackendIdentity
 from autoconv.backends.fake import FAKE_IDENTITY
-from autoconv.cache.winners import EXPORT_FORMAT, SCHEMA_VERSION, CacheKey, ImportResult, WinnerCache, templates_hash
+from autoconv.cache.winners import EXPORT_FORMAT, SCHEMA_VERSION, CacheKey, ImportResult, WinnerCache
 from autoconv.errors import CacheError
+from autoconv.kernels.fingerprint import templates_hash
 from autoconv.problems.problem import parse_spec
 from tests.cache.entries import tuned_entry
 from tests.helpers import cache_entry as entry
