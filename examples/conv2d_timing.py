@@ -19,7 +19,8 @@ import sys
 import numpy
 
 import autoconv
-from autoconv.cache.winners import CacheKey, WinnerCache
+from autoconv.cache.entries import CacheKey
+from autoconv.cache.winners import WinnerCache
 from autoconv.gpu.device import read_device
 from autoconv.gpu.timing import buffer_sets_for, geometric_mean, time_calls
 from autoconv.problems.config import load_config

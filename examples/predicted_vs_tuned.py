@@ -21,7 +21,8 @@ import argparse
 import json
 import sys
 
-from autoconv.cache.winners import CacheKey, WinnerCache
+from autoconv.cache.entries import CacheKey
+from autoconv.cache.winners import WinnerCache
 from autoconv.gpu import CupyBackend
 from autoconv.gpu.device import read_device
 from autoconv.gpu.timing import geometric_mean

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from autoconv.backends.base import TrialResult
-from autoconv.cache.winners import CacheEntry
+from autoconv.cache.entries import CacheEntry
 from autoconv.errors import ProblemError
 from autoconv.formatting import format_params
 from autoconv.kernels.families import KernelPlan

@@ -75,8 +75,7 @@ from typing import Any, cast
 
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
-from autoconv.cache.winners import default_location as default_cache_location
-from autoconv.urls import is_url
+from autoconv.cache.location import default_location as default_cache_location
 from autoconv.errors import ConfigError, ProblemError, UsageError, quoted
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.problems.models import MODEL_PRESETS, NamedProblem, merge_identical
@@ -90,6 +89,7 @@ from autoconv.problems.problem import (
     parse_spec,
 )
 from autoconv.problems.yaml_nodes import INVALID, Invalid, NodeReader, is_int, is_null, value_of
+from autoconv.urls import is_url
 
 __all__ = ["Budget", "NamedProblem", "TuneConfig", "load_config", "load_config_text", "with_layout",
            "with_precision"]

@@ -34,9 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from autoconv.cache.entries import CacheEntry, CacheKey
+from autoconv.cache.location import default_location
 from autoconv.cache.neighbours import Neighbour, nearest_winners
 from autoconv.cache.sql import NoCache
-from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache, default_location
+from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError, CacheError
 from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, get_family
 from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT

@@ -36,8 +36,8 @@ from autoconv.backends.base import Backend
 from autoconv.cache.winners import WinnerCache
 from autoconv.problems.config import Budget, TuneConfig, load_config, with_layout, with_precision
 from autoconv.search.outcome import Reporter
-from autoconv.urls import is_url
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, DEFAULT_RANKED, Tuner
+from autoconv.urls import is_url
 
 
 def cache_location(cache: str | os.PathLike | None, storage: str, config: TuneConfig) -> str:

@@ -365,7 +365,7 @@ def test_bench_notes_a_missing_study_without_the_storage_password(postgres_datab
 
     from autoconv.backends.fake import FAKE_IDENTITY
     from autoconv.bench import benchmark
-    from autoconv.cache.winners import CacheEntry, CacheKey
+    from autoconv.cache.entries import CacheEntry, CacheKey
     from autoconv.kernels.limits import H100
     from autoconv.problems.config import load_config_text
     from autoconv.problems.problem import parse_spec

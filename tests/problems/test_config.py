@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autoconv.cache.winners import default_path as default_cache_path
+from autoconv.cache.location import default_path as default_cache_path
 from autoconv.commands.main import main
 from autoconv.errors import AutoconvError, ConfigError, ProblemError
 from autoconv.kernels.families import FAMILY_NAMES, get_family
