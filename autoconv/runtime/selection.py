@@ -338,9 +338,9 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
     and compare with the float64 reference at the problem's tolerance, as the tuner checks a
     candidate: None when the output is right, else why not. Outputs and workspace start as
     NaN, so an unwritten element fails."""
-    from autoconv.dtypes import buffer_values, output_buffer
     from autoconv.gpu.device import require_cupy
     from autoconv.gpu.worker import reference_and_tolerance, verification_inputs
+    from autoconv.problems.buffers import buffer_values, output_buffer
     from autoconv.verify.compare import POISON, check_result
 
     cupy = require_cupy()

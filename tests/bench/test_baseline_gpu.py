@@ -307,7 +307,8 @@ def test_cudnn_16bit_baseline_agrees_with_reference(case, precision, seed):
 
     from autoconv.bench.baseline import find_best_plan
     from autoconv.bench.cudnn import CudnnConv
-    from autoconv.dtypes import buffer_values, kernel_buffer, output_buffer, rounded
+    from autoconv.dtypes import rounded
+    from autoconv.problems.buffers import buffer_values, kernel_buffer, output_buffer
     from autoconv.verify.compare import check_result
     from autoconv.verify.reference import conv2d_reference, random_inputs
     from autoconv.verify.tolerance import tolerance
