@@ -28,10 +28,10 @@ from autoconv.cache.location import default_location
 from autoconv.cache.schema import SCHEMA_VERSION
 from autoconv.cache.winners import WinnerCache
 from autoconv.commands.main import main
+from autoconv.config.load import load_config_text
 from autoconv.errors import CacheError
 from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
-from autoconv.problems.config import load_config_text
 from autoconv.problems.problem import parse_spec
 from autoconv.runtime import api as runtime
 from autoconv.urls import is_url

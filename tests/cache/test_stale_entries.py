@@ -11,9 +11,9 @@ import pytest
 from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
 from autoconv.cache.entries import CacheEntry, CacheKey
 from autoconv.cache.winners import WinnerCache
+from autoconv.config.budget import Budget
 from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
-from autoconv.problems.config import Budget
 from autoconv.problems.problem import parse_spec
 from autoconv.runtime import api as runtime
 from autoconv.search.outcome import Reporter
