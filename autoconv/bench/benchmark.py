@@ -54,7 +54,7 @@ from autoconv.bench.baseline import (
 from autoconv.bench.cudnn import MODES_OF_PRECISION, STRICT, TF32, CudnnConv, cudnn_versions, import_cudnn, one_line
 from autoconv.bench.peak import dense_tensor_peak_tflops, measure_fp32_peak
 from autoconv.bench.results import CUDNN_MODES, SCHEMA_VERSION, geomeans, geomeans_by_precision
-from autoconv.cache.winners import CacheKey
+from autoconv.cache.entries import CacheKey
 from autoconv.errors import AutoconvError, BackendUnavailable, SearchSpaceError
 from autoconv.gpu.backend import CupyBackend
 from autoconv.gpu.compiler import compile_source

@@ -190,7 +190,7 @@ class ProblemBuffers:
     def _assemble(self, problem, seed: int, inputs: tuple, reference, tolerance: float, sets: list[dict]) -> None:
         import cupy
 
-        from autoconv.dtypes import output_buffer
+        from autoconv.problems.buffers import output_buffer
 
         self.problem = problem
         self.seed = seed
@@ -223,7 +223,7 @@ class ProblemBuffers:
         """The verification output's values, in the reference's (logical) layout."""
         import cupy
 
-        from autoconv.dtypes import buffer_values
+        from autoconv.problems.buffers import buffer_values
 
         return buffer_values(self.problem, self.y, cupy)
 
@@ -250,7 +250,7 @@ def verification_inputs(problem, seed: int) -> tuple:
     began a problem or its finals: results/h100/fortysecond.)"""
     import cupy
 
-    from autoconv.dtypes import kernel_buffer
+    from autoconv.problems.buffers import kernel_buffer
     from autoconv.verify.reference import random_inputs
 
     x, w, bias = random_inputs(problem, cupy.random.default_rng(seed), xp=cupy)
@@ -265,7 +265,7 @@ def reference_and_tolerance(problem, x, w, bias) -> tuple:
     kernels for the output's decoding before any candidate's time limit runs.)"""
     import cupy
 
-    from autoconv.dtypes import tensor_values
+    from autoconv.problems.buffers import tensor_values
     from autoconv.verify.reference import conv2d_reference
     from autoconv.verify.tolerance import tolerance
 
@@ -282,9 +282,9 @@ def timing_sets(problem, seed: int, l2_bytes: int, max_sets: int) -> list[dict]:
     made on the GPU), as many as exceed twice the L2 cache (:func:`autoconv.gpu.timing.buffer_sets_for`)."""
     import cupy
 
-    from autoconv.dtypes import output_buffer, random_buffer
     from autoconv.gpu.memory import timing_set_bytes
     from autoconv.gpu.timing import buffer_sets_for
+    from autoconv.problems.buffers import output_buffer, random_buffer
 
     per_set = timing_set_bytes(problem)  # (as the memory estimate counts them)
     generator = cupy.random.default_rng(seed + 1)
@@ -318,7 +318,7 @@ def _warm_verification(problem, l2_bytes: int) -> None:
     import cupy
     import numpy
 
-    from autoconv.dtypes import kernel_buffer
+    from autoconv.problems.buffers import kernel_buffer
     from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
 
     inputs = tuple(cupy.asarray(kernel_buffer(problem, name, numpy.ones(shape, dtype=numpy.float32)))

@@ -304,7 +304,7 @@ def test_study_history_from_a_tuned_study(tmp_path):
 
     from autoconv.backends.fake import FakeBackend
     from autoconv.bench.benchmark import StudyHistory
-    from autoconv.problems.config import Budget
+    from autoconv.config.budget import Budget
     from autoconv.problems.models import NamedProblem
     from autoconv.problems.problem import parse_spec
     from autoconv.search.storage import make_storage
@@ -365,9 +365,9 @@ def test_bench_notes_a_missing_study_without_the_storage_password(postgres_datab
 
     from autoconv.backends.fake import FAKE_IDENTITY
     from autoconv.bench import benchmark
-    from autoconv.cache.winners import CacheEntry, CacheKey
+    from autoconv.cache.entries import CacheEntry, CacheKey
+    from autoconv.config.load import load_config_text
     from autoconv.kernels.limits import H100
-    from autoconv.problems.config import load_config_text
     from autoconv.problems.problem import parse_spec
     from autoconv.search.session import TuneSession
 
@@ -422,8 +422,9 @@ def test_bench_names_problems_no_family_computes_before_tuning(monkeypatch, tmp_
     reason, instead of tuning it to no winner."""
     from autoconv.backends.fake import FAKE_IDENTITY
     from autoconv.bench import benchmark
+    from autoconv.config.load import load_config_text
+    from autoconv.config.tune_config import with_precision
     from autoconv.kernels.limits import H100
-    from autoconv.problems.config import load_config_text, with_precision
     from autoconv.problems.models import NamedProblem
     from autoconv.search.session import TuneSession
 
@@ -451,8 +452,8 @@ def test_bench_names_problems_whose_sizes_no_family_configuration_fits(monkeypat
     saying "run autoconv tune first", which cannot help."""
     from autoconv.backends.fake import FAKE_IDENTITY
     from autoconv.bench import benchmark
+    from autoconv.config.load import load_config_text
     from autoconv.kernels.limits import H100
-    from autoconv.problems.config import load_config_text
     from autoconv.search.session import TuneSession
 
     config = load_config_text(

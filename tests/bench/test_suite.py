@@ -13,8 +13,8 @@ from autoconv.bench import suite
 from autoconv.bench.results import ReportError
 from autoconv.bench.suite import HEADLINE, TABLE_BEGIN, TABLE_END, benchmark_config, gpu_folder_name, run_suite, select
 from autoconv.commands import main as cli
+from autoconv.config.load import load_config
 from autoconv.errors import AutoconvError, UsageError
-from autoconv.problems.config import load_config
 
 #: The folder names of ResNet-50 at batch 32 that the README and the record rely on.
 RESNET_NAMES = ("resnet50_n32_fp32", "resnet50_n32_tf32_nchw", "resnet50_n32_tf32_nhwc", "resnet50_n32_bf16_nhwc",

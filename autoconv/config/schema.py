@@ -1,4 +1,5 @@
-"""Tuning configs: a YAML file in, a checked, frozen :class:`TuneConfig` out.
+"""The config file's schema and its checks: a YAML document in, a checked, frozen
+:class:`~autoconv.config.tune_config.TuneConfig` out (:class:`ConfigReader`).
 
 The format (every key optional unless marked; see README "Config files")::
 
@@ -49,36 +50,33 @@ The format (every key optional unless marked; see README "Config files")::
 At least one problem (or model) is required. Model layers are named
 ``<prefix>.<layer>``, e.g. ``resnet50.layer1.0.conv1``. Problems that are identical
 (same sizes, strides, padding, ...) are tuned once: the first entry's name is kept,
-counts add up, and :attr:`TuneConfig.notes` says what was merged. Two different
+counts add up, and :attr:`~autoconv.config.tune_config.TuneConfig.notes` says what was merged. Two different
 problems with the same name are an error.
 
 The file is read with :func:`yaml.compose`, which builds a node tree and constructs
 nothing, so no tag in the file can run code; only plain YAML values are accepted
 (strings, integers, floats, booleans, null, lists, mappings; anchors, aliases and
-``<<`` merge keys work; :mod:`autoconv.problems.yaml_nodes`). Every error carries the
+``<<`` merge keys work; :mod:`autoconv.config.yaml_nodes`). Every error carries the
 file, the line and the key path, all errors are collected, and they are raised together
-as one :class:`ConfigError`.
+as one :class:`~autoconv.errors.ConfigError` (:func:`autoconv.config.load.load_config`).
 """
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import math
 import os
 import re
-import stat
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
-from autoconv.cache.winners import default_location as default_cache_location
-from autoconv.errors import ConfigError, ProblemError, UsageError, quoted
+from autoconv.cache.location import default_location as default_cache_location
+from autoconv.config.budget import BUDGET_RULES, Budget
+from autoconv.config.tune_config import DEFAULT_RESULTS, DEFAULT_STORAGE, DEFAULT_WORKSPACE_LIMIT_MB, TuneConfig
+from autoconv.config.yaml_nodes import INVALID, Invalid, NodeReader, is_int, is_null, value_of
+from autoconv.errors import ProblemError, quoted
 from autoconv.kernels.families import FAMILY_NAMES, get_family
-from autoconv.problems.models import MODEL_PRESETS, NamedProblem, merge_identical
+from autoconv.problems.models import MODEL_PRESETS, NamedProblem
 from autoconv.problems.problem import (
     LAYOUTS,
     PRECISIONS,
@@ -88,18 +86,7 @@ from autoconv.problems.problem import (
     make_problem,
     parse_spec,
 )
-from autoconv.problems.yaml_nodes import INVALID, Invalid, NodeReader, is_int, is_null, value_of
 from autoconv.urls import is_url
-
-__all__ = ["Budget", "NamedProblem", "TuneConfig", "load_config", "load_config_text", "with_layout",
-           "with_precision"]
-
-DEFAULT_STORAGE = ".autoconv/studies.journal"
-DEFAULT_RESULTS = "results"
-DEFAULT_WORKSPACE_LIMIT_MB = 1024
-DEFAULT_TRIALS = 50
-#: Largest config file read (checked before reading; a real one is a few KiB).
-CONFIG_MAX_BYTES = 1024 * 1024
 
 #: Problem names end up in study names and file names: keep them to safe characters.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
@@ -113,186 +100,7 @@ BUDGET_KEYS = ("trials", "seconds", "patience")
 
 
 
-# ---- the rules numeric settings follow, in a config file and on the command line --------
-
-def count_problem(value) -> str | None:
-    """Why ``value`` is not a count >= 1 (trials, patience, --per-family, --jobs), or None."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return "expected an integer"
-    return "must be >= 1" if value < 1 else None
-
-
-def seconds_problem(value) -> str | None:
-    """Why ``value`` is not a finite number of seconds > 0, or None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return "expected a number of seconds"
-    return "must be > 0" if value <= 0 else None
-
-
-#: The rule of each budget field; :class:`Budget`, the config reader and the command line's
-#: ``--trials``, ``--seconds`` and ``--patience`` all check with these.
-BUDGET_RULES: dict[str, Callable[[object], str | None]] = {
-    "trials": count_problem, "seconds": seconds_problem, "patience": count_problem}
-
-
-def argument_type(rule: Callable[[object], str | None], parse: Callable[[str], object] = int):
-    """An argparse ``type=`` that parses the text and checks it with ``rule``: a bad value
-    exits with status 2 and ``argument --flag: <why>, got '<text>'``."""
-    def convert(text: str):
-        try:
-            value = parse(text)
-        except ValueError:
-            value = text
-        reason = rule(value)
-        if reason:
-            raise argparse.ArgumentTypeError(f"{reason}, got {quoted(text)}")
-        return value
-    convert.__name__ = "number"  # (argparse names the type in some messages)
-    return convert
-
-
-@dataclass(frozen=True)
-class Budget:
-    """How long to tune each problem: stop at whichever limit comes first.
-
-    Raises:
-        UsageError: a field breaks its rule (:data:`BUDGET_RULES`), e.g. ``trials=0``.
-    """
-
-    trials: int | None = DEFAULT_TRIALS  # valid trials that ran
-    seconds: float | None = None  # wall time
-    patience: int | None = None  # trials without a significant improvement before giving up
-
-    def __post_init__(self) -> None:
-        for name, rule in BUDGET_RULES.items():
-            value = getattr(self, name)
-            reason = None if value is None else rule(value)
-            if reason:
-                raise UsageError(name, value, reason)
-
-    def describe(self) -> str:
-        parts = []
-        if self.trials is not None:
-            parts.append(f"{self.trials} trials")
-        if self.seconds is not None:
-            parts.append(f"{self.seconds:g} s")
-        if self.patience is not None:
-            parts.append(f"patience {self.patience}")
-        return ", ".join(parts)
-
-
-@dataclass(frozen=True)
-class TuneConfig:
-    """A checked tuning config. Paths are absolute (resolved against the config's folder)."""
-
-    origin: str  # the file it came from, as given
-    problems: tuple[NamedProblem, ...]
-    families: tuple[str, ...]
-    budget: Budget = Budget()
-    seed: int = 0
-    cache: Path | str = field(default_factory=default_cache_location)  # a file, or a SQLAlchemy URL
-    storage: str = DEFAULT_STORAGE  # absolute journal-file path, or a SQLAlchemy URL
-    results: Path = Path(DEFAULT_RESULTS)
-    device: int = 0
-    workspace_limit_mb: int = DEFAULT_WORKSPACE_LIMIT_MB
-    notes: tuple[str, ...] = field(default=(), compare=False)  # e.g. merged duplicates
-    cache_given: bool = False  # the config has a `cache:` key (else `cache` is the default)
-
-    @property
-    def workspace_limit_bytes(self) -> int:
-        return self.workspace_limit_mb * 1024 * 1024
-
-    @property
-    def storage_is_url(self) -> bool:
-        return "://" in self.storage
-
-    @property
-    def total_flops(self) -> int:
-        """FLOPs of one pass over every layer instance (problems weighted by count)."""
-        return sum(item.problem.flops * item.count for item in self.problems)
-
-
-def with_precision(config: TuneConfig, precision: str) -> TuneConfig:
-    """``config`` with every problem in ``precision`` (the command line's ``--precision``);
-    problems that become identical are tuned once, their counts added (as in a config).
-
-    Raises:
-        UsageError: ``precision`` is not one of :data:`~autoconv.problems.problem.PRECISIONS`.
-    """
-    if precision not in PRECISIONS:
-        raise UsageError("--precision", precision, f"use one of {', '.join(PRECISIONS)}")
-    return dataclasses.replace(config, problems=merge_identical(
-        NamedProblem(item.name, item.problem.in_precision(precision), item.count) for item in config.problems))
-
-
-def with_layout(config: TuneConfig, layout: str) -> TuneConfig:
-    """``config`` with every problem in ``layout`` (the command line's ``--layout``).
-
-    Raises:
-        UsageError: ``layout`` is not one of :data:`~autoconv.problems.problem.LAYOUTS`.
-    """
-    if layout.upper() not in LAYOUTS:
-        raise UsageError("--layout", layout, f"use one of {', '.join(LAYOUTS)}")
-    return dataclasses.replace(config, problems=merge_identical(
-        NamedProblem(item.name, item.problem.with_(layout=layout.upper()), item.count) for item in config.problems))
-
-
-def load_config(path: str | os.PathLike) -> TuneConfig:
-    """Read and check a config file.
-
-    Raises:
-        ConfigError: every problem found, each as ``file:line: key.path: message``
-            (or ``file: message`` when the file cannot be read).
-    """
-    path = Path(path)
-    shown = str(path) if len(str(path)) <= 200 else quoted(str(path), 200)
-    try:
-        # O_NONBLOCK: opening a FIFO would otherwise wait for a writer (regular files ignore it).
-        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
-            # Before reading: a FIFO, a device (/dev/zero) or a huge file would be read
-            # without end; a config is a few kilobytes.
-            info = os.fstat(handle.fileno())
-            if stat.S_ISDIR(info.st_mode):
-                raise ConfigError([f"{shown}: is a directory, expected a YAML file"])
-            if not stat.S_ISREG(info.st_mode):
-                raise ConfigError([f"{shown}: not a regular file (a device, pipe or socket); "
-                                   "expected a YAML file"])
-            if info.st_size > CONFIG_MAX_BYTES:
-                raise ConfigError([f"{shown}: {info.st_size} bytes; a config has at most "
-                                   f"{CONFIG_MAX_BYTES} bytes ({CONFIG_MAX_BYTES // 1024} KiB)"])
-            data = handle.read(CONFIG_MAX_BYTES + 1)  # (it may have grown meanwhile)
-    except FileNotFoundError:
-        raise ConfigError([f"{shown}: no such file"]) from None
-    except IsADirectoryError:
-        raise ConfigError([f"{shown}: is a directory, expected a YAML file"]) from None
-    except OSError as err:
-        raise ConfigError([f"{shown}: cannot read: {err.strerror or err}"]) from None
-    if len(data) > CONFIG_MAX_BYTES:
-        raise ConfigError([f"{shown}: more than {CONFIG_MAX_BYTES} bytes; a config has at most "
-                           f"{CONFIG_MAX_BYTES // 1024} KiB"])
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ConfigError([f"{shown}: not UTF-8 text ({err.reason} at byte {err.start})"]) from None
-    return load_config_text(text, str(path), base_dir=path.resolve().parent)
-
-
-def load_config_text(text: str, origin: str = "<config>",
-                     base_dir: str | Path | None = None) -> TuneConfig:
-    """Check config ``text``; ``origin`` names it in errors, relative paths are
-    resolved against ``base_dir`` (default: the current directory).
-
-    Raises:
-        ConfigError: as :func:`load_config`.
-    """
-    reader = _ConfigReader(origin, Path(base_dir) if base_dir is not None else Path.cwd())
-    config = reader.read(text)
-    if reader.errors or config is None:
-        raise ConfigError(reader.sorted_errors())
-    return config
-
-
-class _ConfigReader(NodeReader):
+class ConfigReader(NodeReader):
     """Walks the composed node tree along the config's schema, collecting located errors."""
 
     top_keys = TOP_KEYS

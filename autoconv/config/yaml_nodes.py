@@ -1,5 +1,5 @@
 """Reading a YAML document as a node tree, with every error located: the half of the
-config reader (:mod:`autoconv.problems.config`) that knows YAML but not the schema.
+config reader (:mod:`autoconv.config.schema`) that knows YAML but not the schema.
 
 The document is composed with :func:`yaml.compose`, which builds nodes and constructs
 nothing, so no tag in the file can run code; only plain YAML values are accepted

@@ -8,8 +8,9 @@ import math
 import pytest
 
 from autoconv.commands.main import build_parser, main
+from autoconv.config.budget import BUDGET_RULES, Budget
+from autoconv.config.load import load_config_text
 from autoconv.errors import ConfigError, UsageError
-from autoconv.problems.config import BUDGET_RULES, Budget, load_config_text
 from tests.helpers import REPO
 
 QUICKSTART = REPO / "examples" / "quickstart.yaml"
