@@ -7,8 +7,9 @@ journal, winners' cache, CuPy, CUDA and cubin caches, in a temporary folder. Thr
 then run one after the other:
 
 1. ``autoconv tune`` writes ``tune.json`` (``wall_s``: how long tuning took);
-2. ``autoconv bench --no-tune`` writes ``results.json`` (each winner against cuDNN's best plan in
-   the same precision and layout, and PyTorch's ``F.conv2d``, alternating in one process);
+2. ``autoconv bench --no-tune --no-trials`` writes ``results.json`` (each winner against cuDNN's
+   best plan in the same precision and layout, and PyTorch's ``F.conv2d``, alternating in one
+   process; the tuning history stays out of the record);
 3. ``autoconv report`` writes ``report.md``, ``results.csv`` and the plots;
 
 and the suite writes ``env.json`` (GPU, driver, CUDA, cuDNN, PyTorch, commit, the commands).
@@ -52,7 +53,7 @@ TABLE_END = "<!-- headline-table:end -->"
 
 #: The files of a benchmark's folder that the suite (through tune, bench and report) writes.
 BENCHMARK_FILES = ("env.json", "tune.json", "results.json", "results.csv", "report.md",
-                   "speedup.png", "tflops.png", "convergence.png", "families.png")
+                   "speedup.png", "tflops.png", "families.png")
 
 #: What ``env.json`` says it is: how the suite knows a folder as its own.
 SUITE_MARK = "autoconv bench --suite"
@@ -234,7 +235,8 @@ def run_benchmark(benchmark: Benchmark, folder: Path, *, command: str, runner: S
         config = benchmark_config(benchmark, work, folder)
         env = fresh_environment(work, os.environ)
         steps = {"tune": [python, "-m", "autoconv", "tune", str(config)],
-                 "bench": [python, "-m", "autoconv", "bench", str(config), "--no-tune", "--out", str(results_path)],
+                 "bench": [python, "-m", "autoconv", "bench", str(config), "--no-tune", "--no-trials", "--out",
+                           str(results_path)],
                  "report": [python, "-m", "autoconv", "report", "--results", str(results_path), "--out", str(folder)]}
         status, log_tail = "ok", None
         for step, argv in steps.items():

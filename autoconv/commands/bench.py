@@ -25,6 +25,7 @@ from autoconv.bench.results import (
     precision_of,
     results_target_problem,
     speedup,
+    without_trials,
     write_results,
 )
 from autoconv.bench.suite import CHECKOUT_ROOT, TABLE_BEGIN, gpu_folder_name, run_suite, select
@@ -60,6 +61,9 @@ def add_parser(commands) -> None:
     bench.add_argument("--samples", type=int, default=7, metavar="S",
                        help="timed CUDA-graph replays per measurement (default 7)")
     bench.add_argument("--no-torch", action="store_true", help="leave out the PyTorch column")
+    bench.add_argument("--no-trials", action="store_true",
+                       help="leave each problem's tuning history (its trials) out of the results JSON: a file a "
+                            "quarter the size, and no convergence plot in the report (the suite's record)")
     bench.add_argument("--precision", choices=PRECISIONS,
                        help="measure every problem in this precision (fp32, tf32, bf16 or fp16; default: the "
                             "config's)")
@@ -76,19 +80,21 @@ def run(args: argparse.Namespace) -> int:
                              device=0, argv=sys.argv[1:])
     if args.config is None:
         raise UsageError("config", None, "give a config file (e.g. examples/resnet50.yaml), or --suite headline")
+    if args.no_trials and args.suite is not None:
+        raise UsageError("--no-trials", True, "the suite leaves the trials out already")
     for flag in ("only", "resume", "readme"):
         if getattr(args, flag):
             raise UsageError(f"--{flag}", getattr(args, flag), "goes with --suite only")
     return bench_command(args.config, tune=not args.no_tune, out=args.out, rounds=args.rounds,
                          samples=args.samples, torch=not args.no_torch, argv=sys.argv[1:],
-                         precision=args.precision, layout=args.layout)
+                         precision=args.precision, layout=args.layout, trials=not args.no_trials)
 
 
 def bench_command(config_path: str, *, tune: bool = True, out: str | None = None, rounds: int = 3,
                   samples: int = 7, torch: bool = True, argv: Sequence[str] | None = None,
-                  precision: str | None = None, layout: str | None = None) -> int:
+                  precision: str | None = None, layout: str | None = None, trials: bool = True) -> int:
     """Measure (tuning what the session's cache lacks unless ``tune`` is False), write the
-    results JSON, print the table."""
+    results JSON (without the tuning history unless ``trials``), print the table."""
     if rounds < 1 or samples < 1:
         raise AutoconvError(f"--rounds and --samples must be >= 1 (got {rounds} and {samples})")
     session = TuneSession.load(config_path, precision=precision, layout=layout)
@@ -99,7 +105,7 @@ def bench_command(config_path: str, *, tune: bool = True, out: str | None = None
     command = "autoconv " + shlex.join(argv if argv is not None else ["bench", config_path])
     results = run_bench(session, tune=tune, rounds=rounds, samples=samples, torch=torch,
                         command=command, log=print)
-    write_results(results, path)
+    write_results(results if trials else without_trials(results), path)
     print()
     print(format_table(results))
     print(f"\nwrote {path}; the report: autoconv report --results {path}")
