@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoconv.problems.config import load_config
+from autoconv.config.load import load_config
 from autoconv.search.dry_run import sample_plans
 
 

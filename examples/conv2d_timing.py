@@ -19,10 +19,11 @@ import sys
 import numpy
 
 import autoconv
-from autoconv.cache.winners import CacheKey, WinnerCache
+from autoconv.cache.entries import CacheKey
+from autoconv.cache.winners import WinnerCache
+from autoconv.config.load import load_config
 from autoconv.gpu.device import read_device
 from autoconv.gpu.timing import buffer_sets_for, geometric_mean, time_calls
-from autoconv.problems.config import load_config
 from autoconv.runtime.api import cache_path
 from autoconv.verify.compare import check_result
 from autoconv.verify.reference import conv2d_reference, random_inputs

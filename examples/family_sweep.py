@@ -28,11 +28,11 @@ import time
 
 from autoconv.bench.baseline import find_best_plan
 from autoconv.bench.results import CUDNN_MODES
+from autoconv.config.load import load_config
 from autoconv.errors import SearchSpaceError
 from autoconv.gpu import CupyBackend
 from autoconv.gpu.timing import geometric_mean
 from autoconv.kernels.families import get_family
-from autoconv.problems.config import load_config
 
 
 def parse_args(argv):

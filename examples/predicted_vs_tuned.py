@@ -21,12 +21,13 @@ import argparse
 import json
 import sys
 
-from autoconv.cache.winners import CacheKey, WinnerCache
+from autoconv.cache.entries import CacheKey
+from autoconv.cache.winners import WinnerCache
+from autoconv.config.load import load_config
 from autoconv.gpu import CupyBackend
 from autoconv.gpu.device import read_device
 from autoconv.gpu.timing import geometric_mean
 from autoconv.kernels.families import get_family
-from autoconv.problems.config import load_config
 from autoconv.runtime.selection import FALLBACK_FAMILY, predicted_plan
 
 

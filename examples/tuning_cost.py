@@ -36,8 +36,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from autoconv.config.load import load_config
 from autoconv.gpu.timing import geometric_mean
-from autoconv.problems.config import load_config
 
 
 def parse_args(argv):

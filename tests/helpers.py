@@ -20,7 +20,8 @@ import pytest
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 
-from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
+from autoconv.cache.entries import CacheEntry, CacheKey
+from autoconv.cache.winners import WinnerCache
 from autoconv.commands.main import main
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec

@@ -133,7 +133,7 @@ class BaselineResult:
 
 class OperandSets:
     """Independent input/output buffer sets on the GPU, together larger than twice the L2,
-    as the kernels take them (the problem's layout and element types: :mod:`autoconv.dtypes`).
+    as the kernels take them (the problem's layout and element types: :mod:`autoconv.problems.buffers`).
 
     Set 0 holds ``inputs`` (host float32 values, logical layouts, from
     :func:`autoconv.verify.reference.random_inputs`) and is the one outputs are checked on; the
@@ -144,8 +144,8 @@ class OperandSets:
                  max_sets: int = 256):
         import cupy
 
-        from autoconv.dtypes import kernel_buffer, output_buffer, random_buffer
         from autoconv.gpu.memory import timing_set_bytes
+        from autoconv.problems.buffers import kernel_buffer, output_buffer, random_buffer
 
         self.problem = problem
         self.count = buffer_sets_for(timing_set_bytes(problem), l2_bytes, max_sets)
@@ -194,7 +194,7 @@ class OperandSets:
         (a view where the buffer already is one)."""
         import cupy
 
-        from autoconv.dtypes import tensor_values
+        from autoconv.problems.buffers import tensor_values
 
         buffer = {"x": self.x, "w": self.w, "bias": self.bias, "y": self.y}[name]
         assert buffer is not None  # (bias only where the problem has one)

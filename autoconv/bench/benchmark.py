@@ -53,7 +53,7 @@ from autoconv.bench.baseline import (
 )
 from autoconv.bench.peak import dense_tensor_peak_tflops, measure_fp32_peak
 from autoconv.bench.results import CUDNN_MODES, SCHEMA_VERSION, geomeans, geomeans_by_precision
-from autoconv.cache.winners import CacheKey
+from autoconv.cache.entries import CacheKey
 from autoconv.errors import AutoconvError, BackendUnavailable, SearchSpaceError
 from autoconv.gpu.backend import CupyBackend
 from autoconv.gpu.compiler import compile_source
@@ -135,9 +135,12 @@ def _driver_version() -> str | None:
 
 
 def _git_state() -> tuple[str | None, bool | None]:
-    """The commit autoconv runs from and whether its tree has uncommitted changes, when it
-    runs from a git checkout; else ``$AUTOCONV_GIT_COMMIT`` (for a copy of the tree without
-    its .git, e.g. on a remote GPU machine) with the dirty flag unknown."""
+    """The commit autoconv runs from and whether its tree has uncommitted changes:
+    ``$AUTOCONV_GIT_COMMIT`` when set (a copy of the tree on a remote GPU machine, whose own .git
+    may be missing or stale), the dirty flag then unknown; else the git checkout's."""
+    given = os.environ.get("AUTOCONV_GIT_COMMIT", "").strip()
+    if given:
+        return given, None
     root = Path(__file__).resolve().parents[2]
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
@@ -145,7 +148,7 @@ def _git_state() -> tuple[str | None, bool | None]:
         status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
                                 capture_output=True, text=True, timeout=20, check=True).stdout
     except (OSError, subprocess.SubprocessError):
-        return os.environ.get("AUTOCONV_GIT_COMMIT") or None, None
+        return None, None
     return commit or None, bool(status.strip())
 
 

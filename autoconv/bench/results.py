@@ -135,6 +135,12 @@ def write_results(results: Mapping[str, Any], path: str | os.PathLike) -> Path:
         raise ReportError(f"cannot write the results to {target}: {err.strerror or err}") from None
 
 
+def without_trials(results: Mapping[str, Any]) -> dict[str, Any]:
+    """``results`` with each problem's tuning history (``trials``) emptied: the measurements
+    alone (``autoconv bench --no-trials``)."""
+    return {**results, "problems": [{**problem, "trials": []} for problem in results["problems"]]}
+
+
 # ---- numbers -----------------------------------------------------------------------------------
 
 def is_positive(value: object) -> TypeGuard[float]:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from autoconv.cache.winners import CacheEntry
+from autoconv.cache.entries import CacheEntry
 from autoconv.errors import ProblemError
 from autoconv.problems.problem import ConvProblem, parse_spec
 

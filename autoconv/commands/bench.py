@@ -1,6 +1,10 @@
 """``autoconv bench CONFIG``: each problem's cached winner against cuDNN and PyTorch
 (:mod:`autoconv.bench.benchmark` measures), the results JSON written
-(:func:`autoconv.bench.results.write_results`) and the table printed."""
+(:func:`autoconv.bench.results.write_results`) and the table printed.
+
+``autoconv bench --suite headline``: every headline benchmark tuned from an empty cache and
+measured, written as ``results/<gpu>/<benchmark>/`` with the README's table
+(:mod:`autoconv.bench.suite`)."""
 
 from __future__ import annotations
 
@@ -21,9 +25,11 @@ from autoconv.bench.results import (
     precision_of,
     results_target_problem,
     speedup,
+    without_trials,
     write_results,
 )
-from autoconv.errors import AutoconvError
+from autoconv.bench.suite import CHECKOUT_ROOT, TABLE_BEGIN, gpu_folder_name, run_suite, select
+from autoconv.errors import AutoconvError, UsageError
 from autoconv.problems.problem import LAYOUTS, PRECISIONS
 from autoconv.search.session import TuneSession
 
@@ -32,17 +38,32 @@ def add_parser(commands) -> None:
     bench = commands.add_parser(
         "bench", help="time each problem's cached winner against cuDNN in the same precision (and the other "
                       "mode) and PyTorch")
-    bench.add_argument("config", help="a YAML config, e.g. examples/resnet50.yaml")
+    bench.add_argument("config", nargs="?", help="a YAML config, e.g. examples/resnet50.yaml (or --suite)")
+    bench.add_argument("--suite", metavar="NAME",
+                       help="instead of a config: run a benchmark suite (`headline`) from empty caches, each "
+                            "benchmark tuned, measured and reported into OUT/<gpu>/<benchmark>/ (OUT: --out, "
+                            "default results), and the table written to OUT/<gpu>/README.md and between the "
+                            "headline-table markers of --readme")
+    bench.add_argument("--only", metavar="NAME[,NAME...]",
+                       help="with --suite: run only these benchmarks (the table still lists every one)")
+    bench.add_argument("--resume", action="store_true",
+                       help="with --suite: keep the benchmarks an earlier suite run completed in OUT")
+    bench.add_argument("--readme", metavar="FILE",
+                       help="with --suite: the README whose headline table is rewritten (default: README.md "
+                            "of the checkout, if it has the markers)")
     bench.add_argument("--no-tune", action="store_true",
                        help="refuse to tune: a problem without a cached winner is an error")
     bench.add_argument("--out", metavar="FILE",
                        help="where to write the results JSON (default: results.json in the config's "
-                            "results folder)")
+                            "results folder); with --suite, the results folder (default: results)")
     bench.add_argument("--rounds", type=int, default=3, metavar="R",
                        help="alternating autoconv/cuDNN measurement rounds per problem (default 3)")
     bench.add_argument("--samples", type=int, default=7, metavar="S",
                        help="timed CUDA-graph replays per measurement (default 7)")
     bench.add_argument("--no-torch", action="store_true", help="leave out the PyTorch column")
+    bench.add_argument("--no-trials", action="store_true",
+                       help="leave each problem's tuning history (its trials) out of the results JSON: a file a "
+                            "quarter the size, and no convergence plot in the report (the suite's record)")
     bench.add_argument("--precision", choices=PRECISIONS,
                        help="measure every problem in this precision (fp32, tf32, bf16 or fp16; default: the "
                             "config's)")
@@ -52,16 +73,28 @@ def add_parser(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.suite is not None:
+        if args.config is not None:
+            raise UsageError("config", args.config, "give either a config or --suite, not both")
+        return suite_command(args.suite, only=args.only, out=args.out, resume=args.resume, readme=args.readme,
+                             device=0, argv=sys.argv[1:])
+    if args.config is None:
+        raise UsageError("config", None, "give a config file (e.g. examples/resnet50.yaml), or --suite headline")
+    if args.no_trials and args.suite is not None:
+        raise UsageError("--no-trials", True, "the suite leaves the trials out already")
+    for flag in ("only", "resume", "readme"):
+        if getattr(args, flag):
+            raise UsageError(f"--{flag}", getattr(args, flag), "goes with --suite only")
     return bench_command(args.config, tune=not args.no_tune, out=args.out, rounds=args.rounds,
                          samples=args.samples, torch=not args.no_torch, argv=sys.argv[1:],
-                         precision=args.precision, layout=args.layout)
+                         precision=args.precision, layout=args.layout, trials=not args.no_trials)
 
 
 def bench_command(config_path: str, *, tune: bool = True, out: str | None = None, rounds: int = 3,
                   samples: int = 7, torch: bool = True, argv: Sequence[str] | None = None,
-                  precision: str | None = None, layout: str | None = None) -> int:
+                  precision: str | None = None, layout: str | None = None, trials: bool = True) -> int:
     """Measure (tuning what the session's cache lacks unless ``tune`` is False), write the
-    results JSON, print the table."""
+    results JSON (without the tuning history unless ``trials``), print the table."""
     if rounds < 1 or samples < 1:
         raise AutoconvError(f"--rounds and --samples must be >= 1 (got {rounds} and {samples})")
     session = TuneSession.load(config_path, precision=precision, layout=layout)
@@ -72,11 +105,39 @@ def bench_command(config_path: str, *, tune: bool = True, out: str | None = None
     command = "autoconv " + shlex.join(argv if argv is not None else ["bench", config_path])
     results = run_bench(session, tune=tune, rounds=rounds, samples=samples, torch=torch,
                         command=command, log=print)
-    write_results(results, path)
+    write_results(results if trials else without_trials(results), path)
     print()
     print(format_table(results))
     print(f"\nwrote {path}; the report: autoconv report --results {path}")
     return 0
+
+
+def suite_command(suite: str, *, only: str | None = None, out: str | None = None, resume: bool = False,
+                  readme: str | None = None, device: int = 0, argv: Sequence[str] | None = None) -> int:
+    """Run a suite (:mod:`autoconv.bench.suite`) on CUDA device ``device``; 0 when every
+    benchmark completed, 1 otherwise."""
+    from autoconv.gpu.device import read_device  # (a GPU machine's command: CuPy only here)
+
+    names = [name.strip() for name in (only or "").split(",") if name.strip()]
+    benchmarks = select(suite, names or None)
+    readme_path = Path(readme) if readme else _default_readme()
+    _, identity = read_device(device)
+    gpu_root = Path(out or "results") / gpu_folder_name(identity.gpu_name)
+    command = "autoconv " + shlex.join(argv if argv is not None else ["bench", "--suite", suite])
+    outcomes = run_suite(benchmarks, gpu_root, command=command, resume=resume, readme=readme_path)
+    for outcome in outcomes:
+        print(f"{outcome.benchmark.name}: {outcome.status}")
+    print(f"wrote {gpu_root}/README.md" + (f" and the table in {readme_path}" if readme_path else ""))
+    return 0 if all(o.status in ("ok", "kept") for o in outcomes) else 1
+
+
+def _default_readme() -> Path | None:
+    """The checkout's README.md when it has the table's markers, else None."""
+    path = CHECKOUT_ROOT / "README.md"
+    try:
+        return path if TABLE_BEGIN in path.read_text(encoding="utf-8") else None
+    except OSError:
+        return None
 
 
 # ---- the table ---------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from autoconv.cache.location import default_location
 from autoconv.cache.sql import NoCache
-from autoconv.cache.winners import WinnerCache, default_location
+from autoconv.cache.winners import WinnerCache
 from autoconv.commands.console import shown, stdout_console
 from autoconv.errors import AutoconvError, CacheError
 from autoconv.urls import is_url

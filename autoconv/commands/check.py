@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from autoconv.commands.console import shown
+from autoconv.config.load import load_config
 from autoconv.errors import ConfigError
-from autoconv.problems.config import load_config
 from autoconv.search.session import TuneSession
 
 

@@ -16,11 +16,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from autoconv.backends.base import TrialResult
-from autoconv.cache.winners import CacheEntry
+from autoconv.cache.entries import CacheEntry
+from autoconv.config.budget import Budget
 from autoconv.errors import ProblemError
 from autoconv.formatting import format_params
 from autoconv.kernels.families import KernelPlan
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.dry_run import DryRunResult

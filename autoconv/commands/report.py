@@ -11,6 +11,8 @@ from pathlib import Path
 
 from autoconv.bench.report import BASELINE_LABELS, write_report
 from autoconv.bench.results import geomeans_by_precision, load_results
+from autoconv.bench.suite import SUITES, readme_table_span, write_tables
+from autoconv.errors import UsageError
 
 
 def add_parser(commands) -> None:
@@ -22,10 +24,27 @@ def add_parser(commands) -> None:
                         help="folder to write the report into (default: the results file's folder)")
     report.add_argument("--no-plots", action="store_true",
                         help="tables only (no matplotlib needed)")
+    report.add_argument("--suite", metavar="NAME",
+                        help="instead of --results: write a suite's tables again from its results folder (--out, "
+                             "e.g. results/h200), into its README.md and between the headline-table markers of "
+                             "--readme (what `autoconv bench --suite` writes at its end; no GPU needed)")
+    report.add_argument("--readme", metavar="FILE", help="with --suite: the README whose headline table is rewritten")
     report.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.suite is not None:
+        if args.out is None:
+            raise UsageError("--out", None, "with --suite, name the suite's results folder, e.g. results/h200")
+        if not Path(args.out).is_dir():
+            raise UsageError("--out", args.out, "not a folder; name the suite's results folder, e.g. results/h200")
+        if args.suite not in SUITES:
+            raise UsageError("--suite", args.suite, f"no such suite; known: {', '.join(SUITES)}")
+        if args.readme is not None:
+            readme_table_span(Path(args.readme))
+        write_tables(Path(args.out), readme=Path(args.readme) if args.readme else None, suite=args.suite)
+        print(f"wrote {Path(args.out) / 'README.md'}" + (f" and the table in {args.readme}" if args.readme else ""))
+        return 0
     return report_command(args.results, args.out, plots=not args.no_plots, argv=sys.argv[1:])
 
 

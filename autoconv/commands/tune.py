@@ -28,9 +28,9 @@ from autoconv.commands.console import (
     stdout_console,
     summary_table,
 )
+from autoconv.config.budget import BUDGET_RULES, argument_type, count_problem
 from autoconv.errors import AutoconvError, BackendUnavailable, UsageError
 from autoconv.files import path_problem, write_atomically, write_problem
-from autoconv.problems.config import BUDGET_RULES, argument_type, count_problem
 from autoconv.problems.problem import LAYOUTS, PRECISIONS
 from autoconv.search.dry_run import dry_run
 from autoconv.search.fleet import default_workers_per_gpu, parse_gpus, tune_on_gpus

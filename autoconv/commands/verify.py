@@ -13,6 +13,7 @@ from typing import TextIO
 
 from autoconv.backends.base import Status
 from autoconv.commands.options import add_problem_arg
+from autoconv.config.budget import argument_type, count_problem, seconds_problem
 from autoconv.emulator.check import (
     DEFAULT_MAX_SECONDS,
     LABELS,
@@ -25,7 +26,6 @@ from autoconv.emulator.check import (
 )
 from autoconv.errors import AutoconvError
 from autoconv.kernels.families import all_families, get_family
-from autoconv.problems.config import argument_type, count_problem, seconds_problem
 from autoconv.problems.problem import parse_spec
 
 

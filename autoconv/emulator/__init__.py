@@ -29,14 +29,14 @@ Typical use::
 Buffers reach the kernels as raw bytes (each launch argument is a pointer to its buffer's
 data, typed by the kernel's own signature), so a 16-bit problem's kernels read their
 ``const unsigned short*`` bit patterns and write an ``unsigned short*`` or ``float*`` output
-as on the GPU; :mod:`autoconv.dtypes` makes and reads those buffers.
+as on the GPU; :mod:`autoconv.problems.buffers` makes and reads those buffers.
 """
 
 from __future__ import annotations
 
 import numpy
 
-from autoconv.dtypes import buffer_values, holds_exactly, kernel_buffer, output_buffer, tensor_values
+from autoconv.dtypes import holds_exactly
 from autoconv.emulator.build import MAX_SHARED_BYTES, cache_dir, compile_program
 from autoconv.emulator.errors import (
     EmulatedKernelFault,
@@ -46,6 +46,7 @@ from autoconv.emulator.errors import (
     EmulatorUnavailable,
 )
 from autoconv.emulator.program import EmulatedProgram, default_workers
+from autoconv.problems.buffers import buffer_values, kernel_buffer, output_buffer, tensor_values
 from autoconv.verify.compare import POISON
 
 
@@ -54,7 +55,7 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
     """Execute a :class:`~autoconv.kernels.families.KernelPlan` on the CPU and return ``y``.
 
     Runs the plan's launches in order, as a GPU backend does, on the inputs as the kernels
-    take them (:func:`autoconv.dtypes.kernel_buffer`: the problem's layout and element type);
+    take them (:func:`autoconv.problems.buffers.kernel_buffer`: the problem's layout and element type);
     ``y`` and the workspace start filled with NaN (:data:`autoconv.verify.compare.POISON`),
     so elements no kernel writes come back NaN. The plan's ``tensor_maps`` (if it has any) are
     passed in the emulator's encoding, each describing its buffer, and its ``constants`` (the
@@ -65,7 +66,7 @@ def emulate_plan(plan, x, w, bias=None, *, workers: int | None = None,
         x, w: input and weights, logical (NCHW, KCRS) values of ``plan.problem``'s shapes
             (a 16-bit problem's must be numbers of its format: :func:`autoconv.dtypes.rounded`),
             or a 16-bit problem's buffers as its kernels take them (uint16 bit patterns in
-            the problem's layout, :func:`autoconv.dtypes.kernel_buffer`).
+            the problem's layout, :func:`autoconv.problems.buffers.kernel_buffer`).
         bias: ``(K,)`` values (or bit patterns), exactly when ``plan.problem.bias``.
         workers: OS threads running blocks (default :func:`default_workers`).
         timeout: seconds before the program is stopped (default 300).

@@ -193,7 +193,7 @@ class ProblemBuffers:
     def _assemble(self, problem, seed: int, inputs: tuple, reference, tolerance: float, sets: list[dict]) -> None:
         import cupy
 
-        from autoconv.dtypes import output_buffer
+        from autoconv.problems.buffers import output_buffer
 
         self.problem = problem
         self.seed = seed
@@ -226,7 +226,7 @@ class ProblemBuffers:
         """The verification output's values, in the reference's (logical) layout."""
         import cupy
 
-        from autoconv.dtypes import buffer_values
+        from autoconv.problems.buffers import buffer_values
 
         return buffer_values(self.problem, self.y, cupy)
 
@@ -250,9 +250,9 @@ def timing_sets(problem, seed: int, l2_bytes: int, max_sets: int) -> list[dict]:
     made on the GPU), as many as exceed twice the L2 cache (:func:`autoconv.gpu.timing.buffer_sets_for`)."""
     import cupy
 
-    from autoconv.dtypes import output_buffer, random_buffer
     from autoconv.gpu.memory import timing_set_bytes
     from autoconv.gpu.timing import buffer_sets_for
+    from autoconv.problems.buffers import output_buffer, random_buffer
 
     per_set = timing_set_bytes(problem)  # (as the memory estimate counts them)
     generator = cupy.random.default_rng(seed + 1)
@@ -288,7 +288,7 @@ def _warm_verification(problem, l2_bytes: int) -> None:
     import cupy
     import numpy
 
-    from autoconv.dtypes import kernel_buffer
+    from autoconv.problems.buffers import kernel_buffer
     from autoconv.verify.compare import FLOAT32_TOLERANCE, check_result
 
     inputs = tuple(cupy.asarray(kernel_buffer(problem, name, numpy.ones(shape, dtype=numpy.float32)))

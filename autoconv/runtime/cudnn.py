@@ -101,7 +101,7 @@ class GraphTensor:
 
 def graph_tensors(problem: ConvProblem) -> dict[str, GraphTensor]:
     """The graph's tensors for ``problem``'s buffers as autoconv's kernels take them
-    (:mod:`autoconv.dtypes`): dims always in the logical order, strides of the problem's layout
+    (:mod:`autoconv.problems.buffers`): dims always in the logical order, strides of the problem's layout
     (NHWC, KRSC and NPQK for an NHWC problem: PyTorch's channels_last), inputs and bias in the
     problem's dtype, the output in its output type."""
     tensors = {
@@ -309,11 +309,11 @@ class CudnnConv:
         self.graph.execute(self.index, buffers, workspace, stream)
 
     def forward(self, x, w, bias=None):
-        """Convenience for CuPy arrays (buffers as :mod:`autoconv.dtypes` makes them): returns a
+        """Convenience for CuPy arrays (buffers as :mod:`autoconv.problems.buffers` makes them): returns a
         new output buffer."""
         import cupy
 
-        from autoconv.dtypes import output_buffer
+        from autoconv.problems.buffers import output_buffer
 
         y = output_buffer(self.problem, cupy)
         self(x.data.ptr, w.data.ptr, y.data.ptr, None if bias is None else bias.data.ptr)

@@ -35,9 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from autoconv.cache.entries import CacheEntry, CacheKey
+from autoconv.cache.location import default_location
 from autoconv.cache.neighbours import Neighbour, nearest_winners
 from autoconv.cache.sql import NoCache
-from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache, default_location
+from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError, CacheError
 from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, get_family
 from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
@@ -344,8 +346,8 @@ def verify_runner(runner: Runner, seed: int = VERIFY_SEED) -> str | None:
     and compare with the float64 reference at the problem's tolerance, as the tuner checks a
     candidate: None when the output is right, else why not. Outputs and workspace start as
     NaN, so an unwritten element fails."""
-    from autoconv.dtypes import buffer_values, output_buffer
     from autoconv.gpu.device import require_cupy
+    from autoconv.problems.buffers import buffer_values, output_buffer
     from autoconv.verify.compare import POISON, check_result
     from autoconv.verify.on_gpu import reference_and_tolerance, verification_inputs
 

@@ -57,10 +57,10 @@ from typing import Any
 
 from autoconv.backends.factory import backend_kind
 from autoconv.cache.winners import WinnerCache
+from autoconv.config.budget import Budget
 from autoconv.errors import AutoconvError, BackendUnavailable
 from autoconv.gpu.compile_service import CompileService
 from autoconv.gpu.device import require_cupy
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.search.fleet_entry import worker_process
 from autoconv.search.fleet_worker import (

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 
 from autoconv.backends.base import TrialResult
 from autoconv.backends.factory import make_backend
+from autoconv.config.budget import Budget
+from autoconv.config.load import load_config
 from autoconv.errors import AutoconvError
 from autoconv.gpu.compile_service import RemoteCompiler
 from autoconv.gpu.worker import LaunchedWorker
 from autoconv.kernels.families import KernelPlan
-from autoconv.problems.config import Budget, load_config
 from autoconv.problems.models import NamedProblem
 from autoconv.search.outcome import Milestones, ProblemOutcome, Reporter
 from autoconv.search.session import TuneSession

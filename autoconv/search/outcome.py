@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 from autoconv.backends.base import TrialResult
+from autoconv.config.budget import Budget
 from autoconv.kernels.families import KernelPlan
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
 

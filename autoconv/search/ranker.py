@@ -35,8 +35,8 @@ import optuna
 from threadpoolctl import threadpool_limits
 
 from autoconv.cache.neighbours import features as problem_features
-from autoconv.cache.winners import templates_hash
 from autoconv.kernels.families import FAMILY_NAMES, get_family
+from autoconv.kernels.fingerprint import templates_hash
 from autoconv.kernels.limits import DeviceLimits
 from autoconv.kernels.space import PointTable
 from autoconv.problems.problem import ConvProblem

@@ -34,7 +34,9 @@ from typing import Any
 
 from autoconv.backends.base import Backend
 from autoconv.cache.winners import WinnerCache
-from autoconv.problems.config import Budget, TuneConfig, load_config, with_layout, with_precision
+from autoconv.config.budget import Budget
+from autoconv.config.load import load_config
+from autoconv.config.tune_config import TuneConfig, with_layout, with_precision
 from autoconv.search.outcome import Reporter
 from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, DEFAULT_RANKED, Tuner
 from autoconv.urls import is_url

@@ -41,9 +41,9 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from autoconv.backends.base import Status, TrialResult
-from autoconv.cache.winners import templates_hash
 from autoconv.errors import ProblemError
 from autoconv.kernels.families import KernelPlan, get_family
+from autoconv.kernels.fingerprint import templates_hash
 from autoconv.problems.problem import ConvProblem, parse_spec
 from autoconv.search.points import config_key
 

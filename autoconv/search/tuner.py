@@ -114,13 +114,14 @@ from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
 from autoconv.backends.base import Backend, Status, TrialResult
+from autoconv.cache.entries import CacheEntry, CacheKey
 from autoconv.cache.neighbours import Neighbour, nearest_winners
-from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
+from autoconv.cache.winners import WinnerCache
+from autoconv.config.budget import Budget
 from autoconv.errors import AutoconvError, DeviceMemoryError
 from autoconv.gpu.memory import check_fits
 from autoconv.kernels.families import KernelPlan, get_family
 from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
 from autoconv.processes import process_owner

@@ -9,7 +9,7 @@ when a function is called (a test may stand NumPy in for it: only what the two s
 
 from __future__ import annotations
 
-from autoconv.dtypes import kernel_buffer, tensor_values
+from autoconv.problems.buffers import kernel_buffer, tensor_values
 from autoconv.problems.problem import ConvProblem
 from autoconv.verify.reference import conv2d_reference, random_inputs
 from autoconv.verify.tolerance import tolerance

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy
 
-from autoconv.dtypes import rounded, tensor_values
+from autoconv.dtypes import rounded
+from autoconv.problems.buffers import tensor_values
 from autoconv.problems.problem import ConvProblem, ceil_div
 
 
@@ -29,17 +30,17 @@ def conv2d_reference(problem: ConvProblem, x, w, bias=None, xp: Any = numpy):
     Args:
         problem: sizes, stride, dilation and (top, bottom, left, right) padding. Values are
             logical (NCHW input, KCRS weights, NKPQ result) whatever the problem's layout:
-            :mod:`autoconv.dtypes` moves values between these and the kernels' buffers.
+            :mod:`autoconv.problems.buffers` moves values between these and the kernels' buffers.
         x: input values of shape ``problem.input_shape`` (any float dtype; promoted to
             float64), or a 16-bit problem's input buffer as its kernels take it (uint16 bit
-            patterns in the problem's layout, :func:`autoconv.dtypes.kernel_buffer`).
+            patterns in the problem's layout, :func:`autoconv.problems.buffers.kernel_buffer`).
         w: weights of shape ``problem.weight_shape``, or a 16-bit problem's weights buffer.
         bias: ``(K,)`` values (or bit patterns) added per output channel, or None.
         xp: the array module of ``x`` and ``w`` (``numpy`` or ``cupy``).
 
     Returns:
         float64 array of shape ``problem.output_shape`` (logical: compare a kernel's output
-        through :func:`autoconv.dtypes.buffer_values`).
+        through :func:`autoconv.problems.buffers.buffer_values`).
 
     Raises:
         ValueError: an array's shape disagrees with the problem (naming which and how).

@@ -163,7 +163,8 @@ def test_bench_end_to_end(tmp_path, capsys):
     import cupy
 
     from autoconv.bench.results import load_results
-    from autoconv.cache.winners import CacheKey, WinnerCache
+    from autoconv.cache.entries import CacheKey
+    from autoconv.cache.winners import WinnerCache
     from autoconv.commands import main as cli
     from autoconv.gpu.device import read_device
     from autoconv.runtime.cudnn import CudnnConv
@@ -227,7 +228,8 @@ def test_conv2d_runs_cudnn_where_the_cache_says_cudnn_was_faster(tmp_path, seed)
     import cupy
 
     import autoconv
-    from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
+    from autoconv.cache.entries import CacheEntry, CacheKey
+    from autoconv.cache.winners import WinnerCache
     from autoconv.gpu.device import read_device
     from autoconv.kernels.families import get_family
     from autoconv.runtime import api as runtime
@@ -304,7 +306,8 @@ def test_cudnn_16bit_baseline_agrees_with_reference(case, precision, seed):
     import cupy
 
     from autoconv.bench.baseline import find_best_plan
-    from autoconv.dtypes import buffer_values, kernel_buffer, output_buffer, rounded
+    from autoconv.dtypes import rounded
+    from autoconv.problems.buffers import buffer_values, kernel_buffer, output_buffer
     from autoconv.runtime.cudnn import CudnnConv
     from autoconv.verify.compare import check_result
     from autoconv.verify.reference import conv2d_reference, random_inputs

@@ -304,7 +304,7 @@ def test_study_history_from_a_tuned_study(tmp_path):
 
     from autoconv.backends.fake import FakeBackend
     from autoconv.bench.benchmark import StudyHistory
-    from autoconv.problems.config import Budget
+    from autoconv.config.budget import Budget
     from autoconv.problems.models import NamedProblem
     from autoconv.problems.problem import parse_spec
     from autoconv.search.storage import make_storage
@@ -365,9 +365,9 @@ def test_bench_notes_a_missing_study_without_the_storage_password(postgres_datab
 
     from autoconv.backends.fake import FAKE_IDENTITY
     from autoconv.bench import benchmark
-    from autoconv.cache.winners import CacheEntry, CacheKey
+    from autoconv.cache.entries import CacheEntry, CacheKey
+    from autoconv.config.load import load_config_text
     from autoconv.kernels.limits import H100
-    from autoconv.problems.config import load_config_text
     from autoconv.problems.problem import parse_spec
     from autoconv.search.session import TuneSession
 
@@ -422,8 +422,9 @@ def test_bench_names_problems_no_family_computes_before_tuning(monkeypatch, tmp_
     reason, instead of tuning it to no winner."""
     from autoconv.backends.fake import FAKE_IDENTITY
     from autoconv.bench import benchmark
+    from autoconv.config.load import load_config_text
+    from autoconv.config.tune_config import with_precision
     from autoconv.kernels.limits import H100
-    from autoconv.problems.config import load_config_text, with_precision
     from autoconv.problems.models import NamedProblem
     from autoconv.search.session import TuneSession
 
@@ -451,8 +452,8 @@ def test_bench_names_problems_whose_sizes_no_family_configuration_fits(monkeypat
     saying "run autoconv tune first", which cannot help."""
     from autoconv.backends.fake import FAKE_IDENTITY
     from autoconv.bench import benchmark
+    from autoconv.config.load import load_config_text
     from autoconv.kernels.limits import H100
-    from autoconv.problems.config import load_config_text
     from autoconv.search.session import TuneSession
 
     config = load_config_text(
@@ -482,3 +483,35 @@ def test_the_report_says_why_pytorch_has_no_number_on_a_layer(results):
     for p in results["problems"]:
         p["torch_note"] = "left out (--no-torch)"
     assert "- PyTorch's column: left out (--no-torch) (every layer)." in report_markdown(results)
+
+
+def test_without_trials_keeps_every_measurement_and_empties_the_history(results):
+    from autoconv.bench.results import check_results, without_trials
+
+    assert any(p["trials"] for p in results["problems"])
+    lean = without_trials(results)
+    check_results(lean)
+    assert all(p["trials"] == [] for p in lean["problems"])
+    assert [{k: v for k, v in p.items() if k != "trials"} for p in lean["problems"]] == \
+        [{k: v for k, v in p.items() if k != "trials"} for p in results["problems"]]
+    assert any(p["trials"] for p in results["problems"])  # (the input is left as it was)
+
+
+def test_plots_are_palette_pngs_that_a_later_report_knows_as_its_own(results, tmp_path):
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    write_report(results, tmp_path)
+    image = Image.open(tmp_path / "speedup.png")
+    assert image.mode == "P" and image.info.get("Software") == "autoconv report"
+    write_report(results, tmp_path)  # replaced, not refused as a foreign file
+
+
+def test_the_commit_given_in_the_environment_wins_over_the_checkouts(monkeypatch):
+    from autoconv.bench import benchmark
+
+    monkeypatch.setenv("AUTOCONV_GIT_COMMIT", "0123abc")
+    assert benchmark._git_state() == ("0123abc", None)
+    monkeypatch.delenv("AUTOCONV_GIT_COMMIT")
+    commit, _ = benchmark._git_state()
+    assert commit != "0123abc"

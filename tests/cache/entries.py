@@ -3,7 +3,7 @@ problem (its default config), as if tuned here."""
 
 from __future__ import annotations
 
-from autoconv.cache.winners import CacheEntry, CacheKey
+from autoconv.cache.entries import CacheEntry, CacheKey
 from autoconv.kernels.families import get_family
 from autoconv.problems.problem import parse_spec
 from tests.helpers import cache_entry

@@ -12,8 +12,12 @@ import pytest
 
 from autoconv.backends.base import BackendIdentity
 from autoconv.backends.fake import FAKE_IDENTITY
-from autoconv.cache.winners import EXPORT_FORMAT, SCHEMA_VERSION, CacheKey, ImportResult, WinnerCache, templates_hash
+from autoconv.cache.entries import CacheKey
+from autoconv.cache.exchange import EXPORT_FORMAT, ImportResult
+from autoconv.cache.schema import SCHEMA_VERSION
+from autoconv.cache.winners import WinnerCache
 from autoconv.errors import CacheError
+from autoconv.kernels.fingerprint import templates_hash
 from autoconv.problems.problem import parse_spec
 from tests.cache.entries import tuned_entry
 from tests.helpers import cache_entry as entry

@@ -22,22 +22,19 @@ import pytest
 
 from autoconv.backends.base import BackendIdentity
 from autoconv.backends.fake import FAKE_IDENTITY
-from autoconv.cache.winners import (
-    SCHEMA_VERSION,
-    CacheEntry,
-    CacheKey,
-    ImportResult,
-    WinnerCache,
-    default_location,
-    is_url,
-)
+from autoconv.cache.entries import CacheEntry, CacheKey
+from autoconv.cache.exchange import ImportResult
+from autoconv.cache.location import default_location
+from autoconv.cache.schema import SCHEMA_VERSION
+from autoconv.cache.winners import WinnerCache
 from autoconv.commands.main import main
+from autoconv.config.load import load_config_text
 from autoconv.errors import CacheError
 from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
-from autoconv.problems.config import load_config_text
 from autoconv.problems.problem import parse_spec
 from autoconv.runtime import api as runtime
+from autoconv.urls import is_url
 from tests.cache.entries import tuned_entry
 from tests.helpers import cache_entry as entry
 from tests.helpers import run_cli

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from autoconv.backends.fake import FAKE_IDENTITY
-from autoconv.cache.winners import SCHEMA_VERSION, WinnerCache
+from autoconv.cache.schema import SCHEMA_VERSION
+from autoconv.cache.winners import WinnerCache
 from autoconv.kernels.limits import H100
 from autoconv.problems.problem import parse_spec
 from autoconv.runtime import api as runtime

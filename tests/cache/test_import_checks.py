@@ -14,7 +14,10 @@ from dataclasses import replace
 import pytest
 
 from autoconv.backends.fake import FAKE_IDENTITY
-from autoconv.cache.winners import EXPORT_FORMAT, SCHEMA_VERSION, CacheKey, WinnerCache, entry_problem
+from autoconv.cache.entries import CacheKey
+from autoconv.cache.exchange import EXPORT_FORMAT, entry_problem
+from autoconv.cache.schema import SCHEMA_VERSION
+from autoconv.cache.winners import WinnerCache
 from autoconv.problems.problem import parse_spec
 from tests.cache.entries import tuned_entry
 from tests.helpers import run_cli

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from autoconv.backends.fake import FAKE_IDENTITY
-from autoconv.cache.winners import SCHEMA_VERSION, CacheKey, WinnerCache
+from autoconv.cache.entries import CacheKey
+from autoconv.cache.schema import SCHEMA_VERSION
+from autoconv.cache.winners import WinnerCache
 from autoconv.problems.problem import parse_spec
 from tests.cache.entries import tuned_entry
 from tests.helpers import run_cli

@@ -9,10 +9,11 @@ from dataclasses import replace
 import pytest
 
 from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
-from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
+from autoconv.cache.entries import CacheEntry, CacheKey
+from autoconv.cache.winners import WinnerCache
+from autoconv.config.budget import Budget
 from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
-from autoconv.problems.config import Budget
 from autoconv.problems.problem import parse_spec
 from autoconv.runtime import api as runtime
 from autoconv.search.outcome import Reporter
@@ -22,10 +23,10 @@ from tests.helpers import SMALL
 
 def _change_templates(monkeypatch, digest: str) -> None:
     """As if the templates, search spaces or launch code had changed."""
-    import autoconv.cache.winners
+    import autoconv.cache.entries
     import autoconv.search.study
 
-    monkeypatch.setattr(autoconv.cache.winners, "templates_hash", lambda: digest)
+    monkeypatch.setattr(autoconv.cache.entries, "templates_hash", lambda: digest)
     monkeypatch.setattr(autoconv.search.study, "templates_hash", lambda: digest)
 
 

@@ -9,9 +9,9 @@ from rich.console import Console
 
 from autoconv.backends.base import Status, TrialResult
 from autoconv.commands.console import RichReporter
+from autoconv.config.budget import Budget
 from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.outcome import ProblemOutcome

@@ -7,7 +7,7 @@ import optuna
 from autoconv.backends.fake import FakeBackend
 from autoconv.cache.winners import WinnerCache
 from autoconv.commands.main import main
-from autoconv.problems.config import Budget
+from autoconv.config.budget import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.tuner import Tuner

@@ -13,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoconv.dtypes import kernel_buffer, rounded
+from autoconv.dtypes import rounded
 from autoconv.emulator import emulate_plan
 from autoconv.kernels.families import KernelPlan, Launch
+from autoconv.problems.buffers import kernel_buffer
 from autoconv.problems.problem import ConvProblem, parse_spec
 from autoconv.verify.compare import check_result
 from autoconv.verify.reference import conv2d_reference, random_inputs

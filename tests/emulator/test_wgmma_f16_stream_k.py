@@ -128,7 +128,7 @@ def test_counters_are_zero_after_every_launch(reverse):
     problem = plan.problem
     x, w, bias = random_inputs(problem, np.random.default_rng(0))
     y_once = emulate_plan(plan, x, w, bias)
-    from autoconv.dtypes import kernel_buffer, output_buffer
+    from autoconv.problems.buffers import kernel_buffer, output_buffer
     buffers = {"x": kernel_buffer(problem, "x", x), "w": kernel_buffer(problem, "w", w),
                "bias": kernel_buffer(problem, "bias", bias), "y": output_buffer(problem),
                "workspace": np.full(plan.workspace_elements, POISON, dtype=np.float32)}
@@ -140,7 +140,7 @@ def test_counters_are_zero_after_every_launch(reverse):
         result = program.run(launches, buffers, reverse_blocks=reverse)
         counters = result["workspace"][counters_at:].view(np.uint32)
         assert (counters == 0).all(), counters
-        from autoconv.dtypes import buffer_values
+        from autoconv.problems.buffers import buffer_values
         np.testing.assert_array_equal(buffer_values(problem, result["y"]), y_once)
 
 

@@ -14,7 +14,8 @@ import numpy
 import pytest
 
 from autoconv.backends.base import Status
-from autoconv.dtypes import decode, encode, holds_exactly, kernel_buffer
+from autoconv.dtypes import decode, encode, holds_exactly
+from autoconv.problems.buffers import kernel_buffer
 from autoconv.problems.problem import parse_spec
 from autoconv.verify.reference import conv2d_reference, random_inputs
 from autoconv.verify.tolerance import tolerance

@@ -18,9 +18,9 @@ import numpy
 import pytest
 
 from autoconv.backends.base import Status
+from autoconv.config.budget import Budget
 from autoconv.errors import ProblemError
 from autoconv.kernels.families import FAMILY_NAMES, KernelPlan, Launch, get_family
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.verify.compare import POISON, check_result

@@ -10,8 +10,8 @@ import stat
 
 import pytest
 
+from autoconv.config.load import CONFIG_MAX_BYTES, load_config
 from autoconv.errors import ConfigError, ProblemError
-from autoconv.problems.config import CONFIG_MAX_BYTES, load_config
 from autoconv.problems.problem import parse_spec
 from tests.helpers import run_cli
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from autoconv.cache.winners import CacheEntry, CacheKey
+from autoconv.cache.entries import CacheEntry, CacheKey
 from autoconv.problems.problem import parse_spec
 from autoconv.runtime import selection
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from autoconv.backends.fake import FakeBackend
-from autoconv.problems.config import Budget
+from autoconv.config.budget import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.tuner import Tuner

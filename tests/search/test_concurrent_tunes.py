@@ -12,9 +12,9 @@ import optuna
 import pytest
 
 from autoconv.backends.fake import FakeBackend
+from autoconv.config.budget import Budget
 from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import config_key

@@ -17,8 +17,8 @@ import pytest
 from optuna.trial import TrialState
 
 from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
+from autoconv.config.budget import Budget
 from autoconv.errors import StorageError
-from autoconv.problems.config import Budget
 from autoconv.search.storage import JournalFlock, check_journal, make_storage
 from autoconv.search.study import study_name
 from autoconv.search.tuner import Tuner

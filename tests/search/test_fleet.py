@@ -399,7 +399,7 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     from optuna.trial import TrialState
 
     from autoconv.backends.fake import FakeBackend
-    from autoconv.problems.config import Budget
+    from autoconv.config.budget import Budget
     from autoconv.search.optuna_adapter import trial_id
     from autoconv.search.storage import HEARTBEAT_GRACE_INTERVALS, make_storage
     from autoconv.search.tuner import Tuner

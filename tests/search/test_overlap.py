@@ -10,8 +10,8 @@ from optuna.trial import TrialState
 
 from autoconv.backends.fake import FakeBackend
 from autoconv.cache.winners import WinnerCache
+from autoconv.config.budget import Budget
 from autoconv.errors import AutoconvError
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search import transfer

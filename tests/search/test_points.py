@@ -145,7 +145,7 @@ def test_a_tuner_does_not_enumerate_a_problem_another_worker_finished_meanwhile(
     import optuna
 
     from autoconv.backends.fake import FakeBackend
-    from autoconv.problems.config import Budget
+    from autoconv.config.budget import Budget
     from autoconv.problems.models import NamedProblem
     from autoconv.search.outcome import ProblemOutcome
     from autoconv.search.tuner import Tuner

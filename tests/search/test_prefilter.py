@@ -8,8 +8,8 @@ import pytest
 
 from autoconv.backends.base import Status
 from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
+from autoconv.config.budget import Budget
 from autoconv.kernels.limits import H100
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.prefilter import BEST_MARGIN, KEEP_FRACTION, MIN_CHECKED, PreFilter

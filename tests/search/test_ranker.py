@@ -13,10 +13,10 @@ import optuna
 import pytest
 
 from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
+from autoconv.config.budget import Budget
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.kernels.limits import H100
 from autoconv.kernels.space import PointTable
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, enumerate_points

@@ -11,10 +11,10 @@ import pytest
 
 from autoconv.backends.factory import make_backend
 from autoconv.backends.fake import FakeBackend
+from autoconv.config.budget import Budget
 from autoconv.errors import BackendUnavailable
 from autoconv.gpu.memory import estimate
 from autoconv.kernels.limits import H100
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.tuner import Tuner

@@ -15,9 +15,9 @@ from optuna.trial import TrialState
 
 from autoconv.backends.base import Status
 from autoconv.backends.fake import FakeBackend
+from autoconv.config.budget import Budget
 from autoconv.kernels.families import all_families, get_family
 from autoconv.kernels.limits import H100
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search import runners_up, transfer

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from autoconv.backends.fake import FakeBackend
-from autoconv.problems.config import Budget, load_config_text
+from autoconv.config.budget import Budget
+from autoconv.config.load import load_config_text
 from autoconv.search.session import TuneSession, cache_location
 
 PROBLEMS = "problems:\n  - name: p\n    spec: \"N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1\"\n"

@@ -14,8 +14,8 @@ from optuna.trial import TrialState
 from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
 from autoconv.cache.neighbours import Neighbour
 from autoconv.cache.winners import WinnerCache
+from autoconv.config.budget import Budget
 from autoconv.kernels.limits import H100
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search import transfer

@@ -17,10 +17,11 @@ from optuna.trial import TrialState
 
 from autoconv.backends.base import Status
 from autoconv.backends.fake import FakeBackend
-from autoconv.cache.winners import WinnerCache, templates_hash
+from autoconv.cache.winners import WinnerCache
+from autoconv.config.budget import Budget
 from autoconv.kernels.families import get_family
+from autoconv.kernels.fingerprint import templates_hash
 from autoconv.kernels.limits import H100
-from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search.points import ValidPoints, config_key, enumerate_points

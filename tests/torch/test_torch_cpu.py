@@ -14,8 +14,8 @@ from torch import nn  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import autoconv.torch as ac  # noqa: E402
+from autoconv.config.load import load_config  # noqa: E402
 from autoconv.errors import ProblemError  # noqa: E402
-from autoconv.problems.config import load_config  # noqa: E402
 from autoconv.torch.functional import resolve  # noqa: E402
 
 #: This module, as `autoconv tune --model MODULE:FACTORY` imports it.

@@ -13,8 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-from autoconv.dtypes import encode, kernel_buffer
+from autoconv.dtypes import encode
 from autoconv.gpu.memory import estimate, timing_set_bytes
+from autoconv.problems.buffers import kernel_buffer
 from autoconv.problems.problem import parse_spec
 from autoconv.verify.compare import check_result
 from autoconv.verify.reference import conv2d_reference, random_inputs

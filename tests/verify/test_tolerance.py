@@ -202,7 +202,7 @@ def test_16bit_tolerance_passes_the_right_sums_of_tiny_outputs(precision, seed):
 
 
 def test_16bit_tolerance_reads_buffers_as_values():
-    from autoconv.dtypes import kernel_buffer
+    from autoconv.problems.buffers import kernel_buffer
 
     problem, x, w, bias, exact = _16bit_case("bf16")
     buffers = [kernel_buffer(problem, name, values) for name, values in (("x", x), ("w", w), ("bias", bias))]

@@ -1,0 +1,427 @@
+"""The headline suite: every headline benchmark tuned from an empty cache and measured in one run.
+
+``autoconv bench --suite headline`` runs it on a GPU machine and writes the record
+``results/<gpu>/<benchmark>/`` (:data:`HEADLINE`: ResNet-50 at batch 32 and the layers of other
+networks, in each precision and layout). Each benchmark starts from nothing: its own studies
+journal, winners' cache, CuPy, CUDA and cubin caches, in a temporary folder. Three processes
+then run one after the other:
+
+1. ``autoconv tune`` writes ``tune.json`` (``wall_s``: how long tuning took);
+2. ``autoconv bench --no-tune --no-trials`` writes ``results.json`` (each winner against cuDNN's
+   best plan in the same precision and layout, and PyTorch's ``F.conv2d``, alternating in one
+   process; the tuning history stays out of the record);
+3. ``autoconv report`` writes ``report.md``, ``results.csv`` and the plots;
+
+and the suite writes ``env.json`` (GPU, driver, CUDA, cuDNN, PyTorch, commit, the commands).
+Last, the table of every benchmark goes to ``results/<gpu>/README.md`` and between the markers
+:data:`TABLE_BEGIN` and :data:`TABLE_END` of the checkout's README.md: the headline figures are
+this run's output, never copied by hand.
+
+A benchmark that fails is recorded (its step and exit status in ``env.json``) and the suite goes
+on. ``--resume`` keeps the benchmarks a suite run already completed in the folder (a run cut
+short continues where it stopped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autoconv.bench.results import ReportError, geomeans, is_positive
+from autoconv.errors import AutoconvError, UsageError
+from autoconv.files import path_problem, write_atomically
+from autoconv.gpu.timing import geometric_mean
+
+#: The source checkout: the suite's configs are its examples/.
+CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
+
+#: The lines of README.md between which the suite writes its table.
+TABLE_BEGIN = "<!-- headline-table:begin -->"
+TABLE_END = "<!-- headline-table:end -->"
+
+#: The files of a benchmark's folder that the suite (through tune, bench and report) writes.
+BENCHMARK_FILES = ("env.json", "tune.json", "results.json", "results.csv", "report.md",
+                   "speedup.png", "tflops.png", "families.png")
+
+#: What ``env.json`` says it is: how the suite knows a folder as its own.
+SUITE_MARK = "autoconv bench --suite"
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark of a suite: a config of examples/ tuned and measured in one precision and
+    layout; ``name`` is its results folder."""
+
+    name: str
+    title: str
+    config: str
+    precision: str
+    layout: str
+
+    @property
+    def config_path(self) -> Path:
+        return CHECKOUT_ROOT / "examples" / self.config
+
+
+def _both_workloads(precision: str, layout: str, resnet_config: str) -> tuple[Benchmark, Benchmark]:
+    mode = f"{precision}_{layout.lower()}" if precision != "fp32" else "fp32"
+    label = f"{precision} {layout}"
+    return (Benchmark(f"resnet50_n32_{mode}", f"ResNet-50, batch 32, {label}", resnet_config, precision, layout),
+            Benchmark(f"other_networks_{mode}", f"other networks' layers, {label}", "other_networks.yaml",
+                      precision, layout))
+
+
+_PAIRS = (_both_workloads("fp32", "NCHW", "resnet50.yaml"),
+          _both_workloads("tf32", "NCHW", "resnet50_tf32.yaml"),
+          _both_workloads("tf32", "NHWC", "resnet50_tf32_nhwc.yaml"),
+          _both_workloads("bf16", "NHWC", "resnet50_bf16.yaml"),
+          _both_workloads("fp16", "NHWC", "resnet50_bf16.yaml"))
+
+#: The headline suite: ResNet-50 first (every precision), then the other networks' layers.
+HEADLINE: tuple[Benchmark, ...] = tuple(pair[0] for pair in _PAIRS) + tuple(pair[1] for pair in _PAIRS)
+
+SUITES: dict[str, tuple[Benchmark, ...]] = {"headline": HEADLINE}
+
+
+@dataclass(frozen=True)
+class BenchmarkOutcome:
+    benchmark: Benchmark
+    status: str  # "ok", "kept" (--resume), or "failed: <step> (exit N)"
+
+
+#: Runs one step: (argv, environment, log file) -> exit status.
+StepRunner = Callable[[Sequence[str], Mapping[str, str], Path], int]
+
+
+#: A step still running after this long is stopped, and its benchmark recorded as failed.
+STEP_TIMEOUT_S = 3600
+#: The exit status recorded for a step stopped at :data:`STEP_TIMEOUT_S` (as ``timeout`` gives).
+TIMED_OUT = 124
+
+
+def run_step(argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> int:
+    """Run ``argv`` with ``env``, its output into ``log_path``; its exit status
+    (:data:`TIMED_OUT` when it ran past :data:`STEP_TIMEOUT_S` and was stopped)."""
+    with open(log_path, "wb") as log:
+        try:
+            return subprocess.run(list(argv), env=dict(env), stdout=log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, check=False, timeout=STEP_TIMEOUT_S).returncode
+        except subprocess.TimeoutExpired:
+            log.write(f"\n(stopped after {STEP_TIMEOUT_S} s)\n".encode())
+            return TIMED_OUT
+
+
+# ---- choosing and checking --------------------------------------------------------------------
+
+def select(suite: str, only: Sequence[str] | None = None) -> tuple[Benchmark, ...]:
+    """The benchmarks of ``suite``, or of them those named in ``only`` (in the suite's order).
+
+    Raises:
+        UsageError: an unknown suite or benchmark name (the known ones listed)."""
+    if suite not in SUITES:
+        raise UsageError("--suite", suite, f"no such suite; known: {', '.join(SUITES)}")
+    benchmarks = SUITES[suite]
+    if not only:
+        return benchmarks
+    names = {b.name for b in benchmarks}
+    unknown = [name for name in only if name not in names]
+    if unknown:
+        raise UsageError("--only", ",".join(unknown), f"not a benchmark of the {suite} suite; its benchmarks: "
+                         + ", ".join(b.name for b in benchmarks))
+    return tuple(b for b in benchmarks if b.name in only)
+
+
+def gpu_folder_name(gpu_name: str) -> str:
+    """The results folder of a GPU: ``NVIDIA H200`` -> ``h200``, ``NVIDIA H100 80GB HBM3`` ->
+    ``h100_80gb_hbm3``."""
+    name = re.sub(r"^nvidia\s+", "", gpu_name.strip(), flags=re.IGNORECASE)
+    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    return slug or "gpu"
+
+
+def is_suite_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds only files a suite run wrote (so it may be replaced)."""
+    try:
+        env = json.loads((folder / "env.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not (isinstance(env, dict) and str(env.get("command", "")).startswith(SUITE_MARK)):
+        return False
+    return all(path.name in BENCHMARK_FILES and path.is_file() and not path.is_symlink()
+               for path in folder.iterdir())
+
+
+def is_complete(folder: Path) -> bool:
+    """Whether a suite run completed the benchmark in ``folder``."""
+    if not is_suite_folder(folder):
+        return False
+    env = json.loads((folder / "env.json").read_text(encoding="utf-8"))
+    return env.get("status") == "ok" and all((folder / name).is_file()
+                                             for name in ("tune.json", "results.json", "report.md"))
+
+
+def check_targets(benchmarks: Sequence[Benchmark], gpu_root: Path) -> None:
+    """Refuse, before any work, to write where something the suite did not write is in the way.
+
+    Raises:
+        AutoconvError: naming the path and why."""
+    problem = path_problem(gpu_root, want="folder") if gpu_root.exists() or gpu_root.is_symlink() else None
+    if problem:
+        raise AutoconvError(f"cannot write the suite's results under {gpu_root}: {problem}; pass another --out")
+    for benchmark in benchmarks:
+        if not benchmark.config_path.is_file():
+            raise AutoconvError(f"the {benchmark.name} benchmark's config {benchmark.config_path} is missing: the "
+                                "suite runs from a source checkout of autoconv (its examples/ folder)")
+        folder = gpu_root / benchmark.name
+        if (folder.exists() or folder.is_symlink()) and not is_suite_folder(folder):
+            raise AutoconvError(f"{folder} holds files the suite did not write, and it does not replace them; "
+                                "move them, or pass another --out")
+    readme = gpu_root / "README.md"
+    if readme.exists() and not _is_suite_readme(readme):
+        raise AutoconvError(f"{readme} is not a table the suite wrote, and it does not replace it; move it, or "
+                            "pass another --out")
+
+
+def _is_suite_readme(path: Path) -> bool:
+    try:
+        return path.read_text(encoding="utf-8").startswith(SUITE_README_HEAD)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+# ---- running ------------------------------------------------------------------------------------
+
+def benchmark_config(benchmark: Benchmark, work: Path, folder: Path) -> Path:
+    """Write the config the benchmark tunes and measures into ``work``: its example config with
+    the benchmark's precision and layout, and the storage, cache and results in fresh places."""
+    config = yaml.safe_load(benchmark.config_path.read_text(encoding="utf-8"))
+    config.update(precision=benchmark.precision, layout=benchmark.layout,
+                  storage=str(work / "studies.journal"), cache=str(work / "winners.sqlite3"),
+                  results=str(folder))
+    path = work / "config.yaml"
+    path.write_text(f"# {benchmark.config} for the {benchmark.name} benchmark (autoconv bench --suite)\n"
+                    + yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def fresh_environment(work: Path, base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` with every cache autoconv, CuPy and CUDA keep pointed into ``work`` (empty)."""
+    return {**base, "AUTOCONV_CACHE": str(work / "winners.sqlite3"), "AUTOCONV_CUBIN_CACHE": str(work / "cubins"),
+            "CUPY_CACHE_DIR": str(work / "cupy"), "CUDA_CACHE_PATH": str(work / "cuda"),
+            "PYTHONUNBUFFERED": "1"}
+
+
+def run_benchmark(benchmark: Benchmark, folder: Path, *, command: str, runner: StepRunner = run_step,
+                  python: str = sys.executable, log: Callable[[str], None] = print) -> BenchmarkOutcome:
+    """Tune, bench and report one benchmark from empty caches into ``folder`` (replaced)."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    results_path = folder / "results.json"
+    with tempfile.TemporaryDirectory(prefix=f"autoconv-{benchmark.name}-") as work_dir:
+        work = Path(work_dir)
+        config = benchmark_config(benchmark, work, folder)
+        env = fresh_environment(work, os.environ)
+        steps = {"tune": [python, "-m", "autoconv", "tune", str(config)],
+                 "bench": [python, "-m", "autoconv", "bench", str(config), "--no-tune", "--no-trials", "--out",
+                           str(results_path)],
+                 "report": [python, "-m", "autoconv", "report", "--results", str(results_path), "--out", str(folder)]}
+        status, log_tail = "ok", None
+        for step, argv in steps.items():
+            log(f"{benchmark.name}: {step}")
+            log_path = work / f"{step}.log"
+            code = runner(argv, env, log_path)
+            if code != 0:
+                status = f"failed: {step} (exit {code})"
+                log_tail = _tail(log_path)
+                log(f"{benchmark.name}: {status}\n{log_tail}")
+                break
+        shown_steps = {step: "autoconv " + shlex.join(argv[3:]).replace(str(work), "$WORK")
+                       for step, argv in steps.items()}
+    environment = _read_json(results_path).get("environment", {}) if results_path.is_file() else {}
+    env_record = {
+        "command": command, "benchmark": benchmark.name, "title": benchmark.title,
+        "config": f"examples/{benchmark.config}", "precision": benchmark.precision, "layout": benchmark.layout,
+        "status": status, "steps": shown_steps, "failure_log_tail": log_tail,
+        **{key: environment.get(key) for key in ("gpu", "driver", "cuda_runtime", "cudnn", "cudnn_frontend",
+                                                 "torch", "cupy", "python", "autoconv", "git_commit", "git_dirty",
+                                                 "date")},
+    }
+    write_atomically(folder / "env.json", json.dumps(env_record, indent=1) + "\n")
+    return BenchmarkOutcome(benchmark, status)
+
+
+def run_suite(benchmarks: Sequence[Benchmark], gpu_root: Path, *, command: str, resume: bool = False,
+              readme: Path | None = None, runner: StepRunner = run_step,
+              log: Callable[[str], None] = print) -> list[BenchmarkOutcome]:
+    """Run ``benchmarks`` into ``gpu_root`` (``results/<gpu>``), then write the tables
+    (:func:`write_tables`). ``resume`` keeps the benchmarks already completed there."""
+    check_targets(benchmarks, gpu_root)
+    if readme is not None:
+        readme_table_span(readme)  # a README without the markers is refused before any work
+    outcomes = []
+    for benchmark in benchmarks:
+        folder = gpu_root / benchmark.name
+        if resume and is_complete(folder):
+            log(f"{benchmark.name}: kept (completed by an earlier run)")
+            outcomes.append(BenchmarkOutcome(benchmark, "kept"))
+            continue
+        outcomes.append(run_benchmark(benchmark, folder, command=command, runner=runner, log=log))
+    write_tables(gpu_root, readme=readme)
+    return outcomes
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError as err:
+        return f"(no log: {err.strerror or err})"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+# ---- the tables -----------------------------------------------------------------------------------
+
+SUITE_README_HEAD = "# Headline benchmarks on the "
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One benchmark's line of the headline table, read from its folder."""
+
+    benchmark: Benchmark
+    status: str
+    layers: int | None = None
+    vs_cudnn: float | None = None
+    faster_on: int | None = None
+    worst: float | None = None
+    worst_layer: str | None = None
+    vs_torch: float | None = None
+    torch_layers: int = 0
+    tuned_s: float | None = None
+    commit: str | None = None
+
+    @classmethod
+    def read(cls, benchmark: Benchmark, folder: Path) -> TableRow:
+        env = _read_json(folder / "env.json")
+        if not env:
+            return cls(benchmark, "not run")
+        if env.get("status") != "ok":
+            return cls(benchmark, str(env.get("status")), commit=env.get("git_commit"))
+        problems = _read_json(folder / "results.json").get("problems") or []
+        means = geomeans(problems)
+        torch_ratios = [p["torch_ms"] / p["autoconv_ms"] for p in problems
+                        if is_positive(p.get("torch_ms")) and is_positive(p.get("autoconv_ms"))]
+        wall = _read_json(folder / "tune.json").get("wall_s")
+        return cls(benchmark, "ok", layers=means["layers"], vs_cudnn=means["speedup_vs_cudnn"],
+                   faster_on=means["layers_autoconv_faster"], worst=means["worst_speedup"],
+                   worst_layer=means["worst_layer"],
+                   vs_torch=geometric_mean(torch_ratios) if torch_ratios else None, torch_layers=len(torch_ratios),
+                   tuned_s=wall if is_positive(wall) else None, commit=env.get("git_commit"))
+
+
+BASELINES = {"fp32": "cuDNN strict FP32", "tf32": "cuDNN TF32", "bf16": "cuDNN bf16", "fp16": "cuDNN fp16"}
+
+
+def table_markdown(rows: Sequence[TableRow], link_prefix: str) -> str:
+    """The headline table; each benchmark links to ``link_prefix + name``."""
+    lines = ["| benchmark | vs cuDNN's best plan, same precision and layout (geometric mean) | faster on | "
+             "worst layer | vs PyTorch F.conv2d | tuned in |",
+             "|---|---|---|---|---|---|"]
+    for row in rows:
+        b = row.benchmark
+        link = f"[{b.title}]({link_prefix}{b.name}/report.md)"
+        if row.status != "ok" or row.vs_cudnn is None:
+            lines.append(f"| {b.title} | {row.status} | | | | |")
+            continue
+        worst = f"{row.worst:.2f}x ({_cell(row.worst_layer)})" if row.worst is not None else "-"
+        torch = f"{row.vs_torch:.2f}x" if row.vs_torch is not None else "-"
+        if row.vs_torch is not None and row.torch_layers != row.layers:
+            torch += f" ({row.torch_layers} layers)"
+        tuned = f"{row.tuned_s:.0f} s" if row.tuned_s is not None else "-"
+        lines.append(f"| {link} | **{row.vs_cudnn:.2f}x** {BASELINES[b.precision]} | {row.faster_on} of "
+                     f"{row.layers} | {worst} | {torch} | {tuned} |")
+    return "\n".join(lines)
+
+
+def _cell(text: str | None) -> str:
+    return (text or "").replace("|", "/").replace("\n", " ")
+
+
+def environment_line(gpu_root: Path, benchmarks: Sequence[Benchmark]) -> str:
+    """Where and with what the rows were measured (every distinct value, if they differ)."""
+    envs = [_read_json(gpu_root / b.name / "env.json") for b in benchmarks]
+    envs = [env for env in envs if env.get("status") == "ok"]
+
+    def values(key: str) -> str:
+        found = sorted({str(env.get(key)) for env in envs if env.get(key) is not None})
+        return " / ".join(found) if found else "unknown"
+
+    commits = sorted({str(env.get("git_commit"))[:10] for env in envs if env.get("git_commit")})
+    dates = sorted({str(env.get("date"))[:10] for env in envs if env.get("date")})
+    return (f"{values('gpu')}, driver {values('driver')}, CUDA runtime {values('cuda_runtime')}, cuDNN "
+            f"{values('cudnn')}, PyTorch {values('torch')}, CuPy {values('cupy')}; autoconv at commit "
+            f"{' / '.join(commits) or 'unknown'}, {' / '.join(dates) or 'undated'}")
+
+
+def write_tables(gpu_root: Path, *, readme: Path | None = None, suite: str = "headline") -> str:
+    """Write ``gpu_root/README.md`` (the table with its environment) and, when ``readme`` is
+    given, the table between its markers; returns the table."""
+    benchmarks = SUITES[suite]
+    if (gpu_root / "README.md").exists() and not _is_suite_readme(gpu_root / "README.md"):
+        raise AutoconvError(f"{gpu_root / 'README.md'} is not a table the suite wrote, and it does not replace it")
+    rows = [TableRow.read(b, gpu_root / b.name) for b in benchmarks]
+    gpu = gpu_root.name
+    about = environment_line(gpu_root, benchmarks)
+    note = ("Kernel time per layer by CUDA-graph replay over operand sets larger than the L2, median, each "
+            "side alternating with the others in one process; every benchmark tuned from an empty cache. "
+            "PyTorch: `F.conv2d` on the same tensors with `cudnn.benchmark` on, in the same precision "
+            "(autocast for bf16 and fp16) and layout.")
+    local = table_markdown(rows, "")
+    text = (f"{SUITE_README_HEAD}{gpu} GPU\n\nWritten by `autoconv bench --suite {suite}`; each folder holds "
+            f"`results.json`, `tune.json`, `report.md`, the plots and `env.json` (the environment and the exact "
+            f"commands).\n\n{local}\n\n{about}.\n\n{note}\n")
+    gpu_root.mkdir(parents=True, exist_ok=True)
+    write_atomically(gpu_root / "README.md", text)
+    table = table_markdown(rows, f"results/{gpu}/")
+    if readme is not None:
+        begin, end = readme_table_span(readme)
+        original = readme.read_text(encoding="utf-8")
+        block = f"{table}\n\n{about}; `autoconv bench --suite {suite}`, [results/{gpu}/](results/{gpu}/README.md).\n"
+        write_atomically(readme, original[:begin] + "\n" + block + original[end:])
+    return table
+
+
+def readme_table_span(readme: Path) -> tuple[int, int]:
+    """Where the table goes in ``readme``: the offsets just after the begin marker's line and
+    at the start of the end marker.
+
+    Raises:
+        ReportError: the file cannot be read, or lacks the markers (one each, in order)."""
+    try:
+        text = readme.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ReportError(f"--readme {readme}: cannot be read ({err})") from None
+    if text.count(TABLE_BEGIN) != 1 or text.count(TABLE_END) != 1 or text.index(TABLE_BEGIN) > text.index(TABLE_END):
+        raise ReportError(f"--readme {readme}: expected one line {TABLE_BEGIN} and, after it, one line {TABLE_END} "
+                          "(the table goes between them)")
+    begin = text.index(TABLE_BEGIN) + len(TABLE_BEGIN)
+    return begin, text.index(TABLE_END)

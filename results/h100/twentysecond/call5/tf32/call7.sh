@@ -1,4 +1,0 @@
-# device call 7 (twenty-second session), on call 5's machine while still warm: call 5's tf32
-# results.json had not come back (too many files under $OUT), so the same winners (call 5's tf32
-# cache, /tmp/t/tf32) were benchmarked again; bench2.log, results.json, journal.gz (call 5's tune).
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null; export PYTHONPATH=/tmp/site:$PWD AUTOCONV_CACHE=/tmp/t/tf32/cache.sqlite3 CUDA_CACHE_PATH=/tmp/t/tf32/cc; mkdir -p /tmp/o; cp results/resnet50_tf32_nhwc/tune.json /tmp/o/tune.json 2>/dev/null; s=$(date +%s); timeout 100 python3 -m autoconv bench examples/resnet50_tf32_nhwc.yaml --no-tune --out /tmp/o/results.json > /tmp/o/bench2.log 2>&1; echo "bench2 rc=$? wall=$(( $(date +%s) - s ))" | tee /tmp/o/times2.txt; gzip -c /tmp/t/tf32/studies.journal > /tmp/o/journal.gz; tar czf $OUT/tf32.tgz -C /tmp/o .; tail -2 /tmp/o/bench2.log

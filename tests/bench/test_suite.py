@@ -1,0 +1,224 @@
+"""The headline suite (``autoconv bench --suite headline``): its benchmarks, the configs they
+run, the folders and tables it writes, resuming and refusing, with a fake step runner (no GPU)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from autoconv.bench import suite
+from autoconv.bench.results import ReportError
+from autoconv.bench.suite import HEADLINE, TABLE_BEGIN, TABLE_END, benchmark_config, gpu_folder_name, run_suite, select
+from autoconv.commands import main as cli
+from autoconv.config.load import load_config
+from autoconv.errors import AutoconvError, UsageError
+
+#: The folder names of ResNet-50 at batch 32 that the README and the record rely on.
+RESNET_NAMES = ("resnet50_n32_fp32", "resnet50_n32_tf32_nchw", "resnet50_n32_tf32_nhwc", "resnet50_n32_bf16_nhwc",
+                "resnet50_n32_fp16_nhwc")
+
+
+def test_headline_names_and_modes():
+    names = [b.name for b in HEADLINE]
+    assert names[:5] == list(RESNET_NAMES)
+    assert len(set(names)) == len(names) == 10
+    assert {(b.precision, b.layout) for b in HEADLINE} == {
+        ("fp32", "NCHW"), ("tf32", "NCHW"), ("tf32", "NHWC"), ("bf16", "NHWC"), ("fp16", "NHWC")}
+    for benchmark in HEADLINE:
+        suffix = benchmark.precision if benchmark.precision == "fp32" else \
+            f"{benchmark.precision}_{benchmark.layout.lower()}"
+        assert benchmark.name.endswith(suffix)
+
+
+@pytest.mark.parametrize("benchmark", HEADLINE, ids=lambda b: b.name)
+def test_each_benchmark_config_loads_with_its_precision_layout_and_fresh_places(benchmark, tmp_path):
+    work, folder = tmp_path / "work", tmp_path / "out" / benchmark.name
+    work.mkdir()
+    config = load_config(benchmark_config(benchmark, work, folder))
+    assert {item.problem.precision for item in config.problems} == {benchmark.precision}
+    assert {item.problem.layout for item in config.problems} == {benchmark.layout}
+    assert Path(config.storage) == work / "studies.journal"
+    assert Path(config.cache) == work / "winners.sqlite3"
+    assert Path(config.results) == folder
+    expected = 23 if benchmark.name.startswith("resnet50") else 39
+    assert len(config.problems) == expected
+
+
+def test_select_and_refusals():
+    assert select("headline") == HEADLINE
+    assert [b.name for b in select("headline", ["resnet50_n32_bf16_nhwc", "resnet50_n32_fp32"])] == [
+        "resnet50_n32_fp32", "resnet50_n32_bf16_nhwc"]  # the suite's order
+    with pytest.raises(UsageError, match="--suite.*known: headline"):
+        select("nightly")
+    with pytest.raises(UsageError, match="--only.*resnet51"):
+        select("headline", ["resnet51"])
+
+
+@pytest.mark.parametrize("name, folder", [("NVIDIA H200", "h200"), ("NVIDIA H100 80GB HBM3", "h100_80gb_hbm3"),
+                                          ("  nvidia a100-sxm4-40gb ", "a100_sxm4_40gb"), ("???", "gpu")])
+def test_gpu_folder_name(name, folder):
+    assert gpu_folder_name(name) == folder
+
+
+# ---- running, with a fake runner ---------------------------------------------------------------
+
+def _problems(speedups, torch=1.5):
+    return [{"name": f"layer{i}|x", "count": 1, "gflop": 1.0, "precision": "fp32", "autoconv_ms": 1.0,
+             "autoconv_tflops": 1.0, "cudnn_ms": s, "torch_ms": torch} for i, s in enumerate(speedups)]
+
+
+class FakeRunner:
+    """Does what tune, bench and report would write, fails the steps it is told to."""
+
+    def __init__(self, fail=()):
+        self.fail = set(fail)
+        self.calls = []
+
+    def __call__(self, argv, env, log_path):
+        step = argv[3] if argv[3] != "report" else "report"
+        config = Path(argv[4]) if step in ("tune", "bench") else None
+        self.calls.append((step, dict(env)))
+        log_path.write_text(f"{step} log line\n")
+        if step in self.fail:
+            return 1
+        if step == "tune":
+            folder = Path(load_config(config).results)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "tune.json").write_text(json.dumps({"wall_s": 31.4}))
+        elif step == "bench":
+            out = Path(argv[argv.index("--out") + 1])
+            out.write_text(json.dumps({"environment": {"gpu": "NVIDIA H200", "driver": "580.1", "cudnn": "9.19.0",
+                                                       "torch": "2.11.0", "git_commit": "abc1234def",
+                                                       "date": "2026-12-02T10:00:00+00:00"},
+                                       "problems": _problems([2.0, 1.5, 0.8])}))
+        else:
+            (Path(argv[argv.index("--out") + 1]) / "report.md").write_text("# autoconv vs cuDNN on ...\n")
+        return 0
+
+
+def _readme(tmp_path, body="old table"):
+    path = tmp_path / "README.md"
+    path.write_text(f"# title\n\ntext\n{TABLE_BEGIN}\n{body}\n{TABLE_END}\nafter\n")
+    return path
+
+
+def test_run_suite_writes_folders_tables_and_readme(tmp_path):
+    runner, readme = FakeRunner(), _readme(tmp_path)
+    root = tmp_path / "results" / "h200"
+    chosen = select("headline", ["resnet50_n32_fp32", "resnet50_n32_bf16_nhwc"])
+    outcomes = run_suite(chosen, root, command="autoconv bench --suite headline", readme=readme, runner=runner,
+                         log=lambda line: None)
+    assert [o.status for o in outcomes] == ["ok", "ok"]
+    assert [step for step, _ in runner.calls] == ["tune", "bench", "report"] * 2
+    for _, env in runner.calls:  # every cache starts empty, in the benchmark's own folder
+        assert Path(env["AUTOCONV_CACHE"]).parent == Path(env["CUPY_CACHE_DIR"]).parent
+        assert not Path(env["AUTOCONV_CACHE"]).parent.exists()  # (removed once the benchmark is done)
+    env = json.loads((root / "resnet50_n32_fp32" / "env.json").read_text())
+    assert env["status"] == "ok" and env["git_commit"] == "abc1234def" and env["config"] == "examples/resnet50.yaml"
+    assert env["steps"]["tune"] == "autoconv tune $WORK/config.yaml"
+    text = readme.read_text()
+    assert text.startswith("# title\n\ntext\n" + TABLE_BEGIN + "\n") and text.endswith(TABLE_END + "\nafter\n")
+    assert "old table" not in text
+    row = next(line for line in text.splitlines() if "resnet50_n32_fp32/report.md" in line)
+    # speedups 2.0, 1.5, 0.8: geometric mean 2.4 ** (1/3) = 1.339; PyTorch 1.5 everywhere
+    assert "**1.34x** cuDNN strict FP32" in row and "2 of 3" in row and "0.80x (layer2/x)" in row
+    assert "| 1.50x |" in row and "31 s" in row
+    assert "| ResNet-50, batch 32, tf32 NCHW | not run |" in text
+    assert "abc1234def" in text and "cuDNN 9.19.0" in text
+    local = (root / "README.md").read_text()
+    assert "](resnet50_n32_fp32/report.md)" in local
+
+
+def test_a_failed_benchmark_is_recorded_and_the_suite_goes_on(tmp_path):
+    root = tmp_path / "h200"
+    chosen = select("headline", ["resnet50_n32_fp32", "resnet50_n32_tf32_nchw"])
+
+    class FailFirstBench(FakeRunner):
+        def __call__(self, argv, env, log_path):
+            if argv[3] == "bench" and not any(step == "bench" for step, _ in self.calls):
+                self.calls.append(("bench", dict(env)))
+                log_path.write_text("Traceback: the reason\n")
+                return 3
+            return super().__call__(argv, env, log_path)
+
+    outcomes = run_suite(chosen, root, command="autoconv bench --suite headline", runner=FailFirstBench(),
+                         log=lambda line: None)
+    assert [o.status for o in outcomes] == ["failed: bench (exit 3)", "ok"]
+    env = json.loads((root / "resnet50_n32_fp32" / "env.json").read_text())
+    assert env["status"] == "failed: bench (exit 3)" and "the reason" in env["failure_log_tail"]
+    assert "| ResNet-50, batch 32, fp32 NCHW | failed: bench (exit 3) |" in (root / "README.md").read_text()
+
+
+def test_resume_keeps_completed_benchmarks_and_reruns_the_others(tmp_path):
+    root = tmp_path / "h200"
+    chosen = select("headline", ["resnet50_n32_fp32", "resnet50_n32_tf32_nchw"])
+    run_suite(chosen, root, command="autoconv bench --suite headline", runner=FakeRunner(fail={"report"}),
+              log=lambda line: None)
+    runner = FakeRunner()
+    outcomes = run_suite(chosen, root, command="autoconv bench --suite headline", resume=True, runner=runner,
+                         log=lambda line: None)
+    assert [o.status for o in outcomes] == ["ok", "ok"]  # both had failed at the report: neither is kept
+    runner = FakeRunner()
+    outcomes = run_suite(chosen, root, command="autoconv bench --suite headline", resume=True, runner=runner,
+                         log=lambda line: None)
+    assert [o.status for o in outcomes] == ["kept", "kept"] and runner.calls == []
+
+
+def test_nothing_the_suite_did_not_write_is_replaced(tmp_path):
+    root = tmp_path / "h200"
+    foreign = root / "resnet50_n32_fp32"
+    foreign.mkdir(parents=True)
+    (foreign / "notes.txt").write_text("mine")
+    runner = FakeRunner()
+    with pytest.raises(AutoconvError, match="resnet50_n32_fp32 holds files the suite did not write"):
+        run_suite(select("headline", ["resnet50_n32_tf32_nchw", "resnet50_n32_fp32"]), root, command="autoconv "
+                  "bench --suite headline", runner=runner, log=lambda line: None)
+    assert runner.calls == [] and (foreign / "notes.txt").read_text() == "mine"
+
+    (root / "README.md").write_text("# my own notes\n")
+    with pytest.raises(AutoconvError, match="README.md is not a table the suite wrote"):
+        run_suite(select("headline", ["resnet50_n32_tf32_nchw"]), root, command="autoconv bench --suite headline",
+                  runner=runner, log=lambda line: None)
+    assert runner.calls == []
+
+
+def test_a_readme_without_the_markers_is_refused_before_any_work(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# title\n{TABLE_END}\n{TABLE_BEGIN}\n")
+    runner = FakeRunner()
+    with pytest.raises(ReportError, match="expected one line <!-- headline-table:begin -->"):
+        run_suite(select("headline", ["resnet50_n32_fp32"]), tmp_path / "h200", command="x", readme=readme,
+                  runner=runner, log=lambda line: None)
+    assert runner.calls == [] and not (tmp_path / "h200").exists()
+
+
+def test_the_checkout_readme_has_the_markers():
+    text = (suite.CHECKOUT_ROOT / "README.md").read_text()
+    assert text.count(TABLE_BEGIN) == 1 and text.count(TABLE_END) == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", "--suite", "headline", "examples/resnet50.yaml"], "either a config or --suite"),
+    (["bench", "examples/resnet50.yaml", "--only", "resnet50_n32_fp32"], "--only.*goes with --suite only"),
+    (["bench", "--suite", "headline", "--only", "nope"], "--only='nope': not a benchmark"),
+    (["bench"], "give a config file"),
+])
+def test_bench_command_line_refusals(argv, message, capsys):
+    assert cli.main(argv) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_report_suite_writes_the_tables_again_without_a_gpu(tmp_path, capsys):
+    root = tmp_path / "h200"
+    run_suite(select("headline", ["resnet50_n32_fp32"]), root, command="autoconv bench --suite headline",
+              runner=FakeRunner(), log=lambda line: None)
+    (root / "README.md").unlink()
+    readme = _readme(tmp_path)
+    assert cli.main(["report", "--suite", "headline", "--out", str(root), "--readme", str(readme)]) == 0
+    assert "**1.34x** cuDNN strict FP32" in (root / "README.md").read_text()
+    assert "](results/h200/resnet50_n32_fp32/report.md)" in readme.read_text()
+    assert cli.main(["report", "--suite", "headline", "--out", str(tmp_path / "none")]) == 2
+    assert "not a folder" in capsys.readouterr().err
