@@ -1,6 +1,6 @@
 """NVRTC compile throughput against the number of compiling processes, on this host.
 
-    python examples/compile_throughput.py results/h100/tuning_cost/six_layers.yaml --processes 1,2,4,8,15
+    python examples/compile_throughput.py examples/vgg16.yaml --processes 1,2,4,8,15
 
 The tuner compiles its candidates in a pool of processes sized from ``os.cpu_count()``. Whether
 that many processes compile that many times faster depends on the cores behind the count
@@ -82,7 +82,7 @@ def _warm_up(source: str, arch: str) -> None:
 def compile_all(jobs: list[tuple[str, str, str]], processes: int) -> dict[str, float]:
     """One pool of ``processes`` compiles every job, with an empty compute cache of its own
     (``CUDA_CACHE_PATH``): NVRTC 12.9+ keeps compiled programs in the driver's compute cache,
-    where a second pool would find the first pool's (a tenth of the time: the first version of
+    where a second pool would find the first pool's in ~10% of the time (the first version of
     this script measured that, not the compiler)."""
     context = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="autoconv-compute-cache-") as compute_cache, \

@@ -1,9 +1,9 @@
 """How good is the kernel ``autoconv.conv2d`` predicts for a shape never tuned? Predict from
 the cache as it is, tune, then time the prediction beside the tuned winner, in one run.
 
-    python examples/predicted_vs_tuned.py predict examples/unseen_layers.yaml --out predicted.json
-    autoconv tune examples/unseen_layers.yaml
-    python examples/predicted_vs_tuned.py time examples/unseen_layers.yaml predicted.json --out compare.json
+    python examples/predicted_vs_tuned.py predict examples/inception_v3_layers.yaml --out predicted.json
+    autoconv tune examples/inception_v3_layers.yaml
+    python examples/predicted_vs_tuned.py time examples/inception_v3_layers.yaml predicted.json --out compare.json
 
 ``predict`` (before tuning the config's problems) records, for each problem, the plan the
 runtime would run on it untuned (``autoconv.runtime.selection.predicted_plan``, from the

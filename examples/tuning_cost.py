@@ -13,10 +13,10 @@ of the variants (the first round in the order given, the next reversed, ...), be
 runs first pays for cold disks and caches. Each run also gets an empty compute cache of its own
 (``CUDA_CACHE_PATH``): NVRTC 12.9 and later keep compiled programs in the driver's compute cache
 (~/.nv/ComputeCache), so a run that compiles the candidates another run compiled before finds
-them there in a tenth of the time, which made whichever run came second look faster (seventh
-session, results/h100/NOTES.md); and an empty CuPy kernel cache (``CUPY_CACHE_DIR``), where the
-GPU workers' warm-up compiles CuPy's own kernels (a fresh machine's first run paid ~20 s there
-before the verification's sums had kernels of their own: results/h100/first_run). Each run's
+them there in ~10% of the time, which made whichever run came second look faster; and an empty
+CuPy kernel cache (``CUPY_CACHE_DIR``), where the GPU workers' warm-up compiles CuPy's own kernels
+(a fresh machine's first run paid ~20 s there; docs/lab-notes/2026-11-29-measurement-noise.md
+says which comparisons these caches confounded). Each run's
 ``tune.json`` is kept in ``--out``;
 printed and written (``--out``/cost.json): per run, its wall seconds and the compilers' wall
 and CPU seconds and the GPU's (summed over the candidates); per variant, each run's wall seconds

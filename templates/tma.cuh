@@ -23,7 +23,7 @@
 // phase that mbarrier::arrive_expect_bytes opened for them completes when they all landed. The
 // tensor cores may read them after a wait on that phase (no proxy fence: both are async-proxy).
 // A map of TF32 elements (float32 in memory) rounds each value to TF32 on the way (10 mantissa
-// bits, to nearest, ties to even: the H100's TMA, results/h100/tf32_tma/rounding.log).
+// bits, to nearest, ties to even: the H100's TMA, docs/lab-notes/2026-11-26-tf32-nhwc-through-tma.md).
 // One thread issues a copy; the barrier needs no arrival from the other threads for it.
 #ifndef AUTOCONV_TMA_CUH  // a guard, not #pragma once: inlined into a source, that one warns
 #define AUTOCONV_TMA_CUH

@@ -26,8 +26,8 @@ def _unit_hash(*parts: object) -> float:
     return int.from_bytes(digest[:8], "little") / 2**64
 
 
-#: The slowdown of a build with the sizes at run time: 1.05 to 1.15 (on an H100, ResNet-50's layers
-#: at batch 32, implicit_gemm_wgmma: 1.02 to 1.29, ~1.10 typical; results/h100/NOTES.md).
+#: The slowdown of a build with the sizes at run time: 1.05 to 1.15, around the ~1.10 measured on
+#: ResNet-50's layers (docs/lab-notes/2026-11-27-problem-sizes-at-run-time.md).
 RUN_TIME_SIZES_COST, RUN_TIME_SIZES_SPREAD = 1.05, 0.10
 
 

@@ -394,9 +394,9 @@ def time_torch(problem: ConvProblem, operands: OperandSets, reference, *, sample
 
     Unlike the other columns' calls, these write one output block: each output is freed at once
     and the graph's pool hands its block to the next call, so an output smaller than the L2 stays
-    there. That favours PyTorch, by up to 16% on ResNet-50's smallest bf16 layers and ~2% on their
-    geometric mean (results/h100/cudnn_heuristics). Keeping every output alive instead made the
-    capture fail on two tf32 layers on an H100 (results/h100/twentysecond), for a cause not found.
+    there. That favours PyTorch, by ~2% on a geometric mean, up to 16% on the smallest layers;
+    keeping every output alive instead made cuDNN fail under capture on some tf32 layers, for a
+    cause not found (docs/lab-notes/2026-11-27-cudnn-baseline-and-pytorch-column.md).
 
     Raises:
         AutoconvError: torch's output disagrees with the reference.

@@ -7,10 +7,10 @@ command foresaw (the file it names and why).
 The command modules are imported when the parser is built, not when this module is: the
 ``autoconv`` console script imports this module, and every process multiprocessing spawns from it
 (a tuning run's compilers, tuning workers and GPU workers) imports the script again before it
-starts. Imported here, the commands brought the tuner, Optuna and numpy into each of them (~1
-CPU-s a process on a 16-core H200 host, whose GPU workers then started ~1.2 s later;
-results/h100/thirtyfourth), where ``python -m autoconv`` brings nothing (multiprocessing does not
-import a ``__main__`` module again).
+starts. Imported here, the commands brought the tuner, Optuna and numpy into each of them, and
+the GPU workers started about a second later (docs/lab-notes/2026-11-28-tune-start-up.md), where
+``python -m autoconv`` brings nothing (multiprocessing does not import a ``__main__`` module
+again).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The config file's schema and its checks: a YAML document in, a checked, frozen
 :class:`~autoconv.config.tune_config.TuneConfig` out (:class:`ConfigReader`).
 
-The format (every key optional unless marked; see README "Config files")::
+The format (every key optional unless marked; see docs/config.md)::
 
     problems:                       # named problems, full form or a spec string
       - name: odd_layer             # required; letters, digits, _ . -

@@ -496,8 +496,8 @@ std::vector<unsigned char> swizzled_box(std::size_t rows, std::size_t element_by
 
 //! Copies one element of map `m` from `from` to `to`: its bits, or (a TFLOAT32 map) the float32
 //! rounded to TF32, 10 mantissa bits, to nearest with ties to even, as the H100's TMA rounds
-//! (results/h100/tf32_tma/rounding.log). NaN and infinity are kept (an exponent of all ones is
-//! not rounded into).
+//! (docs/lab-notes/2026-11-26-tf32-nhwc-through-tma.md). NaN and infinity are kept (an exponent of
+//! all ones is not rounded into).
 void copy_element(const EmulatedTensorMap& m, const unsigned char* from, unsigned char* to) {
     if (m.rounding != tensor_map_round_to_tf32) {
         std::memcpy(to, from, m.element_bytes);

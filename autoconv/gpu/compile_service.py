@@ -8,10 +8,9 @@ the parent process holds one :class:`~autoconv.gpu.compiler.CompilePool`
 :class:`~autoconv.gpu.compiler.Compiler` like the pool), so any idle core takes the next source,
 whoever submitted it. Jobs are compiled in the order of their priority (a moment of the host's
 monotonic clock: a tuner gives each study's candidates the moment the study began), else of their
-arrival. (Measured on two H200s of a
-32-core host, results/h200x2/shared_compile_pool: the run times moved within their spread, and
-the compilers still kept ~18 cores busy on average. The workers' own pace of asking for
-candidates, not the division of the cores, is what leaves the rest idle.)
+arrival. (On two GPUs of one host the compilers still kept ~18 of 32 cores busy: the workers'
+own pace of asking for candidates, not the division of the cores, is what leaves the rest idle;
+docs/lab-notes/2026-11-29-two-gpus-on-one-host.md.)
 
 One source is compiled once: a job whose architecture, name and source another worker's job is
 compiling waits for that compilation, and a source compiled before is answered from the last

@@ -27,8 +27,8 @@ def require_cupy():
 
 def require_nvrtc():
     """CuPy's NVRTC binding alone, or :class:`BackendUnavailable` saying how to install CuPy. A
-    compiler process needs nothing else of CuPy, whose whole import takes ~2.5 CPU-s (0.1 for the
-    binding; an H200 host, results/h100/thirtyfirst), and a tuning run starts ~15 of them at once."""
+    compiler process needs nothing else of CuPy, whose whole import takes ~2.5 CPU-s, and a tuning
+    run starts ~15 of them at once (docs/lab-notes/2026-11-28-tune-start-up.md)."""
     try:
         from cupy_backends.cuda.libs import nvrtc
     except ImportError as err:

@@ -26,7 +26,8 @@ from autoconv.kernels.tensor_maps import (
 )
 
 # CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h). TFLOAT32 (11): float32
-# in memory, rounded to TF32 by the copy (to nearest, ties to even; results/h100/tf32_tma).
+# in memory, rounded to TF32 by the copy (to nearest, ties to even;
+# docs/lab-notes/2026-11-26-tf32-nhwc-through-tma.md).
 _DATA_TYPES = {"f16": 6, "f32": 7, "bf16": 9, "tf32": 11}
 _INTERLEAVE_NONE = 0
 _SWIZZLE_128B = 3

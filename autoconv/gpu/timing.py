@@ -45,9 +45,9 @@ class TimingEffort:
 #: Reported times: the winners' (cache, report) and the baselines'.
 FULL = TimingEffort(samples=7, warmup=2, target_ms=TARGET_REPLAY_MS)
 #: The search's ranking of candidates: a sixth of FULL's replay time (1 ms replays still
-#: amortise launch gaps and event resolution to well under 1%). In full, FULL's 9 replays of
-#: ~4 ms were ~36 of the ~47 ms of GPU time per candidate of a ResNet-50 tune on an H100
-#: (2674 candidates, 125 s of GPU in a 204 s run; results/h100/NOTES.md, eighth session).
+#: amortise launch gaps and event resolution to well under 1%). In full, FULL's replays were most
+#: of a candidate's GPU time; screening more than halved a ResNet-50 tune's GPU seconds
+#: (docs/lab-notes/2026-11-24-one-gpu-tune-compute-cache-depth-screening-workers.md).
 SCREENING = TimingEffort(samples=5, warmup=1, target_ms=1.0)
 
 

@@ -22,8 +22,9 @@ TENSOR_MAP_ALIGNMENT = 64
 
 #: Element types a map may describe: name -> bytes per element. Copies move the bits, except of
 #: "tf32" elements: float32 in memory that the copy rounds to TF32 (10 mantissa bits, to nearest,
-#: ties to even: the driver's CU_TENSOR_MAP_DATA_TYPE_TFLOAT32, measured on an H100 in
-#: results/h100/tf32_tma/rounding.log), landing as float32 values whose low 13 bits are zero.
+#: ties to even: the driver's CU_TENSOR_MAP_DATA_TYPE_TFLOAT32, measured on an H100:
+#: docs/lab-notes/2026-11-26-tf32-nhwc-through-tma.md), landing as float32 values whose low 13
+#: bits are zero.
 ELEMENT_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "tf32": 4}
 
 #: The shared-memory swizzle the maps use: 16-byte chunks swizzled within 128-byte rows, the

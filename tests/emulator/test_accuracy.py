@@ -3,8 +3,8 @@
 The tensor cores add each product into the accumulator rounding toward zero, so every product
 a chain adds at the result's magnitude pulls the result toward zero. Errors of that kind add up
 coherently through a network's layers where round-to-nearest errors partly cancel (ResNet-50 end
-to end: results/h100/resnet50_e2e). The emulator models that truncation (wgmma_tf32.cuh), so the
-order of a chain's products is checked here on the CPU.
+to end: docs/lab-notes/2026-11-23-wgmma-accumulation-bias.md). The emulator models that truncation
+(wgmma_tf32.cuh), so the order of a chain's products is checked here on the CPU.
 """
 
 from __future__ import annotations

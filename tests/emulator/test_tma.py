@@ -401,7 +401,8 @@ def as_values(out: np.ndarray) -> np.ndarray:
 
 def test_tf32_tiled_boxes_round_to_nearest_even(program):
     """A map of TF32 elements: each float32 lands rounded to 10 mantissa bits, to nearest with ties
-    to even (as the H100's TMA does, results/h100/tf32_tma/rounding.log), zeros outside the tensor."""
+    to even (as the H100's TMA does: docs/lab-notes/2026-11-26-tf32-nhwc-through-tma.md), zeros outside
+    the tensor."""
     bits = tf32_bits(W_TF32, seed=3)
     tensor_map = TiledMap("w", "tf32", W_TF32[::-1], (32, 2, 8))
     out = as_values(run_boxes(program, "tiled_boxes", "w_map", tensor_map, bits, W_TF32_CASES, copies_per_block=2))

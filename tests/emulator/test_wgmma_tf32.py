@@ -274,7 +274,7 @@ def test_the_gpu_rounds_like_the_model_to_float32_precision(program, gpu_module)
     another number of bits (on the crafted rows it drops an addend 2^-6 of the accumulator's
     ulp that the model's rounding counts), so the two may differ by a few float32 roundings of
     the magnitudes summed, |c| + sum |a*b| (an H100 gave up to 32 ulp of a result that
-    cancellation made small: results/h100/NOTES.md), and no more."""
+    cancellation made small: docs/lab-notes/2026-11-23-wgmma-3xtf32-family.md), and no more."""
     rng = np.random.default_rng(5)
     random = (rng.uniform(-1, 1, (64, K_DEPTH)).astype(np.float32),
               rng.uniform(-1, 1, (N_COLUMNS, K_DEPTH)).astype(np.float32),

@@ -102,7 +102,7 @@ def test_w_is_copied_once_per_stage_only_where_a_stage_always_holds_the_same_box
     """REUSE_W: where every tile spans all the filters (one column of tiles), there is no split-K,
     and the stages hold whole rounds of the K tiles, stage s always holds K tile s % K_TILES of
     the same filters, so the producer copies w into each stage once (MobileNetV2's 1x1 expansion:
-    1.54x on an H100, results/h100/NOTES.md, twenty-seventh session)."""
+    docs/lab-notes/2026-11-28-mobilenetv2-expansion-reuse-w.md)."""
     expansion = parse_spec("N=64,C=24,H=56,W=56,K=144,R=1,S=1,layout=NHWC,precision=bf16")   # one K tile
     two_k_tiles = expansion.with_(C=72)
     base = {"BN": 192, "CONSUMERS": 2, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "cooperative", "EPILOGUE": "staged",
@@ -311,7 +311,7 @@ def test_runtime_verification_orders_its_fills_before_the_kernels(seed):
     """verify_runner's uploads and NaN fills run on the kernels' stream: ResNet-50's fp16 stem
     (its first kernel folds x's taps into a 38.5 MB workspace) verified with every output NaN
     while the workspace's fill ran on the default stream, which a non-blocking stream is not
-    ordered after (fourteenth session, results/h100/stem)."""
+    ordered after (docs/lab-notes/2026-11-27-failures-found-by-gpu-tests.md)."""
     from autoconv.gpu.device import read_device
     from autoconv.runtime.selection import _loaded_runner, verify_runner
 

@@ -57,7 +57,7 @@ def _run_in_process(plan: KernelPlan, x, w, bias, limits):
     compiled = compile_source(plan.source, limits.arch, plan.name)
     assert compiled.ok, compiled.log
     # NVRTC compiles in this process: its CPU time is measured, and a compile is CPU work
-    # (a tenth of the wall time at least, however busy the host).
+    # (at least 10% of the wall time, however busy the host).
     assert 0.1 * compiled.seconds <= compiled.cpu_seconds, (compiled.seconds, compiled.cpu_seconds)
     loaded = LoadedPlan(plan, compiled.cubin)
     trouble = loaded.resource_problem(limits)
