@@ -18,5 +18,8 @@
 - :mod:`~autoconv.search.fleet`: worker processes on one or more GPUs (several per GPU take
   turns on it) sharing the studies.
 - :mod:`~autoconv.search.storage`: the Optuna storage, and keeping it usable after a crash.
-- :mod:`~autoconv.search.session`: a config and the command line's overrides, resolved once.
+- :mod:`~autoconv.search.options`: the options of ``autoconv tune`` and the tuner's settings,
+  each defaulted once.
+- :mod:`~autoconv.search.session`: a config under those options, resolved once (it travels
+  whole to the fleet's workers).
 """

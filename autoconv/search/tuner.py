@@ -127,6 +127,7 @@ from autoconv.processes import process_owner
 from autoconv.search import runners_up as runners_up_search
 from autoconv.search import transfer as transfer_search
 from autoconv.search.liveness import Liveness
+from autoconv.search.options import DEFAULT_PIPELINE_DEPTH
 from autoconv.search.outcome import Milestones, PhaseClock, ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_in_turn, enumerate_points
 from autoconv.search.prefilter import PreFilter
@@ -153,11 +154,6 @@ TRANSFERRED_WINNERS = 3
 #: Configurations the history's model ranks fastest that a study tries after its warm start
 #: (``autoconv tune --rank``; 0: none, the model is not built).
 DEFAULT_RANKED = 0
-#: Candidates asked ahead and compiling while the GPU evaluates (per tuner: the studies it has in
-#: flight at once, :data:`CONCURRENT_STUDIES`, share them). 24, not 8: six
-#: ResNet-50 layers tuned from empty caches on an H100 host (16 cores) took 52.8 s against
-#: 85.3 s at 8, in both orders, best times within 2% (results/h100/tuning_cost/depth_cold/).
-DEFAULT_PIPELINE_DEPTH = 24
 #: Fastest ok trials tried, in order, when the winner fails its re-verification or is slower in
 #: full than the next in the search; all of them are timed in the build with constants when one
 #: was ranked with sizes at run time (see ``_finish``).

@@ -585,7 +585,8 @@ def test_a_worker_whose_early_gpu_worker_cannot_start_leaves_it_to_its_backend(m
     given = {}
     monkeypatch.setattr(fleet_entry, "launch_worker", cannot_start)
     monkeypatch.setattr(fleet_worker, "worker_main",
-                        lambda job, connection, compile_connection, launched: given.update(job=job, launched=launched))
+                        lambda session, job, connection, compile_connection, launched: given.update(
+                            session=session, job=job, launched=launched))
     monkeypatch.setattr(fleet_entry, "exit_with_parent", lambda pid: None)
-    fleet_entry.worker_process(pickle.dumps("the job"), 0, None, 1, None)
-    assert given == {"job": "the job", "launched": None}
+    fleet_entry.worker_process(pickle.dumps("the session"), pickle.dumps("the job"), 0, None, 1, None)
+    assert given == {"session": "the session", "job": "the job", "launched": None}
