@@ -117,9 +117,5 @@ class TuneSession:
         """A :class:`~autoconv.search.tuner.Tuner` on ``backend`` with this session's settings;
         winners go into ``cache`` (:meth:`open_cache`). ``storage``: this session's storage already
         opened (:func:`~autoconv.search.storage.make_storage`; None: opened by the tuner)."""
-        settings, search = self.settings, self.settings.search
-        return Tuner(backend, storage=self.storage if storage is None else storage, families=settings.families,
-                     budget=settings.budget, seed=settings.seed, workspace_limit=settings.workspace_limit,
-                     cache=cache, retune=search.retune, reporter=reporter, pipeline_depth=search.pipeline_depth,
-                     ranked=search.ranked, prefilter=search.prefilter, run_time_sizes=search.run_time_sizes,
-                     transfer=search.transfer)
+        return Tuner(backend, self.settings, storage=self.storage if storage is None else storage, cache=cache,
+                     reporter=reporter)

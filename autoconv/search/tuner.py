@@ -119,7 +119,6 @@ from autoconv.cache.winners import CacheEntry, CacheKey, WinnerCache
 from autoconv.errors import AutoconvError, DeviceMemoryError
 from autoconv.gpu.memory import check_fits
 from autoconv.kernels.families import KernelPlan, get_family
-from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
@@ -127,7 +126,7 @@ from autoconv.processes import process_owner
 from autoconv.search import runners_up as runners_up_search
 from autoconv.search import transfer as transfer_search
 from autoconv.search.liveness import Liveness
-from autoconv.search.options import DEFAULT_PIPELINE_DEPTH
+from autoconv.search.options import SearchOptions, SearchSettings
 from autoconv.search.outcome import Milestones, PhaseClock, ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_in_turn, enumerate_points
 from autoconv.search.prefilter import PreFilter
@@ -151,9 +150,6 @@ from autoconv.search.study import (
 
 #: Winners of the nearest tuned problems a new study tries first.
 TRANSFERRED_WINNERS = 3
-#: Configurations the history's model ranks fastest that a study tries after its warm start
-#: (``autoconv tune --rank``; 0: none, the model is not built).
-DEFAULT_RANKED = 0
 #: Fastest ok trials tried, in order, when the winner fails its re-verification or is slower in
 #: full than the next in the search; all of them are timed in the build with constants when one
 #: was ranked with sizes at run time (see ``_finish``).
@@ -278,57 +274,27 @@ class Tuner:
 
     Args:
         backend: evaluates candidates (:class:`~autoconv.gpu.CupyBackend`, a fake...).
-        storage: Optuna storage: a journal-file path or a SQLAlchemy URL.
-        families: the kernel families searched.
-        budget: per-problem trials / seconds / patience.
-        seed: seeds the sampler (per problem) and the verification inputs.
-        workspace_limit: bytes of scratch memory a candidate may use.
-        cache: where winners go (None: nowhere); ``retune`` ignores cached winners.
+        settings: what it searches and how (:class:`~autoconv.search.options.SearchSettings`).
+        storage: Optuna storage: a journal-file path or a SQLAlchemy URL, or one opened
+            (:func:`~autoconv.search.storage.make_storage`).
+        cache: where winners go (None: nowhere).
         reporter: progress callbacks.
-        pipeline_depth: candidates asked ahead of the GPU (by all the studies in flight).
-        ranked: configurations a study tries after its warm start because a model of the
-            tuning history in ``storage`` predicts them fastest (:mod:`~autoconv.search.ranker`).
-        prefilter: skip compiling the candidates (proposals, and repairs of invalid ones) that
-            model predicts among the slowest, once it ranks the study's own candidates well
-            (:mod:`~autoconv.search.prefilter`).
-        run_time_sizes: search a family that has one (implicit_gemm_wgmma) in its build with the
-            sizes at run time (a configuration compiles once for all the problems it is tried on;
-            the winner is rebuilt with constants, :meth:`_finish`). Off by default: on an H100 it
-            cut the compile CPU per candidate by ~30% but saved no tuning time (results/h100/
-            tuning_cost/run_time_sizes).
-        transfer: tune a problem by transfer from the tuning history in ``storage`` where its
-            model is trained on enough problems (:mod:`~autoconv.search.transfer`: the
-            neighbours' winners and the model's picks, then the model's best variations of the
-            best; no sampler, no patience); else by a full study.
     """
 
-    def __init__(self, backend: Backend, *, storage, families: Sequence[str], budget: Budget,
-                 seed: int = 0, workspace_limit: int = DEFAULT_WORKSPACE_LIMIT,
-                 cache: WinnerCache | None = None, retune: bool = False,
-                 reporter: Reporter | None = None, pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
-                 ranked: int = DEFAULT_RANKED, prefilter: bool = False,
-                 run_time_sizes: bool = False, transfer: bool = False):
-        if budget.trials is None and budget.seconds is None:
+    def __init__(self, backend: Backend, settings: SearchSettings, *, storage,
+                 cache: WinnerCache | None = None, reporter: Reporter | None = None):
+        if settings.budget.trials is None and settings.budget.seconds is None:
             raise AutoconvError("a tuning budget needs trials and/or seconds per problem")
-        if not families:
+        if not settings.families:
             raise AutoconvError("no kernel family to search")
-        for name in families:
+        for name in settings.families:
             get_family(name)  # unknown names fail here, with the known ones listed
         self.backend = backend
+        self.settings = settings
         self.reporter = reporter or Reporter()
         self.storage = make_storage(storage, on_repair=self.reporter.note) \
             if isinstance(storage, (str, os.PathLike)) else storage
-        self.families = tuple(families)
-        self.budget = budget
-        self.seed = seed
-        self.workspace_limit = workspace_limit
         self.cache = cache
-        self.retune = retune
-        self.pipeline_depth = max(1, pipeline_depth)
-        self.ranked = max(0, ranked)
-        self.prefilter = prefilter
-        self.run_time_sizes = run_time_sizes
-        self.transfer = transfer
         self._transferred: set[str] = set()  # the studies tuned by transfer (their end is not the patience)
         self._full_study_reasons: set[str] = set()  # why studies were full, not transfers (each said once)
         self.owner = process_owner()
@@ -337,6 +303,26 @@ class Tuner:
         # (time.time(); None until then): the edges of its search (outcome.MILESTONES).
         self.first_submit_at: float | None = None
         self.last_result_at: float | None = None
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        return self.settings.families
+
+    @property
+    def budget(self) -> Budget:
+        return self.settings.budget
+
+    @property
+    def search(self) -> SearchOptions:
+        return self.settings.search
+
+    @property
+    def pipeline_depth(self) -> int:
+        return max(1, self.search.pipeline_depth)
+
+    @property
+    def ranked(self) -> int:
+        return max(0, self.search.ranked)
 
     def mark_search(self, milestones: Milestones) -> None:
         """The edges of this tuner's search in ``milestones``, if it searched."""
@@ -478,13 +464,13 @@ class Tuner:
         available = self.backend.available_memory_bytes()
         need = check_fits(item.problem, available, self.backend.device.name, self.backend.device.l2_bytes,
                           label=item.name)
-        return max(0, min(self.workspace_limit, available - need.fixed))
+        return max(0, min(self.settings.workspace_limit, available - need.fixed))
 
     def _cache_key(self, problem: ConvProblem) -> CacheKey:
         return CacheKey.for_problem(self.backend.identity, problem)
 
     def _cached(self, item: NamedProblem, quiet: bool = False) -> ProblemOutcome | None:
-        if self.cache is None or self.retune:
+        if self.cache is None or self.search.retune:
             return None
         entry = self.cache.get(self._cache_key(item.problem))
         if entry is None or entry.family not in self.families:
@@ -543,7 +529,7 @@ class Tuner:
         longer plans, or renders to another source), or None."""
         try:
             plan = get_family(entry.family).plan(problem, dict(entry.config), self.backend.device,
-                                                 max(self.workspace_limit, entry.workspace_bytes))
+                                                 max(self.settings.workspace_limit, entry.workspace_bytes))
         except AutoconvError as err:
             return f"its configuration is no longer valid: {str(err).splitlines()[0]}"
         if plan.source_hash != entry.source_hash:
@@ -651,14 +637,14 @@ class Tuner:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            sampler = optuna.samplers.TPESampler(seed=sampler_seed(self.seed, name), multivariate=True, group=True,
-                                                 constant_liar=True)
+            sampler = optuna.samplers.TPESampler(seed=sampler_seed(self.settings.seed, name), multivariate=True,
+                                                 group=True, constant_liar=True)
         study = optuna.create_study(study_name=name, storage=self.storage, sampler=sampler,
                                     direction="minimize", load_if_exists=True)
         mark_problem(study, problem)
         self.liveness.fail_abandoned(study, force=True)
-        ranker = self._history_model(problem) if self.ranked or self.prefilter or self.transfer else None
-        transferring = self.transfer and ranker is not None and self._transfers(item, points, ranker)
+        ranker = self._history_model(problem) if self.ranked or self.search.prefilter or self.search.transfer else None
+        transferring = self.search.transfer and ranker is not None and self._transfers(item, points, ranker)
         outcome.search = "transfer" if transferring else "full"
         if transferring:
             assert ranker is not None  # (for mypy: checked above)
@@ -672,8 +658,8 @@ class Tuner:
         else:
             self._enqueue_defaults(study, problem, points, ranker)
             more_picks_due = False
-        prefilter = PreFilter(ranker, problem, points, seed=self.seed) \
-            if self.prefilter and ranker and ranker.families and not transferring else None
+        prefilter = PreFilter(ranker, problem, points, seed=self.settings.seed) \
+            if self.search.prefilter and ranker and ranker.families and not transferring else None
         self.reporter.problem_started(item, name, SearchHistory.of(study).evaluated, self.budget)
         return _Search(item=item, points=points, study=study, workspace_limit=workspace_limit, outcome=outcome,
                        clock=clock, started=started, transfer=ranker if transferring else None, prefilter=prefilter,
@@ -820,7 +806,7 @@ class Tuner:
         workers on the GPU, 13 studies ran full without it, 8-9 converted with it, 17% fewer
         candidates, 14% less time, no layer lost (results/h100/fortyfirst).
         """
-        if not self.transfer or search.transfer is not None:
+        if not self.search.transfer or search.transfer is not None:
             return False
         now = time.monotonic()
         if now - search.transfer_checked < TRANSFER_CHECK_S:
@@ -1067,7 +1053,7 @@ class Tuner:
                     # The ranking build: one compilation serves every problem the configuration
                     # is tried on, where the family has it (the winner is built with constants).
                     return trial, get_family(family).plan(problem, config, self.backend.device, workspace_limit,
-                                                          run_time_sizes=self.run_time_sizes)
+                                                          run_time_sizes=self.search.run_time_sizes)
             elif family in points.families:
                 skipped = prefilter.skipped if prefilter is not None else set()
                 repair = points.nearest_unseen(family, config, seen | skipped | SearchHistory.of(study).waiting)
@@ -1144,13 +1130,13 @@ class Tuner:
         # The families ranked in their slower build: the best of each is rebuilt too, should the
         # others hide it.
         slowed = {trial.family for trial in ranked if get_family(trial.family).takes_run_time_sizes} \
-            if self.run_time_sizes else set()
+            if self.search.run_time_sizes else set()
         rebuilt = bool(slowed)
         fastest += [next(trial for trial in ranked if trial.family == family)
                     for family in sorted(slowed - {trial.family for trial in fastest})]
-        plans = [get_family(trial.family).plan(problem, trial.config, self.backend.device, self.workspace_limit)
-                 for trial in fastest]
-        seed = self.seed + REVERIFY_SEED_OFFSET
+        plans = [get_family(trial.family).plan(problem, trial.config, self.backend.device,
+                                               self.settings.workspace_limit) for trial in fastest]
+        seed = self.settings.seed + REVERIFY_SEED_OFFSET
         # Rebuilt, all are evaluated: submitted together, they compile in parallel (the search's
         # best is usually compiled already: prepared when it became the best).
         tickets = [self.backend.submit(plan, seed=seed) for plan in plans] if rebuilt else []

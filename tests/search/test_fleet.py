@@ -21,6 +21,7 @@ from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError
 from autoconv.problems.problem import parse_spec
 from autoconv.search.fleet import parse_gpus
+from autoconv.search.options import SearchSettings
 from autoconv.search.outcome import MILESTONES, Milestones, ProblemOutcome, merge_outcomes
 from autoconv.search.points import config_key
 from autoconv.search.study import EVALUATED, config_of
@@ -416,7 +417,7 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     alive.suggest_categorical("family", ["direct", "im2col_gemm"])
     alive.set_user_attr("owner", "elsewhere[0123abcd]:4343")
 
-    tuner = Tuner(FakeBackend(), storage=storage, families=["direct"], budget=Budget(trials=1))
+    tuner = Tuner(FakeBackend(), SearchSettings(["direct"], Budget(trials=1)), storage=storage)
     tuner.liveness.fail_abandoned(study, force=True)
     assert study.trials[lost.number].state == TrialState.RUNNING  # within its grace period
     time.sleep(HEARTBEAT_GRACE_INTERVALS * 1 + 1.5)

@@ -16,6 +16,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search import transfer
 from autoconv.search import tuner as tuner_module
+from autoconv.search.options import SearchOptions, SearchSettings
 from autoconv.search.study import EVALUATED, study_name
 from autoconv.search.tuner import CONCURRENT_STUDIES, OVERLAP_BELOW, Tuner
 from tests.search.fake_history import FAMILIES, TRAINED, UNTUNED, tune_history
@@ -86,10 +87,12 @@ def study_of(tuner, problem):
                              storage=tuner.storage)
 
 
-def overlap_tuner(backend, history, **options) -> Tuner:
+def overlap_tuner(backend, history, budget=None, cache=None, **search) -> Tuner:
     """A tuner of the fake history's families with room in its pipeline for two studies."""
-    options = {"budget": Budget(trials=40, patience=12), "pipeline_depth": 12, **options}
-    return Tuner(backend, storage=history, families=FAMILIES, seed=3, **options)
+    search = {"pipeline_depth": 12, "transfer": False, **search}
+    budget = budget or Budget(trials=40, patience=12)
+    return Tuner(backend, SearchSettings(FAMILIES, budget, seed=3, search=SearchOptions(**search)), storage=history,
+                 cache=cache)
 
 
 def abandoned_and_queued_again(trials) -> tuple[list, list]:
