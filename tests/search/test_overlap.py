@@ -14,11 +14,11 @@ from autoconv.errors import AutoconvError
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
-from autoconv.search import transfer
-from autoconv.search import tuner as tuner_module
+from autoconv.search import scheduler, transfer
 from autoconv.search.options import SearchOptions, SearchSettings
+from autoconv.search.scheduler import CONCURRENT_STUDIES, OVERLAP_BELOW
 from autoconv.search.study import EVALUATED, study_name
-from autoconv.search.tuner import CONCURRENT_STUDIES, OVERLAP_BELOW, Tuner
+from autoconv.search.tuner import Tuner
 from tests.search.fake_history import FAMILIES, TRAINED, UNTUNED, tune_history
 
 PROBLEMS = [NamedProblem("untuned", UNTUNED),
@@ -118,7 +118,7 @@ def test_the_next_study_begins_while_the_one_in_flight_waits_on_its_last_candida
         tuner = overlap_tuner(backend, history, cache=cache, pipeline_depth=depth, transfer=search == "transfer")
         outcomes = tuner.tune(PROBLEMS)
         assert [outcome.search for outcome in outcomes] == [search] * 3
-        assert all(outcome.source == "tuned" and cache.get(tuner._cache_key(outcome.problem)) for outcome in outcomes)
+        assert all(outcome.source == "tuned" and cache.get(tuner.cache_key(outcome.problem)) for outcome in outcomes)
     begun: set[str] = set()
     overlapped = False
     for kind, name, flying in flights(backend.events):
@@ -190,7 +190,7 @@ def test_an_interrupt_abandons_every_study_in_flight_and_queues_their_candidates
 
 def test_with_one_study_at_a_time_none_overlaps(history, monkeypatch):
     """The constant is what bounds it (and 1 restores the earlier order: each study ends first)."""
-    monkeypatch.setattr(tuner_module, "CONCURRENT_STUDIES", 1)
+    monkeypatch.setattr(scheduler, "CONCURRENT_STUDIES", 1)
     backend = Recording()
     overlap_tuner(backend, history, transfer=True).tune(PROBLEMS)
     assert all(len(flying) <= 1 for _, _, flying in flights(backend.events))

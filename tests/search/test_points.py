@@ -160,7 +160,7 @@ def test_a_tuner_does_not_enumerate_a_problem_another_worker_finished_meanwhile(
     def cached(item, quiet=False):  # (nothing cached when the run starts; `second` once `first` is tuned)
         return finished_elsewhere if item is second and tuned else None
 
-    original = tuner._begin
+    original = tuner.loop.begin
 
     def begin(item, valid):
         tuned.append(item.name)
@@ -176,7 +176,7 @@ def test_a_tuner_does_not_enumerate_a_problem_another_worker_finished_meanwhile(
             yield points
 
     monkeypatch.setattr(tuner, "_cached", cached)
-    monkeypatch.setattr(tuner, "_begin", begin)
+    monkeypatch.setattr(tuner.loop, "begin", begin)
     monkeypatch.setattr(tuner_module, "enumerate_in_turn", recorded)
     outcomes = tuner.tune([first, second])
     assert tuned == ["first"] and outcomes[1] is finished_elsewhere

@@ -145,7 +145,7 @@ def test_no_history_no_filter(tmp_path):
 def test_a_filter_that_calls_everything_slow_still_lets_the_search_go_on(history, tmp_path, monkeypatch):
     """At most MAX_SKIPS_PER_CANDIDATE skips per candidate asked for: a model (or a sampler)
     that finds nothing worth compiling must not end the study in an error."""
-    import autoconv.search.tuner as tuner_module
+    from autoconv.search import full_study, proposals
 
     class AlwaysSlow:
         def __init__(self, *args, **kwargs):
@@ -157,8 +157,8 @@ def test_a_filter_that_calls_everything_slow_still_lets_the_search_go_on(history
         def verdict(self, key, best_key):
             return "predicted slow (a test's model)"
 
-    monkeypatch.setattr(tuner_module, "PreFilter", AlwaysSlow)
+    monkeypatch.setattr(full_study, "PreFilter", AlwaysSlow)
     outcome, backend, _ = tune(history, tmp_path, "always", prefilter=True)
     assert outcome.time_ms is not None and outcome.predicted_slow > 0
-    assert outcome.predicted_slow <= tuner_module.MAX_SKIPS_PER_CANDIDATE * (len(backend.evaluated) + 1)
+    assert outcome.predicted_slow <= proposals.MAX_SKIPS_PER_CANDIDATE * (len(backend.evaluated) + 1)
     assert "patience" in outcome.stop_reason or "no improvement" in outcome.stop_reason

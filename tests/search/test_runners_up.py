@@ -25,6 +25,7 @@ from autoconv.search.options import SearchOptions, SearchSettings
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.study import TrialRecord
 from autoconv.search.tuner import Tuner
+from autoconv.search.warm_start import WarmStart
 from tests.search.stub_ranker import OrderRanker
 
 WORKSPACE = 1 << 30
@@ -238,7 +239,7 @@ def transfer_study_reaches(case, monkeypatch, tiles, partner):
         v for v in polished if grid(case, v) != grid(case, start) and v[partner] == start[partner]), partner)
     picks = {config_key(family, c) for _, c, _ in ranker.best_valid(problem.problem, points, transfer.PICKS_PER_FAMILY)}
     assert config_key(family, target) not in picks | {config_key(family, v) for v in polished}
-    monkeypatch.setattr(Tuner, "_history_model", lambda self, problem: ranker)
+    monkeypatch.setattr(WarmStart, "history_model", lambda self, problem: ranker)
     tuner = Tuner(pocket(family, start, runner_up, target),
                   SearchSettings((family,), Budget(trials=400, patience=40), seed=3,
                                  search=SearchOptions(transfer=True)),

@@ -213,10 +213,10 @@ def test_a_transfer_study_times_its_start_then_polishes_its_best_and_asks_the_sa
 def test_a_study_begun_full_becomes_a_transfer_once_the_history_is_enough(history, monkeypatch):
     """(A first tune from empty storage: its first studies begin full; the model counts a problem once
     its study has timed candidates, this study's own included.)"""
-    from autoconv.search import tuner as tuner_module
+    from autoconv.search import full_study
 
     monkeypatch.setattr(transfer, "MIN_PROBLEMS", len(TRAINED) + 1)  # (the history's problems and this one)
-    monkeypatch.setattr(tuner_module, "TRANSFER_CHECK_S", 0.0)
+    monkeypatch.setattr(full_study, "TRANSFER_CHECK_S", 0.0)
     budget = Budget(trials=160, patience=40)
     outcome = Tuner(FakeBackend(), SearchSettings(FAMILIES, budget, seed=3, search=SearchOptions(transfer=True)),
                     storage=history).tune_problem(NamedProblem("new", UNTUNED))
@@ -235,17 +235,19 @@ def test_a_study_begun_full_becomes_a_transfer_once_the_history_is_enough(histor
 
 def test_a_full_study_no_history_models_does_not_refit_the_model_as_it_runs(history, trusting, monkeypatch):
     """(A study of families the history never timed: the history is trusted, but not for it.)"""
-    from autoconv.search import tuner as tuner_module
+    from autoconv.search import full_study
 
-    monkeypatch.setattr(tuner_module, "TRANSFER_CHECK_S", 0.0)
+    monkeypatch.setattr(full_study, "TRANSFER_CHECK_S", 0.0)
     fits = []
 
-    class CountedRanker(tuner_module.Ranker):
+    from autoconv.search import warm_start
+
+    class CountedRanker(warm_start.Ranker):
         def __init__(self, *args, **kwargs):
             fits.append(1)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(tuner_module, "Ranker", CountedRanker)
+    monkeypatch.setattr(warm_start, "Ranker", CountedRanker)
     outcome = Tuner(FakeBackend(), SearchSettings(("implicit_gemm",), Budget(trials=40, patience=15), seed=3,
                                                   search=SearchOptions(transfer=True)),
                     storage=history).tune_problem(NamedProblem("new", UNTUNED))
@@ -288,7 +290,7 @@ def test_a_run_by_transfer_starts_from_the_neighbours_winners_and_caches_verifie
                       storage=history, cache=cache)
         outcomes = tuner.tune([NamedProblem("new", UNTUNED), NamedProblem("another", ANOTHER)])
         assert [outcome.search for outcome in outcomes] == ["transfer", "transfer"]
-        assert all(cache.get(tuner._cache_key(problem)) is not None for problem in (UNTUNED, ANOTHER))
+        assert all(cache.get(tuner.cache_key(problem)) is not None for problem in (UNTUNED, ANOTHER))
     origins = [origin for _, origin in transfer_trials(history, ANOTHER)]
     assert origins[0].startswith("winner of ")  # (the neighbours' winners first, as a full study's)
 
@@ -301,14 +303,14 @@ def test_a_transfer_study_tries_the_winner_of_a_neighbour_tuned_after_it_ended(t
                       storage=history, cache=cache)
         item = NamedProblem("new", UNTUNED)
         (outcome,) = tuner.tune([item])
-        entry = cache.get(tuner._cache_key(UNTUNED))
+        entry = cache.get(tuner.cache_key(UNTUNED))
         tried = {record.key for record, _ in transfer_trials(history, UNTUNED)}
         points = ValidPoints(enumerate_points(UNTUNED, FAMILIES, H100, 1 << 30))
         winner = next(point for point in points.points["direct"] if config_key("direct", point) not in tried)
-        tuner._neighbours = lambda problem: [  # type: ignore[method-assign]
+        tuner.starts.neighbours = lambda problem: [  # type: ignore[method-assign]
             Neighbour(TRAINED[0], dataclasses.replace(entry, family="direct", config=dict(winner)), 0.5)]
         # The model has changed since (refitted with the study's trials): its picks now are others.
-        tuner._history_model = lambda problem: StubRanker(points)  # type: ignore[method-assign]
+        tuner.starts.history_model = lambda problem: StubRanker(points)  # type: ignore[method-assign]
         assert {config_key(family, config) for family, config, _ in transfer.starts(StubRanker(points), UNTUNED,
                                                                                      points)} - tried
         outcomes = {0: outcome}

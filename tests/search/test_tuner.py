@@ -23,10 +23,13 @@ from autoconv.kernels.limits import H100
 from autoconv.problems.config import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
+from autoconv.search.full_study import FullStudy
 from autoconv.search.options import SearchOptions, SearchSettings
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
+from autoconv.search.stopping import SIGNIFICANT_IMPROVEMENT
 from autoconv.search.study import EVALUATED, SearchHistory, config_of, params_of, study_name, suggest
-from autoconv.search.tuner import LAUNCH_SLACK_MS, SIGNIFICANT_IMPROVEMENT, SLOW_CUTOFF, Tuner, cutoff_ms
+from autoconv.search.study_loop import LAUNCH_SLACK_MS, SLOW_CUTOFF, cutoff_ms
+from autoconv.search.tuner import Tuner
 from tests.helpers import dead_pid
 
 #: Small, awkward problem; the two families with quick-to-enumerate spaces.
@@ -484,7 +487,7 @@ def test_a_new_study_starts_with_the_winners_of_the_nearest_tuned_problems(tmp_p
     assert trial.user_attrs["origin"].startswith(f"winner of {tuned[0].problem.spec()} (distance ")
 
 
-def test_a_neighbours_winner_cached_during_a_study_is_tried_before_it_stops(tmp_path, points):
+def test_a_neighbours_winner_cached_during_a_study_is_tried_before_it_stops(tmp_path, points, monkeypatch):
     """A study begun before its neighbour's winner was cached (another worker of the run tuned
     it meanwhile) tries that winner before its patience ends it, as its warm start would have."""
     from autoconv.cache.neighbours import Neighbour
@@ -500,14 +503,14 @@ def test_a_neighbours_winner_cached_during_a_study_is_tried_before_it_stops(tmp_
         entry = dataclasses.replace(entry, family="direct", config=config)
         tuner = make_tuner(backend, Budget(trials=200, patience=4), cache=cache)
         cached: list[Neighbour] = []  # (empty when the study begins)
-        tuner._neighbours = lambda problem: list(cached)  # type: ignore[method-assign]
-        original_polish = tuner._polish
+        tuner.starts.neighbours = lambda problem: list(cached)  # type: ignore[method-assign]
+        original_polish = FullStudy.polish
 
         def cache_it_once_the_study_runs(*args, **kwargs):
             cached[:] = [Neighbour(near.problem, entry, 0.5)]
             return original_polish(*args, **kwargs)
 
-        tuner._polish = cache_it_once_the_study_runs  # type: ignore[method-assign]
+        monkeypatch.setattr(FullStudy, "polish", cache_it_once_the_study_runs)
         outcome = tuner.tune_problem(PROBLEM, points)
     late = [t for t in study_of(tuner).trials if "cached since the study began" in t.user_attrs.get("origin", "")]
     assert len(late) == 1 and late[0].user_attrs["origin"].startswith(f"winner of {near.problem.spec()}")
@@ -543,7 +546,7 @@ def test_a_problem_tuned_before_its_neighbour_tries_the_neighbours_winner_at_the
         near_entry = next(e for e in cache.entries() if e.key.problem_key == near.problem.key())
         tuner = make_tuner(backend, budget, cache=cache, pipeline_depth=2)
         cached: list[Neighbour] = []  # (empty while the problem is tuned: the neighbour comes later)
-        tuner._neighbours = lambda problem: list(cached)  # type: ignore[method-assign]
+        tuner.starts.neighbours = lambda problem: list(cached)  # type: ignore[method-assign]
         tuned_again = []
         original_tune_problem, original_revisit = tuner.tune_problem, tuner._revisit
 
@@ -567,7 +570,7 @@ def test_a_problem_tuned_before_its_neighbour_tries_the_neighbours_winner_at_the
 
         tuner._revisit = neighbour_tuned_meanwhile  # type: ignore[method-assign]
         (outcome,) = tuner.tune([PROBLEM])
-        cached_ms = cache.get(tuner._cache_key(PROBLEM.problem)).time_ms
+        cached_ms = cache.get(tuner.cache_key(PROBLEM.problem)).time_ms
     if budget.trials == 6:
         assert tuned_again == [] and cached_ms > 1.0 and outcome.trials_run == 6
         return
@@ -602,7 +605,7 @@ def test_a_family_ranked_with_run_time_sizes_is_decided_by_the_build_with_consta
     """implicit_gemm_wgmma's candidates are searched in the build whose sizes come at run time (one
     compilation per configuration, but slower kernels, unevenly); the winner is the fastest of the
     search's best REVERIFY_CANDIDATES when each is rebuilt with constants, and that build is cached."""
-    from autoconv.search.tuner import REVERIFY_CANDIDATES
+    from autoconv.search.finish import REVERIFY_CANDIDATES
 
     problem = WGMMA_PROBLEM
     families = ("implicit_gemm_wgmma",)
@@ -627,7 +630,7 @@ def test_a_family_ranked_with_run_time_sizes_is_decided_by_the_build_with_consta
     assert keys([best]) == keys(ranked[-1:])
     assert (outcome.family, dict(outcome.config)) == (best.family, dict(best.config))
     assert outcome.time_ms == backend.synthetic_time_ms(best)
-    entry = cache.get(tuner._cache_key(problem.problem))
+    entry = cache.get(tuner.cache_key(problem.problem))
     assert entry is not None and entry.source_hash == best.source_hash and entry.kernel_name == best.name
 
 
@@ -654,7 +657,7 @@ class _SlowRankingBuild(FakeBackend):
 
 
 def test_the_best_of_a_family_ranked_in_its_slower_build_is_rebuilt_though_others_rank_ahead():
-    from autoconv.search.tuner import REVERIFY_CANDIDATES
+    from autoconv.search.finish import REVERIFY_CANDIDATES
 
     problem = WGMMA_PROBLEM
     families = ("implicit_gemm_mma", "implicit_gemm_wgmma")
@@ -719,7 +722,7 @@ def test_a_winner_slower_in_full_than_the_next_in_the_search_is_timed_against_it
         assert outcome.time_ms > backend.synthetic_time_ms(winner)   # its time in full stands
         assert "in full" not in outcome.message
     assert (outcome.family, dict(outcome.config)) == (winner.family, dict(winner.config))
-    entry = cache.get(tuner._cache_key(PROBLEM.problem))
+    entry = cache.get(tuner.cache_key(PROBLEM.problem))
     assert entry is not None and entry.kernel_name == winner.name and entry.time_ms == outcome.time_ms
 
 
@@ -835,7 +838,7 @@ def test_a_new_best_lowers_the_cut_off_of_candidates_waiting_for_the_gpu(points)
 def test_the_sampler_seed_follows_the_problem_not_the_templates_version():
     """A template edit (its hash in the study name) leaves a study's proposals as they were; another
     problem, GPU, family list or run seed draws others."""
-    from autoconv.search.tuner import sampler_seed
+    from autoconv.search.study_loop import sampler_seed
 
     name = "autoconv/N=1,C=8,H=5,W=5,K=8,R=3,S=3/NVIDIA H100 80GB HBM3/direct+implicit_gemm/"
     assert sampler_seed(0, name + "0123456789abcdef") == sampler_seed(0, name + "fedcba9876543210")
