@@ -124,8 +124,7 @@ def parse_gpus(text: str, available: int | None = None) -> list[int]:
 
 
 #: Host cores one tuning worker keeps busy (its compiler pool, its sampling loop, its share of
-#: the GPU). ResNet-50 from empty on an H100 host with 16 cores: 157-167 s with one worker, 106-132 s
-#: with 2, 87-95 s with 3, 93 s with 4 (results/h100/tuning_cost/workers_per_gpu).
+#: the GPU): on a 16-core host with one GPU, 3 workers tuned fastest, and a 4th gained nothing.
 CORES_PER_WORKER = 5
 MAX_WORKERS_PER_GPU = 4
 

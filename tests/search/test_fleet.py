@@ -527,7 +527,7 @@ def test_default_workers_per_gpu_follows_the_cores(monkeypatch):
 def test_a_worker_reads_a_journal_in_a_thread_and_opens_a_database_in_its_own(tmp_path, monkeypatch):
     """A journal's records load beside the GPU worker's start; a database storage opens in the
     worker's main thread: in a thread of its own it imported SQLAlchemy while the winners' cache
-    did, and the worker saw a module of it partly initialized (CI, seventeenth session)."""
+    did, and the worker saw a module of it partly initialized (seen in CI)."""
     import concurrent.futures
     import threading
 

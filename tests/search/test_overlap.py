@@ -1,6 +1,7 @@
-"""Studies in flight together (:meth:`Tuner._tune_overlapped`): the next problem's study begins
-while the one in flight waits on its last candidates, two at most, within one pipeline; each result
-goes to its own study; an error ends only its study, an interrupt abandons both."""
+"""Studies in flight together (:func:`~autoconv.search.scheduler.search_in_turn`): the next problem's
+study begins while the one in flight waits on its last candidates, two at most, within one
+pipeline; each result goes to its own study; an error ends only its study, an interrupt abandons
+both."""
 
 from __future__ import annotations
 

@@ -169,8 +169,8 @@ def test_rank_k_queues_the_k_best_after_the_warm_start(history):
 
 
 def test_the_models_are_fitted_on_one_blas_thread(history, monkeypatch):
-    """A tuning host's cores are busy compiling: OpenBLAS's threads then made a fit take 12 s
-    instead of 0.09 (results/h100/NOTES.md, sixteenth session)."""
+    """A tuning host's cores are busy compiling: OpenBLAS's threads then made a fit take seconds
+    instead of a tenth of one."""
     import autoconv.search.ranker as ranker_module
 
     calls = []
