@@ -74,7 +74,8 @@ def test_a_session_with_every_option_survives_pickling(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_every_option_reaches_every_worker(tmp_path, capsys, monkeypatch):
     """Two workers (two fake GPUs) receive the session the parent made, equal to it in every field;
-    what they tuned shows the precision, the layout, the families and the trial budget."""
+    what they tuned shows the precision, the layout, the families, the trial budget, the transfer
+    turned off and the retune."""
     monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
     monkeypatch.setenv("AUTOCONV_FAKE_DEVICES", "2")
     monkeypatch.setattr(fleet, "worker_process", recording_worker_process)
@@ -106,3 +107,15 @@ def test_every_option_reaches_every_worker(tmp_path, capsys, monkeypatch):
     summary = json.loads((tmp_path / "results" / "tune.json").read_text())
     assert [worker["status"] for worker in summary["workers"]] == ["done", "done"]
     assert {problem["search"] for problem in summary["problems"]} == {"full"}  # (--no-transfer)
+
+    # Again: with --retune the workers search the cached problems again (their studies' budget is
+    # spent, so each re-verifies its winner); without it they take the cached winners.
+    def sources(*drop: str) -> set[str]:
+        argv = [item.format(tmp=tmp_path) for item in EVERY_OPTION if item not in drop]
+        code, out, err = run_cli(capsys, "tune", config, *argv)
+        assert code == 0, out + err
+        summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+        return {problem["source"] for problem in summary["problems"]}
+
+    assert sources() == {"tuned"}
+    assert sources("--retune") == {"cache"}
