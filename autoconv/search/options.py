@@ -73,6 +73,8 @@ class TuneOptions:
     #: Every problem's precision (fp32, tf32, bf16, fp16) and memory layout (NCHW, NHWC).
     precision: str | None = None
     layout: str | None = None
+    #: How the tuner searches (``--retune``, ``--pipeline-depth``, ``--rank``, ``--prefilter``,
+    #: ``--run-time-sizes``, ``--transfer``).
     search: SearchOptions = field(default_factory=SearchOptions)
     #: The GPUs of this host to tune on with worker processes (``all`` or ``0,1,...``; None: the
     #: config's device, in this process unless several workers share it).
