@@ -12,7 +12,7 @@ from autoconv.commands.console import cache_table, stdout_console
 from autoconv.formatting import format_params
 from autoconv.problems.problem import parse_spec
 from autoconv.search.session import TuneSession
-from autoconv.search.tuner import TRANSFERRED_WINNERS
+from autoconv.search.warm_start import TRANSFERRED_WINNERS
 
 
 def add_parser(commands) -> None:

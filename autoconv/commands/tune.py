@@ -34,9 +34,9 @@ from autoconv.files import path_problem, write_atomically, write_problem
 from autoconv.problems.problem import LAYOUTS, PRECISIONS
 from autoconv.search.dry_run import dry_run
 from autoconv.search.fleet import default_workers_per_gpu, parse_gpus, tune_on_gpus
+from autoconv.search.options import SearchOptions, TuneOptions
 from autoconv.search.outcome import Milestones, ProblemOutcome, compile_rate, phase_totals, run_load
 from autoconv.search.session import TuneSession
-from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH
 
 
 def add_parser(commands) -> None:
@@ -57,7 +57,9 @@ def add_parser(commands) -> None:
     tune.add_argument("--layout", type=str.upper, choices=LAYOUTS,
                       help="every problem's memory layout: NCHW, or NHWC (PyTorch's channels_last; the "
                            "layout bf16 and fp16 are computed in); default: the config's")
-    tune.add_argument("--families", action="append", metavar="F[,F...]",
+    # Each option's dest is its field of TuneOptions or SearchOptions (autoconv.search.options), where
+    # its default is; None here means not given.
+    tune.add_argument("--families", action="extend", type=_names, default=None, metavar="F[,F...]",
                       help="kernel families to search (default: the config's, else all)")
     tune.add_argument("--trials", type=argument_type(BUDGET_RULES["trials"]), metavar="N",
                       help="evaluated trials per problem (overrides the config)")
@@ -67,40 +69,38 @@ def add_parser(commands) -> None:
                       help="stop a problem after N trials without improvement (overrides the config)")
     tune.add_argument("--pipeline-depth", type=argument_type(count_problem), metavar="N",
                       help=f"candidates asked ahead of the GPU, compiling or waiting (default "
-                           f"{DEFAULT_PIPELINE_DEPTH}); at most this many compile at once, and the sampler "
+                           f"{SearchOptions.pipeline_depth}); at most this many compile at once, and the sampler "
                            f"proposes each candidate without the results of the N - 1 before it")
-    tune.add_argument("--rank", type=argument_type(count_problem), metavar="K",
+    tune.add_argument("--rank", dest="ranked", type=argument_type(count_problem), metavar="K",
                       help="after each study's warm start, try the K configurations that a model of the "
                            "tuning history in the storage (same GPU, templates and precision) predicts "
                            "fastest (default: none)")
-    tune.add_argument("--prefilter", action="store_true",
+    tune.add_argument("--prefilter", action="store_true", default=None,
                       help="once that model ranks a study's own timed candidates well, skip compiling the "
                            "candidates it predicts among the slowest (they count towards the patience); "
-                           "off by default: on an H100 it saved no tuning time (results/h100/tuning_cost/"
-                           "prefilter)")
-    tune.add_argument("--run-time-sizes", action="store_true",
+                           "off by default: on an H100 it saved no tuning time")
+    tune.add_argument("--run-time-sizes", action="store_true", default=None,
                       help="search implicit_gemm_wgmma in its build with the problem sizes at run time (a "
                            "configuration compiles once for all the layers it is tried on; the winners are "
                            "rebuilt with constants); off by default: on an H100 it cut the compile CPU per "
-                           "candidate by ~30%% but saved no tuning time (results/h100/tuning_cost/run_time_sizes)")
-    tune.add_argument("--transfer", action=argparse.BooleanOptionalAction, default=True,
+                           "candidate but saved no tuning time")
+    tune.add_argument("--transfer", action=argparse.BooleanOptionalAction, default=None,
                       help="tune each problem by transfer from the tuning history in the storage where its "
                            "model knows enough problems: the nearest tuned problems' winners and the model's "
                            "picks, then variations of the best, no sampler and no patience (else a full "
-                           "study); on by default: on an H200 it took 0.42-0.85x the full studies' time on "
-                           "ResNet-50 (fp32, tf32, bf16) and VGG-16, winners within 0.6%% of theirs "
-                           "(results/h100/thirtysixth, thirtyseventh); "
+                           "study); on by default: it finds winners within 1%% of full studies' in less time; "
                            "--no-transfer runs full studies only")
-    tune.add_argument("--dry-run", action="store_true",
+    tune.add_argument("--dry-run", action="store_true", default=None,
                       help="no GPU: render each family's default (--per-family N: N configs) and compile with nvcc")
-    tune.add_argument("--per-family", type=argument_type(count_problem), default=1, metavar="N",
-                      help="with --dry-run: configs compiled per family and problem (default 1)")
+    tune.add_argument("--per-family", type=argument_type(count_problem), metavar="N",
+                      help=f"with --dry-run: configs compiled per family and problem "
+                           f"(default {TuneOptions.per_family})")
     tune.add_argument("--storage", metavar="URL", help="Optuna storage: a journal file path or a SQLAlchemy "
                       "URL (default: the config's); with a URL and no cache configured, the winners go "
                       "into the same database")
     tune.add_argument("--cache", metavar="PATH|URL",
                       help="winners' cache: a file or a SQLAlchemy URL (default: the config's)")
-    tune.add_argument("--retune", action="store_true", help="search even problems with a cached winner")
+    tune.add_argument("--retune", action="store_true", default=None, help="search even problems with a cached winner")
     tune.add_argument("--gpus", metavar="all|I[,I...]",
                       help="tune with worker processes on these GPUs of this host (`all`, or indices like 0,1); "
                            "they share each problem's study and budget")
@@ -112,18 +112,30 @@ def add_parser(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    families = [name.strip() for item in args.families or [] for name in item.split(",") if name.strip()]
+    options = tune_options(args)  # (checked before a model's config is written)
     config = args.config
     if args.model is not None or args.input is not None or args.write_config is not None:
         config = write_model_config(args.config, args.model, args.input, args.write_config)
     elif config is None:
         raise UsageError("config", None, "give a config file, or --model MODULE:FACTORY --input NxCxHxW")
-    return tune_command(config, families=families or None, trials=args.trials, seconds=args.seconds,
-                        patience=args.patience, dry_run=args.dry_run, storage=args.storage,
-                        cache=args.cache, retune=args.retune, per_family=args.per_family, gpus=args.gpus,
-                        precision=args.precision, layout=args.layout, pipeline_depth=args.pipeline_depth,
-                        ranked=args.rank, prefilter=args.prefilter, run_time_sizes=args.run_time_sizes,
-                        transfer=args.transfer, workers_per_gpu=args.workers_per_gpu)
+    return tune_command(config, options)
+
+
+def tune_options(args: argparse.Namespace) -> TuneOptions:
+    """The options of ``autoconv tune``'s parsed command line: each given flag's value into its field
+    (the dest is the field's name), the fields' defaults for the rest."""
+
+    def given(cls) -> dict:
+        values = {item.name: getattr(args, item.name) for item in dataclasses.fields(cls) if hasattr(args, item.name)}
+        return {name: tuple(value) if isinstance(value, list) else value
+                for name, value in values.items() if value is not None}
+
+    return TuneOptions(**given(TuneOptions), search=SearchOptions(**given(SearchOptions)))
+
+
+def _names(text: str) -> list[str]:
+    """``--families a,b``: the names, blanks dropped."""
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 #: How the comment of a config written by ``--model`` starts (config_text makes it a ``# `` line):
@@ -183,47 +195,39 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
     return str(target)
 
 
-def tune_command(config_path: str, *, families: Sequence[str] | None = None, trials: int | None = None,
-                 seconds: float | None = None, patience: int | None = None, dry_run: bool = False,
-                 storage: str | None = None, cache: str | None = None, retune: bool = False,
-                 per_family: int = 1, gpus: str | None = None, precision: str | None = None,
-                 layout: str | None = None,
-                 pipeline_depth: int | None = None, ranked: int | None = None, prefilter: bool = False,
-                 run_time_sizes: bool = False, transfer: bool = True, workers_per_gpu: int | None = None) -> int:
-    """``autoconv tune``: 0 when every problem has a verified winner (or, with
-    ``dry_run``, every candidate compiled), 1 otherwise; errors raise AutoconvError.
-    ``gpus`` (``all`` or ``0,1,...``) tunes with ``workers_per_gpu`` worker processes per GPU
-    (:mod:`autoconv.search.fleet`; default :func:`~autoconv.search.fleet.default_workers_per_gpu`);
-    one GPU with one worker tunes in this process."""
-    if workers_per_gpu is not None and workers_per_gpu < 1:
-        raise UsageError("--workers-per-gpu", workers_per_gpu, "give 1 or more worker processes per GPU")
-    session = TuneSession.load(config_path, families=families, trials=trials, seconds=seconds,
-                               patience=patience, storage=storage, cache=cache, retune=retune,
-                               precision=precision, layout=layout, pipeline_depth=pipeline_depth, ranked=ranked,
-                               prefilter=prefilter, run_time_sizes=run_time_sizes, transfer=transfer)
+def tune_command(config_path: str, options: TuneOptions | None = None) -> int:
+    """``autoconv tune`` of the config at ``config_path`` under ``options`` (default: none given):
+    0 when every problem has a verified winner (or, with ``dry_run``, every candidate compiled),
+    1 otherwise; errors raise AutoconvError. ``gpus`` (``all`` or ``0,1,...``) tunes with
+    ``workers_per_gpu`` worker processes per GPU (:mod:`autoconv.search.fleet`; default
+    :func:`~autoconv.search.fleet.default_workers_per_gpu`); one GPU with one worker tunes in this
+    process."""
+    options = TuneOptions() if options is None else options
+    session = TuneSession.load(config_path, options)
     summary_path = session.config.results / "tune.json"
     problem = summary_target_problem(summary_path)
-    if problem and not dry_run:  # before any tuning, not after
+    if problem and not options.dry_run:  # before any tuning, not after
         raise AutoconvError(f"cannot write the tuning summary {summary_path}: {problem}; set `results:` in the "
                             "config to another folder")
     stdout = stdout_console()
-    if dry_run:
-        return _dry_run(session, per_family, stdout)
+    if options.dry_run:
+        return _dry_run(session, stdout)
 
     started = time.monotonic()
     milestones = Milestones(time.time())
     milestones.mark("process")  # (the command's arguments read: the tune starts here)
     devices = [session.config.device]
-    if gpus is not None:
+    if options.gpus is not None:
         try:
-            devices = parse_gpus(gpus)
+            devices = parse_gpus(options.gpus)
         except BackendUnavailable as err:
             raise BackendUnavailable(f"{err}. `autoconv tune --gpus` measures kernels on CUDA GPUs") from None
+    workers_per_gpu = options.workers_per_gpu
     if workers_per_gpu is None:
         workers_per_gpu = default_workers_per_gpu(len(devices), session.storage)
     if len(devices) > 1 or workers_per_gpu > 1:
         return _tune_on_gpus(session, devices, started, milestones.started_at, stdout, workers_per_gpu)
-    if gpus is not None:
+    if options.gpus is not None:
         session = session.on_device(devices[0])
     config = session.config
     try:
@@ -254,12 +258,7 @@ def _tune_on_gpus(session: TuneSession, devices: Sequence[int], started: float, 
                   stdout: Console, workers_per_gpu: int) -> int:
     reporter = RichFleetReporter()
     reporter.note(f"cache {shown(session.cache)}; storage {shown(session.storage)}")
-    outcomes, workers = tune_on_gpus(session.config, devices, families=session.families, budget=session.budget,
-                                     storage=session.storage, cache=session.cache, retune=session.retune,
-                                     reporter=reporter, pipeline_depth=session.pipeline_depth,
-                                     ranked=session.ranked, prefilter=session.prefilter,
-                                     run_time_sizes=session.run_time_sizes, transfer=session.transfer,
-                                     workers_per_gpu=workers_per_gpu,
+    outcomes, workers = tune_on_gpus(session, devices, reporter=reporter, workers_per_gpu=workers_per_gpu,
                                      started_at=started_at)
     wall_s = time.monotonic() - started
     for worker in workers:
@@ -283,9 +282,7 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
     candidates, per_cpu_s = compile_rate(outcomes)
     write_atomically(summary_path, json.dumps({  # a kill leaves the old file or the new one
         "config": config.origin, **run, "families": list(session.families),
-        "budget": dataclasses.asdict(session.budget), "pipeline_depth": session.pipeline_depth,
-        "ranked": session.ranked, "prefilter": session.prefilter, "run_time_sizes": session.run_time_sizes,
-        "transfer": session.transfer,
+        "budget": dataclasses.asdict(session.budget), **dataclasses.asdict(session.settings.search),
         "wall_s": wall_s, "phases_s": {phase: round(seconds, 3) for phase, seconds in phase_totals(outcomes).items()},
         "compile_queue_s": round(sum(o.compile_queue_s for o in outcomes), 3),
         "gpu_queue_s": round(sum(o.gpu_queue_s for o in outcomes), 3),
@@ -296,9 +293,9 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
     return 0 if all(outcome.time_ms is not None for outcome in outcomes) else 1
 
 
-def _dry_run(session: TuneSession, per_family: int, stdout: Console) -> int:
+def _dry_run(session: TuneSession, stdout: Console) -> int:
     config = session.config
-    results = dry_run(config.problems, session.families, per_family=per_family, seed=config.seed,
+    results = dry_run(config.problems, session.families, per_family=session.options.per_family, seed=config.seed,
                       workspace_limit=config.workspace_limit_bytes)
     stdout.print(dry_run_table(results))
     failed = [r for r in results if not r.ok and r.kernel_name]

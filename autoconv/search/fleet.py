@@ -75,8 +75,8 @@ from autoconv.search.fleet_worker import (
     WorkerStarted,
 )
 from autoconv.search.outcome import ProblemOutcome, merge_outcomes
+from autoconv.search.session import TuneSession
 from autoconv.search.storage import prepare_storage
-from autoconv.search.tuner import DEFAULT_PIPELINE_DEPTH, DEFAULT_RANKED
 
 #: Seconds between two looks at the workers while no event arrives.
 POLL_S = 0.5
@@ -124,8 +124,7 @@ def parse_gpus(text: str, available: int | None = None) -> list[int]:
 
 
 #: Host cores one tuning worker keeps busy (its compiler pool, its sampling loop, its share of
-#: the GPU). ResNet-50 from empty on an H100 host with 16 cores: 157-167 s with one worker, 106-132 s
-#: with 2, 87-95 s with 3, 93 s with 4 (results/h100/tuning_cost/workers_per_gpu).
+#: the GPU): on a 16-core host with one GPU, 3 workers tuned fastest, and a 4th gained nothing.
 CORES_PER_WORKER = 5
 MAX_WORKERS_PER_GPU = 4
 
@@ -222,14 +221,12 @@ class FleetReporter:
     def run_finished(self) -> None: ...
 
 
-def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], budget: Budget, storage: str,
-                 cache: str, retune: bool = False, reporter: FleetReporter | None = None,
-                 pipeline_depth: int = DEFAULT_PIPELINE_DEPTH, ranked: int = DEFAULT_RANKED,
-                 prefilter: bool = False, workers_per_gpu: int = 1,
-                 run_time_sizes: bool = False, transfer: bool = False,
+def tune_on_gpus(session: TuneSession, devices: Sequence[int], *, reporter: FleetReporter | None = None,
+                 workers_per_gpu: int = 1,
                  started_at: float | None = None) -> tuple[list[ProblemOutcome], list[WorkerState]]:
-    """Tune ``config``'s problems with ``workers_per_gpu`` worker processes per device (see
-    the module docstring). Workers sharing a GPU compile in parallel and take turns on it
+    """Tune ``session``'s problems with ``workers_per_gpu`` worker processes per device (see
+    the module docstring); each worker receives ``session`` whole (pickled). Workers sharing a GPU
+    compile in parallel and take turns on it
     (:class:`autoconv.gpu.exclusive.GpuLock`): more than one per GPU keeps the host's cores
     compiling while each worker's own loop (sampling, the journal, a problem's start and end)
     would leave them idle. Returns the merged outcome per problem (:func:`merge_outcomes`) and
@@ -240,6 +237,7 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
         AutoconvError: every worker failed (their errors in the message).
     """
     started_at = time.time() if started_at is None else started_at
+    config, storage, cache = session.config, session.storage, session.cache
     refuse_unshareable(storage)
     reporter = reporter or FleetReporter()
     if workers_per_gpu < 1:
@@ -257,18 +255,15 @@ def tune_on_gpus(config, devices: Sequence[int], *, families: Sequence[str], bud
         number: WorkerState(worker=number, device=device, process=None,
                             label=f"GPU {device}" + (f" #{copy + 1}" if workers_per_gpu > 1 else ""))
         for number, (device, copy) in enumerate(slots)}
-    reporter.run_started(config.problems, budget, list(workers.values()))
+    reporter.run_started(config.problems, session.budget, list(workers.values()))
+    shared = pickle.dumps(session)
     for number, worker in workers.items():
         start = number * len(config.problems) // len(slots)
-        job = WorkerJob(worker=number, device=worker.device, start=start, config_path=str(config.origin),
-                        families=tuple(families), budget=budget, storage=storage, cache=str(cache),
-                        retune=retune, pipeline_depth=pipeline_depth,
-                        ranked=ranked, prefilter=prefilter, run_time_sizes=run_time_sizes, transfer=transfer,
-                        started_at=started_at)
+        job = WorkerJob(worker=number, device=worker.device, start=start, started_at=started_at)
         receiving, sending = context.Pipe(duplex=False)
         compiling = compiler.connect()
         process = context.Process(target=worker_process,
-                                  args=(pickle.dumps(job), worker.device if on_gpus else None, sending,
+                                  args=(shared, pickle.dumps(job), worker.device if on_gpus else None, sending,
                                         os.getpid(), compiling, number),  # (number: its warm-up turn)
                                   name=f"autoconv-tune-worker{number}-gpu{worker.device}")
         process.start()

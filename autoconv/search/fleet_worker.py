@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from autoconv.backends.base import TrialResult
 from autoconv.backends.factory import make_backend
 from autoconv.config.budget import Budget
-from autoconv.config.load import load_config
 from autoconv.errors import AutoconvError
 from autoconv.gpu.compile_service import RemoteCompiler
 from autoconv.gpu.worker import LaunchedWorker
@@ -32,23 +31,12 @@ from autoconv.urls import is_url
 
 @dataclass(frozen=True)
 class WorkerJob:
-    """What one worker process tunes (everything it needs, picklable; sent pickled, see
-    :mod:`autoconv.search.fleet_entry`)."""
+    """What is one worker's own (sent pickled, see :mod:`autoconv.search.fleet_entry`); what every
+    worker tunes with, the run's :class:`~autoconv.search.session.TuneSession`, comes beside it."""
 
     worker: int             # this worker's number in the fleet (0, 1, ...)
     device: int             # the CUDA device it measures on
     start: int              # index of the problem this worker begins with
-    config_path: str
-    families: tuple[str, ...]
-    budget: Budget
-    storage: str
-    cache: str
-    retune: bool
-    pipeline_depth: int
-    ranked: int
-    prefilter: bool
-    run_time_sizes: bool
-    transfer: bool
     started_at: float       # when the run started (time.time()): its milestones count from there
 
 
@@ -141,8 +129,9 @@ class QueueReporter(Reporter):
         self.events.put(WorkerNote(self.worker, text, once=key))
 
 
-def worker_main(job: WorkerJob, connection, compile_connection, launched: LaunchedWorker | None = None) -> None:
-    """One worker: tune every problem of the config on device ``job.device``,
+def worker_main(session: TuneSession, job: WorkerJob, connection, compile_connection,
+                launched: LaunchedWorker | None = None) -> None:
+    """One worker: tune every problem of ``session`` (the parent's, whole) on device ``job.device``,
     telling the parent through ``connection`` (the sending end of its pipe), compiling through
     ``compile_connection`` (its pipe to the parent's :class:`CompileService`), measuring with
     the GPU worker ``launched`` (:mod:`autoconv.search.fleet_entry`; None: one of its own)."""
@@ -150,12 +139,7 @@ def worker_main(job: WorkerJob, connection, compile_connection, launched: Launch
     milestones = Milestones(job.started_at)
     milestones.mark("process")
     try:
-        config = load_config(job.config_path)
-        session = TuneSession(config, families=job.families, budget=job.budget, storage=job.storage,
-                              cache=job.cache, retune=job.retune,
-                              pipeline_depth=job.pipeline_depth, ranked=job.ranked,
-                              prefilter=job.prefilter,  # resolved by the parent
-                              run_time_sizes=job.run_time_sizes, transfer=job.transfer)
+        config = session.config
         problems = config.problems[job.start:] + config.problems[:job.start]
         def compiler(arch: str) -> RemoteCompiler:
             return RemoteCompiler(compile_connection, arch)

@@ -76,8 +76,7 @@ def enumerate_in_turn(problems: Sequence[ConvProblem], families: Sequence[str], 
     """:func:`enumerate_points` of each of ``problems`` when its turn comes: the tuner takes a
     problem's points when it comes to it, so a tuning worker of a fleet does not enumerate the
     problems other workers will have finished by then. (In this process: a problem's enumeration
-    takes ~0.1 s, and the pool of processes that once enumerated ahead cost more to start;
-    results/h100/NOTES.md, thirty-second session.)
+    takes a fraction of a second, less than a pool of processes enumerating ahead costs to start.)
     ``workspace_limit`` is one limit for all problems, or one per problem. ``skip(index)``, asked
     when a problem's turn comes, says it is no longer wanted (another worker has finished it):
     None is yielded for it, and it is not enumerated."""

@@ -4,7 +4,7 @@ the compiler.
 A candidate costs ~0.5 CPU-seconds of NVRTC before its time is known, and most of what a
 study evaluates is far from its best. Most of it is not even what the sampler proposed: for
 a convolution most proposals break a constraint, and the tuner evaluates their *repair*, the
-nearest valid point (:mod:`autoconv.search.tuner`). :class:`PreFilter` judges the candidate
+nearest valid point (:mod:`autoconv.search.proposals`). :class:`PreFilter` judges the candidate
 about to be compiled, a proposal or a repair: it predicts its time with the
 :class:`~autoconv.search.ranker.Ranker` and skips it when that prediction ranks among the
 slowest of the problem's valid points (of the families the history models): above the
@@ -15,21 +15,18 @@ more than one with a few thousand. A skipped candidate is told ``predicted_slow`
 the sampler learns to avoid the region) and counts towards the patience like a trial that
 did not improve.
 
-The model ranks well but cannot resolve a few percent (its log residuals spread 25-55%,
-results/h100/tuning_cost/ranker_transfer), so the filter only removes the bulk of the slow
+The model ranks well but cannot resolve a few percent (its log residuals spread by tens of
+percent), so the filter only removes the bulk of the slow
 candidates, and only in a study whose own timed candidates it ranks well
 (:meth:`PreFilter.observe`): at least :data:`MIN_CHECKED` of them, with a rank correlation
 of at least :data:`MIN_RANK_CORRELATION`. Enqueued candidates (the warm start, a best's
 variations) are never filtered: they are what the model is checked on, and the polish works
 at the resolution the model lacks.
 
-Replayed on the journals of an H100's VGG-16 tune with the model of a ResNet-50 tune (CPU,
-results/h100/NOTES.md, sixteenth session): every study's fastest candidate ranked in the
-fastest 3.5% of its valid points by prediction, and 33-58% of the candidates the studies
-evaluated ranked above the threshold. Tuned on an H100 (results/h100/tuning_cost/prefilter,
-two calls, both orders) it skipped far fewer, 5-16% of the candidates it judged. It saved no
-time beyond the runs' spread, and one filtered ResNet-50 run lost a layer (1.151x). So it is off
-unless asked for (``autoconv tune --prefilter``).
+Replayed on past journals, every study's fastest candidate ranked among the fastest few percent
+of its valid points by prediction; in real tunes the filter skipped far fewer candidates than
+that promised, saved no time beyond the runs' spread, and could lose a layer. So it is off unless
+asked for (``autoconv tune --prefilter``).
 """
 
 from __future__ import annotations

@@ -15,12 +15,10 @@ right after a study's warm start.
 
 Why so simple a model: a few thousand timed trials per GPU and family are all there is,
 the features are few, and the ranking has to be computed for up to ~30000 valid points in
-well under a second. Offline, on the journal of a ResNet-50 run (results/h100/NOTES.md), a
-model of this kind ranked a study's candidates with a median rank correlation of 0.85 when
-the study's own layer was left out of its training. The fill of the GPU is there because a linear
-model of the parameters cannot tell when split-K pays: on H200 ResNet-50 journals (each layer left
-out in turn) it ordered 62% of the implicit_gemm_wgmma pairs that differ only in SPLIT_K (and by
-more than 3%) as measured, and 83-86% with it (results/h100/thirtyfourth).
+well under a second; offline, with a study's own layer left out of its training, such a model
+ranks the study's candidates well. The fill of the GPU is there because a linear model of the
+parameters cannot tell when split-K pays: with it, far more of the pairs of configurations that
+differ only in SPLIT_K are ordered as measured.
 """
 
 from __future__ import annotations
@@ -48,19 +46,16 @@ RIDGE = 1.0
 #: Timed trials a family needs (over at least two problems) before it is modelled.
 MIN_SAMPLES = 30
 #: BLAS threads for fitting the models. One: a tuning host's cores are busy compiling, and
-#: OpenBLAS's threads, one per core, then wait on each other. On an H100 host with 16 busy
-#: processes a ResNet-50 history's fit took 12 s with the default threads and 0.09 s with one
-#: (idle: 0.07 s), and every study's start waited for it (results/h100/NOTES.md, sixteenth session).
+#: OpenBLAS's threads, one per core, then wait on each other (a fit that takes a tenth of a second
+#: on one thread took seconds with one per core of a busy host, and every study's start waits for it).
 FIT_THREADS = 1
 
 #: Per GEMM family: the search space's values whose product is the number of tiles its main
 #: kernel's work is cut into (its blocks, or the tiles a persistent kernel's blocks take in turn),
 #: and the value for the blocks of it an SM holds at least (a launch bound's minimum; None: one).
 #: Not ``direct``: with its grid of output tiles (GRID_Q x GRID_P x GRID_Z) the model ranked its
-#: configurations no better (rank correlation 0.973 against 0.974, left-out layers of ResNet-50 and
-#: VGG-16 on an H200) and, in transfer runs, picked a 5% slower one for VGG-16's first layer
-#: (results/h100/thirtyfourth). (Here, not on the families: their code is part of the templates'
-#: hash, which keys the cache.)
+#: configurations no better and, in transfer runs, picked slower ones. (Here, not on the families:
+#: their code is part of the templates' hash, which keys the cache.)
 WORK_TILES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "im2col_gemm": (("GRID_M", "GRID_N"), None),
     "implicit_gemm": (("GRID_M", "GRID_N", "SPLIT_K"), "MIN_BLOCKS"),

@@ -1,14 +1,11 @@
 """The other tiles a study times at every split of the reduction, after its best's polish.
 
-A polish (:meth:`~autoconv.search.tuner.Tuner._polish`, and a transfer study's,
+A polish (:meth:`~autoconv.search.full_study.FullStudy.polish`, and a transfer study's,
 :func:`~autoconv.search.transfer.best_variations`) times the variations of a study's best one
 parameter at a time. Two parameters that interact defeat it: the tile sets the grid, and the grid
 decides which split of the reduction (SPLIT_K) fills the GPU, so a tile that loses at the split it
-was timed with can win at another, two parameters from the best. On an H200, 2 of 11 ResNet-50 runs
-from empty kept layer3.1.conv2 at BN 64 SPLIT_K 1 (0.112 ms), having timed BN 128 at SPLIT_K 1
-(1.08x that) and 6 (1.06x) but not at 4 (0.105 ms, the fastest of the eleven runs), and its
-neighbour layer3.0.conv2, which started from that winner, 1.11x the fastest so
-(results/h100/thirtyeighth).
+was timed with can win at another, two parameters from the best (and a neighbour that starts from
+such a winner inherits the loss).
 
 So once its best's variations are timed, a study times every other split of the fastest
 configuration of each of the next :data:`RUNNER_UP_TILES` tiles of the best's family, those within
@@ -37,28 +34,18 @@ GRID = ("GRID_M", "GRID_N")
 #: The parameters each other value of which a runner-up tile's fastest configuration is timed with,
 #: by family and precision (others: :data:`SPLIT` alone). implicit_gemm_wgmma_tma's shared memory
 #: holds STAGES x (BM + BN) rows of 128 bytes, so its tiles' widths (BN 32-256) and depths trade
-#: against each other. Replayed on the journals of 10 ResNet-50 bf16 NHWC runs from empty on an H200
-#: (results/h100/thirtyninth): 10 studies ended over 1.08x the fastest time measured for their layer
-#: (layer4.0.conv3 and layer4.0.downsample.0 in 4 runs each: BN 128 STAGES 5 or BN 256 STAGES 3
-#: against BN 208 STAGES 4); the runner-up tiles' other stages reach all 10, their splits none. In
-#: the FP32 and TF32 NCHW families' runs other stages reached no such study. Measured
-#: (results/h100/fortieth), bf16, 8 runs from empty alternated in one call: no run lost a layer by
-#: over 1.05x with the stages, 2 of 4 did by 1.12-1.16x without; +6% candidates, the same wall
-#: time. TF32 NHWC, 8 runs in two calls: no run without the stages lost a layer over 1.03x, and
-#: with them the runs cost +9-18% candidates and +5-13% time (~120-150 more candidates: TF32 has
-#: more valid stages), so there the split alone. fp16 (bf16's kernel), 8 runs alternated in one
-#: call (results/h100/fortyfirst): 2 of 4 runs without the stages lost layers by 1.08-1.10x
-#: (STAGES apart), none with them over 1.06x; +11% candidates, the same wall time.
+#: against each other: in bf16 and fp16 a study could end a few stages away from its layer's fastest
+#: tile, which the runner-up tiles' other stages reach at the cost of a few more candidates; in TF32
+#: (more valid stages) they cost more than they found, so there the split alone.
 PARTNERS: dict[tuple[str, str], tuple[str, ...]] = {
     ("implicit_gemm_wgmma_tma", "bf16"): (SPLIT, "STAGES"),
     ("implicit_gemm_wgmma_tma", "fp16"): (SPLIT, "STAGES"),
 }
 #: Tiles other than the best's whose fastest configuration gets every split, at most.
 RUNNER_UP_TILES = 2
-#: ... those whose fastest configuration is within this multiple of the best's time. (Replayed on
-#: the journals of 32 ResNet-50 runs on an H200: 1.10 reaches the fastest configuration in 6 studies
-#: that missed it, at most ~56 candidates a run more; 1.05 reaches 1, 1.15 no more than 1.10 at 1.8x
-#: the candidates; results/h100/thirtyeighth.)
+#: ... those whose fastest configuration is within this multiple of the best's time (a tighter
+#: margin reached fewer of the studies' missed fastest configurations, a wider one no more of them
+#: for many more candidates).
 RUNNER_UP_MARGIN = 1.10
 
 #: A configuration's :data:`GRID` values.

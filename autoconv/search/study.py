@@ -64,9 +64,9 @@ def searched_families(problem: ConvProblem, families: Sequence[str]) -> tuple[st
     """Those of ``families`` that can run ``problem`` at all (its precision, dtype and layout:
     :meth:`~autoconv.kernels.families.base.Family.unsupported_reason`), in their order: the
     study's choices of family. A choice that cannot serve the problem is proposed for nothing:
-    with every family a choice, an FP32 tune of ResNet-50 spent 14% of its candidates, a TF32 one
-    a third, on points of another family that such proposals were repaired into; without them
-    the budget goes to the families that serve, at the same cost (results/h100/thirtyfifth).
+    with every family a choice, a tune spent a large share of its candidates on points of another
+    family that such proposals were repaired into; without them the budget goes to the families
+    that serve, at the same cost.
     This depends on the problem alone, so the study's distribution stays fixed, whatever the
     GPU or the workspace allows. (Studies named with every family, before, are still read; an
     unfinished one is not resumed.)"""

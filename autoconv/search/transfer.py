@@ -1,66 +1,40 @@
-"""Tuning by transfer: a study that searches only where the tuning history points
-(``autoconv tune``'s default; ``--no-transfer`` turns it off).
+"""Tuning by transfer: the choices of a study that searches only where the tuning history points
+(``autoconv tune``'s default; ``--no-transfer`` turns it off; the study itself is
+:mod:`~autoconv.search.transfer_study`'s).
 
-A full study (:mod:`autoconv.search.tuner`) samples until ``patience`` candidates after its best
-have not beaten it. Most of its candidates come after the best is found: on an H100, 17-18 of
-ResNet-50's 23 studies made their last gain of more than 2% within their first 10 candidates
-(results/h100/NOTES.md, twenty-first session). With a history of other problems' studies, a
-transfer study spends its candidates only where the history points:
+A full study (:mod:`~autoconv.search.full_study`) samples until ``patience`` candidates after its
+best have not beaten it, and most of its candidates come after the best is found. With a history of
+other problems' studies, a transfer study spends its candidates only where the history points:
 
 1. **Its start**: the winners of the nearest tuned problems (as a full study's warm start), and
    what the history's model (:class:`~autoconv.search.ranker.Ranker`) predicts fastest: the best
-   configuration of each family it models; each family it does not model gets its default. Every
-   modelled family gets its predicted best because the model ranks a family's tiles better than it
-   ranks the families: its times are off by 25-55% (results/h100/tuning_cost/ranker_transfer), and
-   on two of VGG-16's layers it ranked first a family that measured ~4x the best
-   (results/h100/twentyeighth).
-   Once the start is timed, the next :data:`PICKS_PER_FAMILY` - 1 of each modelled family whose
-   fastest time so far is within :data:`FAMILY_MARGIN` of the study's best (:func:`more_picks`),
-   queued with the first polish: the measured times, not the model's, decide which families are
-   worth more picks. (The start took them for every family *predicted* within that margin: on an
-   H200, in three VGG-16 runs, 134 of their 588 candidates were picks of families measured more than
-   2x slower, and none of them was a best; results/h100/thirtyfirst.)
+   configuration of each family it models (:func:`starts`); each family it does not model gets its
+   default. Every modelled family gets its predicted best because the model ranks a family's tiles
+   better than it ranks the families. Once the start is timed, the next :data:`PICKS_PER_FAMILY` - 1
+   of each modelled family whose fastest time so far is within :data:`FAMILY_MARGIN` of the study's
+   best (:func:`more_picks`): the measured times, not the model's, decide which families are worth
+   more picks.
 2. **Its polish**: once the start's candidates are timed, variations of the best (each other
    choice of each parameter, at the nearest valid configuration:
    :meth:`~autoconv.search.points.ValidPoints.variations`): for each parameter, the variation of
    it the model predicts fastest (of :data:`EVERY_CHOICE`'s, each other choice's fastest), and the
-   fastest others up to :data:`VARIATIONS_PER_BEST`; all of them for a family it does not model.
-   Then those of each new best as soon as it is found, :data:`POLISHED_BESTS` bests at most.
-   (Each parameter gets a variation because the model can rate all of one parameter's other
-   choices below the rest: on an H200, two transfer runs kept SPLIT_K 1 for ResNet-50's
-   layer4.1.conv1, 1.37x the full search's SPLIT_K 2, and another kept it for layer3.0.conv2,
-   1.10x; results/h100/thirtythird. With it, VGG-16's first layer came within 2.3% of the full
-   search, against 1.20x without: results/h100/thirtysixth.)
+   fastest others up to :data:`VARIATIONS_PER_BEST` (:func:`best_variations`); all of them for a
+   family it does not model. Then those of each new best as soon as it is found,
+   :data:`POLISHED_BESTS` bests at most. Each parameter gets a variation because the model can rate
+   all of one parameter's other choices below the rest.
 3. **Its end**: the best's variations, and the other splits of the next tiles' fastest
    configurations (:mod:`~autoconv.search.runners_up`), are timed and none was faster, or the
    budget's trials or seconds are spent. The sampler proposes nothing and the patience plays no part.
 
 A study transfers only where the model is trained on at least :data:`MIN_PROBLEMS` problems of
-the same precision on this GPU (a model of a few problems extrapolates to any other); else it is a
-full study. So a first tune from empty storage runs full studies until enough of its own problems
-are tuned (the model counts a problem once its study has timed candidates, so a few more studies
-begin full while the first ones run), and each of those still running then becomes a transfer
-study (:meth:`~autoconv.search.tuner.Tuner._becomes_transfer`). With 4 instead of 8, ResNet-50 at
-batch 32 from empty tuned 16-17% faster on an H200, and one of two runs lost two 3x3 layers (1.07x,
-1.10x); so did one of the default's four runs in the same session: two runs a side do not tell 4
-from 8 on the winners (results/h100/thirtyseventh).
-
-Measured on an H200 (results/h100/thirtysecond, two calls, 3-4 runs a side): VGG-16 at batch 8 with
-a ResNet-50 history tuned in 11.8 and 11.5 s on average, against 28.0 and 26.2 s for the full search
-without history (2.37x, 2.27x), with ~4x fewer candidates and the same winners (geometric means
-within 1%). A transfer study is a few rounds of compiles in a row, each waiting for its
-slowest, so such a run leaves the cores about half idle. On ResNet-50 at batch 32 from empty
-storage (its first studies full, the rest transferred from them; results/h100/thirtysixth, one
-H200, order T P P T): 39.5 / 42.8 s against 57.0 / 60.2 s for full studies only in FP32, 53.8 /
-61.3 s against 98.0 / 108.3 s in TF32, 38.0 / 34.5 s against 49.4 / 44.8 s in bf16 NHWC
-(results/h100/thirtyseventh), winners 0.998-1.005 of the first full run's (geometric means; the
-other full run's 0.999-1.002). Where the new
-layers are unlike the history, it can keep a family the model misjudges: Inception-v3's
-Mixed_5b.branch5x5_2 stayed 1.10x slower in four transfer runs. And a polish can stop one SPLIT_K,
-or a SPLIT_K and a tile, away from a faster configuration: of 16 ResNet-50 runs from empty before
-:data:`EVERY_CHOICE` (which takes the first case) and the runner-up tiles' splits
-(:mod:`~autoconv.search.runners_up`, the second), 3 left a layer 1.07-1.18x their call's fastest so
-(results/h100/thirtyseventh).
+the same precision on this GPU (a model of a few problems extrapolates to any other):
+:func:`untrusted_reason`; else it is a full study. So a first tune from empty storage runs full
+studies until enough of its own problems are tuned (the model counts a problem once its study has
+timed candidates, so a few more studies begin full while the first ones run), and each of those
+still running then becomes a transfer study
+(:meth:`~autoconv.search.full_study.FullStudy.becomes_transfer`). Where new layers are unlike the
+history, a transfer can keep a family the model misjudges, or stop a split of the reduction away
+from a faster configuration: what the polish's :data:`EVERY_CHOICE` and the runner-up tiles are for.
 """
 
 from __future__ import annotations
@@ -88,11 +62,8 @@ VARIATIONS_PER_BEST = 6
 POLISHED_BESTS = 4
 #: Parameters each of whose other choices a polish times (the variation with it the model predicts
 #: fastest), not the fastest one alone: the model misjudges which split of the reduction pays, and
-#: the time is not monotonic in it (ResNet-50's layer3.0.conv2 on an H200 with BN 128: SPLIT_K 1
-#: 0.1225 ms, 2 0.131, 4 0.110, 6 0.125; a polish that took the model's fastest, 6, kept 1 at 1.10x).
-#: On an H200 it costs ~3% more candidates and no time measurable; layer4.0.conv2, kept at SPLIT_K 4
-#: 1.06x the fastest in 3 of 8 runs without it, reached SPLIT_K 2 through a split the model did not
-#: rate first in 2 of 4 runs with it (results/h100/thirtyseventh, thirtyeighth).
+#: the time is not monotonic in it (a layer's time can drop from split 1 to 4 and rise again at 6);
+#: it costs a few more candidates.
 EVERY_CHOICE = ("SPLIT_K",)
 
 

@@ -307,13 +307,14 @@ def test_study_history_from_a_tuned_study(tmp_path):
     from autoconv.config.budget import Budget
     from autoconv.problems.models import NamedProblem
     from autoconv.problems.problem import parse_spec
+    from autoconv.search.options import SearchSettings
     from autoconv.search.storage import make_storage
     from autoconv.search.tuner import Tuner
 
     problem = parse_spec("N=1,C=8,H=9,W=11,K=12,R=3,S=3,pad=1")
     storage = tmp_path / "studies.journal"
-    tuner = Tuner(FakeBackend(), storage=str(storage), families=("implicit_gemm", "direct"),
-                  budget=Budget(trials=6), seed=1)
+    tuner = Tuner(FakeBackend(), SearchSettings(("implicit_gemm", "direct"), Budget(trials=6), seed=1),
+                  storage=str(storage))
     (outcome,) = tuner.tune([NamedProblem("p", problem)])
     study = optuna.load_study(study_name=outcome.study_name, storage=make_storage(str(storage)))
     history = StudyHistory.of(study)

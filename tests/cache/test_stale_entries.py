@@ -16,6 +16,7 @@ from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
 from autoconv.problems.problem import parse_spec
 from autoconv.runtime import api as runtime
+from autoconv.search.options import SearchSettings
 from autoconv.search.outcome import Reporter
 from autoconv.search.tuner import Tuner
 from tests.helpers import SMALL
@@ -35,8 +36,8 @@ def test_changed_templates_or_another_gpu_are_tuned_again(tmp_path, monkeypatch)
 
     def tune(backend):
         with WinnerCache(cache_path) as cache:
-            outcome, = Tuner(backend, storage=journal, families=("direct",), budget=Budget(trials=4),
-                             cache=cache).tune([SMALL])
+            outcome, = Tuner(backend, SearchSettings(("direct",), Budget(trials=4)),
+                             storage=journal, cache=cache).tune([SMALL])
         return outcome
 
     first = tune(FakeBackend())
@@ -76,8 +77,8 @@ def test_a_cached_entry_this_autoconv_cannot_use_is_tuned_again_and_replaced(tmp
         class Notes(Reporter):
             def note(self, text):
                 reporter_notes.append(text)
-        outcome, = Tuner(FakeBackend(), storage=journal, families=("direct",), budget=Budget(trials=3),
-                         cache=cache, reporter=Notes()).tune([SMALL])
+        outcome, = Tuner(FakeBackend(), SearchSettings(("direct",), Budget(trials=3)),
+                         storage=journal, cache=cache, reporter=Notes()).tune([SMALL])
         entry, = cache.entries()
     assert outcome.source == "tuned" and outcome.trials_run == 3
     assert any("not using its cached winner" in note for note in reporter_notes) or change.get("family"), \

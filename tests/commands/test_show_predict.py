@@ -10,6 +10,7 @@ from autoconv.commands.main import main
 from autoconv.config.budget import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
+from autoconv.search.options import SearchSettings
 from autoconv.search.tuner import Tuner
 
 TUNED = "N=2,C=13,H=29,W=29,K=17,R=3,S=3,pad=1"
@@ -18,8 +19,8 @@ UNTUNED = "N=2,C=13,H=31,W=29,K=17,R=3,S=3,pad=1"
 
 def _tuned_cache(path) -> None:
     with WinnerCache(path) as cache:
-        Tuner(FakeBackend(), storage=optuna.storages.InMemoryStorage(), families=("im2col_gemm",),
-              budget=Budget(trials=4), seed=1, cache=cache).tune([NamedProblem("a", parse_spec(TUNED))])
+        Tuner(FakeBackend(), SearchSettings(("im2col_gemm",), Budget(trials=4), seed=1),
+              storage=optuna.storages.InMemoryStorage(), cache=cache).tune([NamedProblem("a", parse_spec(TUNED))])
 
 
 def test_a_tuned_problem_shows_its_winner_and_an_untuned_one_its_neighbours(tmp_path, capsys):

@@ -481,13 +481,14 @@ def test_tune_caches_a_verified_winner_that_conv2d_runs(tmp_path, seed):
     from autoconv.cache.winners import WinnerCache
     from autoconv.gpu.backend import CupyBackend
     from autoconv.runtime import api as runtime
+    from autoconv.search.options import SearchSettings
     from autoconv.search.tuner import Tuner
 
     problem = parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,bias=1")
     cache_file = tmp_path / "cache.sqlite"
     with CupyBackend(seed=seed) as backend, WinnerCache(cache_file) as cache:
-        tuner = Tuner(backend, storage=tmp_path / "study.journal", families=FAMILY_NAMES,
-                      budget=Budget(trials=8), seed=seed, cache=cache)
+        tuner = Tuner(backend, SearchSettings(FAMILY_NAMES, Budget(trials=8), seed=seed),
+                      storage=tmp_path / "study.journal", cache=cache)
         outcome, = tuner.tune([NamedProblem("odd", problem)])
         entries = cache.entries()
     assert outcome.source == "tuned" and outcome.time_ms > 0, outcome

@@ -7,6 +7,7 @@ from autoconv.backends.fake import FakeBackend
 from autoconv.config.budget import Budget
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
+from autoconv.search.options import SearchOptions, SearchSettings
 from autoconv.search.tuner import Tuner
 
 FAMILIES = ("direct", "im2col_gemm")
@@ -19,7 +20,8 @@ UNTUNED = parse_spec("N=4,C=24,H=17,W=23,K=40,R=3,S=3,pad=1")
 
 def tune_history(journal: str):
     """Tune TRAINED into the journal file ``journal`` (60 fake-timed trials each); its storage."""
-    tuner = Tuner(FakeBackend(), storage=journal, families=FAMILIES, budget=Budget(trials=60), seed=3)
+    full_studies = SearchSettings(FAMILIES, Budget(trials=60), seed=3, search=SearchOptions(transfer=False))
+    tuner = Tuner(FakeBackend(), full_studies, storage=journal)
     for index, problem in enumerate(TRAINED):
         tuner.tune_problem(NamedProblem(f"trained{index}", problem))
     return tuner.storage

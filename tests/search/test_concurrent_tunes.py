@@ -17,6 +17,7 @@ from autoconv.kernels.families import get_family
 from autoconv.kernels.limits import H100
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
+from autoconv.search.options import SearchSettings
 from autoconv.search.points import config_key
 from autoconv.search.study import EVALUATED, study_name
 from autoconv.search.tuner import Tuner
@@ -57,8 +58,7 @@ def test_a_configuration_another_process_is_evaluating_is_not_evaluated_again(tm
     # process (our parent) is evaluating gets evaluated here.
     problem = NamedProblem("tiny", parse_spec("N=1,C=2,H=4,W=4,K=2,R=3,S=3,pad=1"))
     backend = FakeBackend()
-    tuner = Tuner(backend, storage=str(tmp_path / "studies.journal"), families=("direct",),
-                  budget=Budget(trials=1000))
+    tuner = Tuner(backend, SearchSettings(("direct",), Budget(trials=1000)), storage=str(tmp_path / "studies.journal"))
     study = optuna.create_study(study_name=study_name(problem.problem, backend.identity.gpu_name, ("direct",)),
                                 storage=tuner.storage, direction="minimize")
     points = get_family("direct").space.points(problem.problem, H100)

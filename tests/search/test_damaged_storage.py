@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
 from autoconv.config.budget import Budget
 from autoconv.errors import StorageError
+from autoconv.search.options import SearchSettings
 from autoconv.search.storage import JournalFlock, check_journal, make_storage
 from autoconv.search.study import study_name
 from autoconv.search.tuner import Tuner
@@ -180,7 +181,7 @@ def test_a_killed_journal_writer_holds_no_lock(tmp_path):
 
 
 def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path):
-    tuner = Tuner(FakeBackend(), storage=str(tmp_path / "j.journal"), families=("direct",), budget=Budget(trials=2))
+    tuner = Tuner(FakeBackend(), SearchSettings(("direct",), Budget(trials=2)), storage=str(tmp_path / "j.journal"))
     study = optuna.create_study(study_name=study_name(SMALL.problem, FAKE_IDENTITY.gpu_name, ("direct",)),
                                 storage=tuner.storage, direction="minimize")
     unclaimed = study.ask()  # its process was killed before it wrote its owner
@@ -199,11 +200,11 @@ def test_a_trial_no_process_claimed_is_abandoned_once_old(tmp_path):
 def test_a_process_that_stalls_before_claiming_asks_again(tmp_path, monkeypatch):
     """Another process failed this one's trial as unclaimed while it stalled (longer than
     the grace period) between asking and claiming: it asks for another trial and goes on."""
-    import autoconv.search.tuner
+    import autoconv.search.proposals
     from autoconv.search.liveness import Liveness
 
-    tuner = Tuner(FakeBackend(), storage=str(tmp_path / "j.journal"), families=("direct",), budget=Budget(trials=3))
-    real_claim, stalled = autoconv.search.tuner.claim, []
+    tuner = Tuner(FakeBackend(), SearchSettings(("direct",), Budget(trials=3)), storage=str(tmp_path / "j.journal"))
+    real_claim, stalled = autoconv.search.proposals.claim, []
 
     def claim_after_a_stall(trial, owner):
         if not stalled:
@@ -212,7 +213,7 @@ def test_a_process_that_stalls_before_claiming_asks_again(tmp_path, monkeypatch)
             other.unclaimed_age_s = 0.0
             assert other.fail_abandoned(trial.study, force=True) == 1
         real_claim(trial, owner)
-    monkeypatch.setattr(autoconv.search.tuner, "claim", claim_after_a_stall)
+    monkeypatch.setattr(autoconv.search.proposals, "claim", claim_after_a_stall)
     outcome = tuner.tune_problem(SMALL)
     assert outcome.time_ms is not None and outcome.trials_run == 3
     study = optuna.load_study(study_name=outcome.study_name, storage=tuner.storage)

@@ -21,6 +21,7 @@ from autoconv.cache.winners import WinnerCache
 from autoconv.errors import AutoconvError
 from autoconv.problems.problem import parse_spec
 from autoconv.search.fleet import parse_gpus
+from autoconv.search.options import SearchSettings
 from autoconv.search.outcome import MILESTONES, Milestones, ProblemOutcome, merge_outcomes
 from autoconv.search.points import config_key
 from autoconv.search.study import EVALUATED, config_of
@@ -416,7 +417,7 @@ def test_a_trial_whose_heartbeat_stopped_is_failed_and_retried(kind, tmp_path, m
     alive.suggest_categorical("family", ["direct", "im2col_gemm"])
     alive.set_user_attr("owner", "elsewhere[0123abcd]:4343")
 
-    tuner = Tuner(FakeBackend(), storage=storage, families=["direct"], budget=Budget(trials=1))
+    tuner = Tuner(FakeBackend(), SearchSettings(["direct"], Budget(trials=1)), storage=storage)
     tuner.liveness.fail_abandoned(study, force=True)
     assert study.trials[lost.number].state == TrialState.RUNNING  # within its grace period
     time.sleep(HEARTBEAT_GRACE_INTERVALS * 1 + 1.5)
@@ -526,7 +527,7 @@ def test_default_workers_per_gpu_follows_the_cores(monkeypatch):
 def test_a_worker_reads_a_journal_in_a_thread_and_opens_a_database_in_its_own(tmp_path, monkeypatch):
     """A journal's records load beside the GPU worker's start; a database storage opens in the
     worker's main thread: in a thread of its own it imported SQLAlchemy while the winners' cache
-    did, and the worker saw a module of it partly initialized (CI, seventeenth session)."""
+    did, and the worker saw a module of it partly initialized (seen in CI)."""
     import concurrent.futures
     import threading
 
@@ -585,7 +586,8 @@ def test_a_worker_whose_early_gpu_worker_cannot_start_leaves_it_to_its_backend(m
     given = {}
     monkeypatch.setattr(fleet_entry, "launch_worker", cannot_start)
     monkeypatch.setattr(fleet_worker, "worker_main",
-                        lambda job, connection, compile_connection, launched: given.update(job=job, launched=launched))
+                        lambda session, job, connection, compile_connection, launched: given.update(
+                            session=session, job=job, launched=launched))
     monkeypatch.setattr(fleet_entry, "exit_with_parent", lambda pid: None)
-    fleet_entry.worker_process(pickle.dumps("the job"), 0, None, 1, None)
-    assert given == {"job": "the job", "launched": None}
+    fleet_entry.worker_process(pickle.dumps("the session"), pickle.dumps("the job"), 0, None, 1, None)
+    assert given == {"session": "the session", "job": "the job", "launched": None}

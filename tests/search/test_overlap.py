@@ -1,6 +1,7 @@
-"""Studies in flight together (:meth:`Tuner._tune_overlapped`): the next problem's study begins
-while the one in flight waits on its last candidates, two at most, within one pipeline; each result
-goes to its own study; an error ends only its study, an interrupt abandons both."""
+"""Studies in flight together (:func:`~autoconv.search.scheduler.search_in_turn`): the next problem's
+study begins while the one in flight waits on its last candidates, two at most, within one
+pipeline; each result goes to its own study; an error ends only its study, an interrupt abandons
+both."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from autoconv.config.budget import Budget
 from autoconv.errors import AutoconvError
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
-from autoconv.search import transfer
-from autoconv.search import tuner as tuner_module
+from autoconv.search import scheduler, transfer
+from autoconv.search.options import SearchOptions, SearchSettings
+from autoconv.search.scheduler import CONCURRENT_STUDIES, OVERLAP_BELOW
 from autoconv.search.study import EVALUATED, study_name
-from autoconv.search.tuner import CONCURRENT_STUDIES, OVERLAP_BELOW, Tuner
+from autoconv.search.tuner import Tuner
 from tests.search.fake_history import FAMILIES, TRAINED, UNTUNED, tune_history
 
 PROBLEMS = [NamedProblem("untuned", UNTUNED),
@@ -86,10 +88,12 @@ def study_of(tuner, problem):
                              storage=tuner.storage)
 
 
-def overlap_tuner(backend, history, **options) -> Tuner:
+def overlap_tuner(backend, history, budget=None, cache=None, **search) -> Tuner:
     """A tuner of the fake history's families with room in its pipeline for two studies."""
-    options = {"budget": Budget(trials=40, patience=12), "pipeline_depth": 12, **options}
-    return Tuner(backend, storage=history, families=FAMILIES, seed=3, **options)
+    search = {"pipeline_depth": 12, "transfer": False, **search}
+    budget = budget or Budget(trials=40, patience=12)
+    return Tuner(backend, SearchSettings(FAMILIES, budget, seed=3, search=SearchOptions(**search)), storage=history,
+                 cache=cache)
 
 
 def abandoned_and_queued_again(trials) -> tuple[list, list]:
@@ -115,7 +119,7 @@ def test_the_next_study_begins_while_the_one_in_flight_waits_on_its_last_candida
         tuner = overlap_tuner(backend, history, cache=cache, pipeline_depth=depth, transfer=search == "transfer")
         outcomes = tuner.tune(PROBLEMS)
         assert [outcome.search for outcome in outcomes] == [search] * 3
-        assert all(outcome.source == "tuned" and cache.get(tuner._cache_key(outcome.problem)) for outcome in outcomes)
+        assert all(outcome.source == "tuned" and cache.get(tuner.cache_key(outcome.problem)) for outcome in outcomes)
     begun: set[str] = set()
     overlapped = False
     for kind, name, flying in flights(backend.events):
@@ -187,7 +191,7 @@ def test_an_interrupt_abandons_every_study_in_flight_and_queues_their_candidates
 
 def test_with_one_study_at_a_time_none_overlaps(history, monkeypatch):
     """The constant is what bounds it (and 1 restores the earlier order: each study ends first)."""
-    monkeypatch.setattr(tuner_module, "CONCURRENT_STUDIES", 1)
+    monkeypatch.setattr(scheduler, "CONCURRENT_STUDIES", 1)
     backend = Recording()
     overlap_tuner(backend, history, transfer=True).tune(PROBLEMS)
     assert all(len(flying) <= 1 for _, _, flying in flights(backend.events))

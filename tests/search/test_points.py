@@ -8,6 +8,7 @@ import pytest
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 from autoconv.kernels.limits import H100
 from autoconv.problems.problem import parse_spec
+from autoconv.search.options import SearchSettings
 from autoconv.search.points import ValidPoints, config_key, enumerate_in_turn, enumerate_points, sample_valid
 from tests.helpers import family_spec
 
@@ -151,15 +152,15 @@ def test_a_tuner_does_not_enumerate_a_problem_another_worker_finished_meanwhile(
     from autoconv.search.tuner import Tuner
 
     first, second = NamedProblem("first", PROBLEM), NamedProblem("second", parse_spec("N=1,C=8,H=9,W=9,K=12,R=1,S=1"))
-    tuner = Tuner(FakeBackend(), storage=optuna.storages.InMemoryStorage(), families=FAMILIES,
-                  budget=Budget(trials=4), seed=1)
+    tuner = Tuner(FakeBackend(), SearchSettings(FAMILIES, Budget(trials=4), seed=1),
+                  storage=optuna.storages.InMemoryStorage())
     tuned: list[str] = []
     finished_elsewhere = ProblemOutcome(name="second", problem=second.problem, source="cache", time_ms=1.0)
 
     def cached(item, quiet=False):  # (nothing cached when the run starts; `second` once `first` is tuned)
         return finished_elsewhere if item is second and tuned else None
 
-    original = tuner._begin
+    original = tuner.loop.begin
 
     def begin(item, valid):
         tuned.append(item.name)
@@ -175,7 +176,7 @@ def test_a_tuner_does_not_enumerate_a_problem_another_worker_finished_meanwhile(
             yield points
 
     monkeypatch.setattr(tuner, "_cached", cached)
-    monkeypatch.setattr(tuner, "_begin", begin)
+    monkeypatch.setattr(tuner.loop, "begin", begin)
     monkeypatch.setattr(tuner_module, "enumerate_in_turn", recorded)
     outcomes = tuner.tune([first, second])
     assert tuned == ["first"] and outcomes[1] is finished_elsewhere

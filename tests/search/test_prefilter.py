@@ -11,6 +11,7 @@ from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
 from autoconv.config.budget import Budget
 from autoconv.kernels.limits import H100
 from autoconv.problems.models import NamedProblem
+from autoconv.search.options import SearchOptions, SearchSettings
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.prefilter import BEST_MARGIN, KEEP_FRACTION, MIN_CHECKED, PreFilter
 from autoconv.search.study import EVALUATED, read_trials, study_name
@@ -101,8 +102,9 @@ def tune(history, tmp_path, name, prefilter):
     journal = tmp_path / f"{name}.journal"
     journal.write_bytes(open(history, "rb").read())
     backend = FakeBackend()
-    tuner = Tuner(backend, storage=str(journal), families=FAMILIES, budget=Budget(trials=120, patience=30),
-                  seed=5, prefilter=prefilter)
+    tuner = Tuner(backend, SearchSettings(FAMILIES, Budget(trials=120, patience=30), seed=5,
+                                          search=SearchOptions(prefilter=prefilter, transfer=False)),
+                  storage=str(journal))
     outcome = tuner.tune_problem(NamedProblem("p", PROBLEM))
     study = optuna.load_study(study_name=study_name(PROBLEM, FAKE_IDENTITY.gpu_name, FAMILIES),
                               storage=tuner.storage)
@@ -133,8 +135,9 @@ def test_a_study_with_history_compiles_fewer_candidates_for_as_good_a_winner(his
 
 def test_no_history_no_filter(tmp_path):
     backend = FakeBackend()
-    tuner = Tuner(backend, storage=str(tmp_path / "empty.journal"), families=FAMILIES,
-                  budget=Budget(trials=40, patience=20), seed=5, prefilter=True)
+    tuner = Tuner(backend, SearchSettings(FAMILIES, Budget(trials=40, patience=20), seed=5,
+                                          search=SearchOptions(prefilter=True)),
+                  storage=str(tmp_path / "empty.journal"))
     assert tuner.tune_problem(NamedProblem("p", PROBLEM)).predicted_slow == 0
 
 
@@ -142,7 +145,7 @@ def test_no_history_no_filter(tmp_path):
 def test_a_filter_that_calls_everything_slow_still_lets_the_search_go_on(history, tmp_path, monkeypatch):
     """At most MAX_SKIPS_PER_CANDIDATE skips per candidate asked for: a model (or a sampler)
     that finds nothing worth compiling must not end the study in an error."""
-    import autoconv.search.tuner as tuner_module
+    from autoconv.search import full_study, proposals
 
     class AlwaysSlow:
         def __init__(self, *args, **kwargs):
@@ -154,8 +157,8 @@ def test_a_filter_that_calls_everything_slow_still_lets_the_search_go_on(history
         def verdict(self, key, best_key):
             return "predicted slow (a test's model)"
 
-    monkeypatch.setattr(tuner_module, "PreFilter", AlwaysSlow)
+    monkeypatch.setattr(full_study, "PreFilter", AlwaysSlow)
     outcome, backend, _ = tune(history, tmp_path, "always", prefilter=True)
     assert outcome.time_ms is not None and outcome.predicted_slow > 0
-    assert outcome.predicted_slow <= tuner_module.MAX_SKIPS_PER_CANDIDATE * (len(backend.evaluated) + 1)
+    assert outcome.predicted_slow <= proposals.MAX_SKIPS_PER_CANDIDATE * (len(backend.evaluated) + 1)
     assert "patience" in outcome.stop_reason or "no improvement" in outcome.stop_reason

@@ -19,6 +19,7 @@ from autoconv.kernels.limits import H100
 from autoconv.kernels.space import PointTable
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
+from autoconv.search.options import SearchOptions, SearchSettings
 from autoconv.search.points import ValidPoints, enumerate_points
 from autoconv.search.ranker import MIN_SAMPLES, WORK_TILES, Ranker, _design, history_samples, table_rows, work_rows
 from autoconv.search.study import parse_study_name, study_name
@@ -155,7 +156,9 @@ def test_too_little_history_makes_no_model():
 
 
 def test_rank_k_queues_the_k_best_after_the_warm_start(history):
-    tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=12), seed=3, ranked=4)
+    tuner = Tuner(FakeBackend(),
+                  SearchSettings(FAMILIES, Budget(trials=12), seed=3, search=SearchOptions(ranked=4, transfer=False)),
+                  storage=history)
     tuner.tune_problem(NamedProblem("untuned", UNTUNED))
     study = optuna.load_study(study_name=study_name(UNTUNED, FAKE_IDENTITY.gpu_name, FAMILIES), storage=history)
     origins = [t.user_attrs.get("origin", "") for t in sorted(study.trials, key=lambda t: t.number)]
@@ -166,8 +169,8 @@ def test_rank_k_queues_the_k_best_after_the_warm_start(history):
 
 
 def test_the_models_are_fitted_on_one_blas_thread(history, monkeypatch):
-    """A tuning host's cores are busy compiling: OpenBLAS's threads then made a fit take 12 s
-    instead of 0.09 (results/h100/NOTES.md, sixteenth session)."""
+    """A tuning host's cores are busy compiling: OpenBLAS's threads then made a fit take seconds
+    instead of a tenth of one."""
     import autoconv.search.ranker as ranker_module
 
     calls = []

@@ -17,6 +17,7 @@ from autoconv.gpu.memory import estimate
 from autoconv.kernels.limits import H100
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
+from autoconv.search.options import SearchSettings
 from autoconv.search.tuner import Tuner
 from tests.helpers import ONE_PROBLEM, SMALL, run_cli
 
@@ -58,7 +59,7 @@ def test_a_problem_too_large_for_the_device_memory_is_refused_before_anything(tm
     assert estimate(SMALL.problem, H100.l2_bytes).total < memory < estimate(big.problem, H100.l2_bytes).total
     backend = FakeBackend(memory_bytes=memory)
     storage = optuna.storages.InMemoryStorage()
-    tuner = Tuner(backend, storage=storage, families=("direct", "im2col_gemm"), budget=Budget(trials=3))
+    tuner = Tuner(backend, SearchSettings(("direct", "im2col_gemm"), Budget(trials=3)), storage=storage)
     small_outcome, big_outcome = tuner.tune([SMALL, big])
     assert small_outcome.source == "tuned"
     assert (big_outcome.source, big_outcome.stop_reason) == ("none", "too large for GPU memory")
@@ -73,13 +74,13 @@ def test_a_problem_too_large_for_the_device_memory_is_refused_before_anything(tm
 def test_candidates_whose_workspace_does_not_fit_are_never_evaluated():
     problem = NamedProblem("ws", parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3"))
     plenty = FakeBackend()
-    Tuner(plenty, storage=optuna.storages.InMemoryStorage(), families=("direct", "im2col_gemm"),
-          budget=Budget(trials=8)).tune_problem(problem)
+    Tuner(plenty, SearchSettings(("direct", "im2col_gemm"), Budget(trials=8)),
+          storage=optuna.storages.InMemoryStorage()).tune_problem(problem)
     assert {plan.family for plan in plenty.evaluated} == {"direct", "im2col_gemm"}
 
     backend = FakeBackend(memory_bytes=estimate(problem.problem, H100.l2_bytes).fixed + 1000)
-    tuner = Tuner(backend, storage=optuna.storages.InMemoryStorage(), families=("direct", "im2col_gemm"),
-                  budget=Budget(trials=8))
+    tuner = Tuner(backend, SearchSettings(("direct", "im2col_gemm"), Budget(trials=8)),
+                  storage=optuna.storages.InMemoryStorage())
     assert tuner.problem_workspace_limit(problem) == 1000
     outcome = tuner.tune_problem(problem)
     assert outcome.source == "tuned" and outcome.trials_run == 8

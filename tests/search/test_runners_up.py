@@ -21,9 +21,11 @@ from autoconv.kernels.limits import H100
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search import runners_up, transfer
+from autoconv.search.options import SearchOptions, SearchSettings
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.study import TrialRecord
 from autoconv.search.tuner import Tuner
+from autoconv.search.warm_start import WarmStart
 from tests.search.stub_ranker import OrderRanker
 
 WORKSPACE = 1 << 30
@@ -203,8 +205,10 @@ def full_study_reaches(case, monkeypatch, tiles, partner):
     monkeypatch.setattr(runners_up, "RUNNER_UP_TILES", tiles)
     best = points.default(family)
     runner_up, target = two_steps_away(case, best, partner=partner)
-    tuner = Tuner(pocket(family, best, runner_up, target), storage=optuna.storages.InMemoryStorage(),
-                  families=(family,), budget=Budget(trials=400, patience=3), seed=3, pipeline_depth=1)
+    tuner = Tuner(pocket(family, best, runner_up, target),
+                  SearchSettings((family,), Budget(trials=400, patience=3), seed=3,
+                                 search=SearchOptions(pipeline_depth=1)),
+                  storage=optuna.storages.InMemoryStorage())
     outcome = tuner.tune_problem(problem, points)
     assert outcome.config == (target if tiles else best)
     assert outcome.trials_run < 400
@@ -235,9 +239,11 @@ def transfer_study_reaches(case, monkeypatch, tiles, partner):
         v for v in polished if grid(case, v) != grid(case, start) and v[partner] == start[partner]), partner)
     picks = {config_key(family, c) for _, c, _ in ranker.best_valid(problem.problem, points, transfer.PICKS_PER_FAMILY)}
     assert config_key(family, target) not in picks | {config_key(family, v) for v in polished}
-    monkeypatch.setattr(Tuner, "_history_model", lambda self, problem: ranker)
-    tuner = Tuner(pocket(family, start, runner_up, target), storage=optuna.storages.InMemoryStorage(),
-                  families=(family,), budget=Budget(trials=400, patience=40), seed=3, transfer=True)
+    monkeypatch.setattr(WarmStart, "history_model", lambda self, problem: ranker)
+    tuner = Tuner(pocket(family, start, runner_up, target),
+                  SearchSettings((family,), Budget(trials=400, patience=40), seed=3,
+                                 search=SearchOptions(transfer=True)),
+                  storage=optuna.storages.InMemoryStorage())
     outcome = tuner.tune_problem(problem, points)
     assert outcome.search == "transfer" and outcome.config == (target if tiles else start)
     origins = [t.user_attrs.get("origin", "") for t in optuna.load_study(

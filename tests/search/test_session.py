@@ -11,6 +11,8 @@ import pytest
 from autoconv.backends.fake import FakeBackend
 from autoconv.config.budget import Budget
 from autoconv.config.load import load_config_text
+from autoconv.errors import UsageError
+from autoconv.search.options import SearchOptions, TuneOptions
 from autoconv.search.session import TuneSession, cache_location
 
 PROBLEMS = "problems:\n  - name: p\n    spec: \"N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1\"\n"
@@ -31,16 +33,22 @@ def test_the_config_alone(default_cache):
     session = TuneSession.from_config(_config())
     assert session.families == ("direct",) and session.budget == Budget(trials=5, seconds=60)
     assert session.storage == "/base/.autoconv/studies.journal" and session.cache == default_cache
-    assert not session.retune
+    assert session.options == TuneOptions() and session.settings.search == SearchOptions()
 
 
 def test_command_line_overrides():
-    session = TuneSession.from_config(_config(), families=["direct", "im2col_gemm"], trials=9, patience=3,
-                                      storage="/elsewhere/s.journal", cache="/elsewhere/c.sqlite", retune=True)
+    options = TuneOptions(families=("direct", "im2col_gemm"), trials=9, patience=3, storage="/elsewhere/s.journal",
+                          cache="/elsewhere/c.sqlite", search=SearchOptions(retune=True, transfer=False))
+    session = TuneSession.from_config(_config(), options)
     assert session.families == ("direct", "im2col_gemm")
     assert session.budget == Budget(trials=9, seconds=60, patience=3)
-    assert (session.storage, session.cache, session.retune) == ("/elsewhere/s.journal", "/elsewhere/c.sqlite", True)
+    assert (session.storage, session.cache) == ("/elsewhere/s.journal", "/elsewhere/c.sqlite")
+    assert session.options is options and session.settings.search is options.search
     assert TuneSession.from_config(_config(), families=[]).families == ("direct",)  # empty: the config's
+    # the options' fields as keywords, as ``autoconv bench`` gives them; not both
+    assert TuneSession.from_config(_config(), trials=9, patience=3).budget == Budget(trials=9, seconds=60, patience=3)
+    with pytest.raises(UsageError, match="give a TuneOptions or its fields"):
+        TuneSession.from_config(_config(), options, trials=2)
 
 
 def test_the_command_lines_precision_and_layout_set_every_problem():
@@ -96,10 +104,10 @@ def test_load_reads_the_file(tmp_path):
 
 
 def test_the_tuner_gets_the_sessions_settings(tmp_path):
-    session = TuneSession.from_config(_config("seed: 7\nworkspace_limit_mb: 3\n"), trials=2, retune=True,
-                                      storage=str(tmp_path / "s.journal"))
+    session = TuneSession.from_config(_config("seed: 7\nworkspace_limit_mb: 3\n"), trials=2,
+                                      search=SearchOptions(retune=True), storage=str(tmp_path / "s.journal"))
+    assert (session.settings.seed, session.settings.workspace_limit) == (7, 3 << 20)
     with session.open_cache() as winners:
         tuner = session.tuner(FakeBackend(), cache=winners)
-        assert (tuner.families, tuner.budget, tuner.seed, tuner.workspace_limit, tuner.retune,
-                tuner.cache) == (("direct",), session.budget, 7, 3 << 20, True, winners)
+        assert (tuner.settings, tuner.cache) == (session.settings, winners)
     assert Path(session.cache).exists()

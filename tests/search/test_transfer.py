@@ -19,6 +19,7 @@ from autoconv.kernels.limits import H100
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
 from autoconv.search import transfer
+from autoconv.search.options import SearchOptions, SearchSettings
 from autoconv.search.outcome import Reporter
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
 from autoconv.search.study import read_trials, study_name
@@ -182,7 +183,8 @@ def transfer_trials(storage, problem):
 
 def test_a_transfer_study_times_its_start_then_polishes_its_best_and_asks_the_sampler_nothing(history, trusting):
     budget = Budget(trials=160, patience=40)
-    tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=budget, seed=3, transfer=True)
+    tuner = Tuner(FakeBackend(), SearchSettings(FAMILIES, budget, seed=3, search=SearchOptions(transfer=True)),
+                  storage=history)
     outcome = tuner.tune_problem(NamedProblem("new", UNTUNED))
     assert outcome.search == "transfer" and outcome.stop_reason.startswith("transfer: ")
     trials = transfer_trials(history, UNTUNED)
@@ -202,8 +204,8 @@ def test_a_transfer_study_times_its_start_then_polishes_its_best_and_asks_the_sa
     assert len(polish) <= transfer.POLISHED_BESTS * max(transfer.VARIATIONS_PER_BEST, parameters)
     assert outcome.trials_run == len(trials) < budget.patience
     # The fake's best is found as a full study finds it.
-    full = Tuner(FakeBackend(), storage=tune_history(str(history_path(history)) + ".full"), families=FAMILIES,
-                 budget=budget, seed=3).tune_problem(NamedProblem("new", UNTUNED))
+    full = Tuner(FakeBackend(), SearchSettings(FAMILIES, budget, seed=3, search=SearchOptions(transfer=False)),
+                 storage=tune_history(str(history_path(history)) + ".full")).tune_problem(NamedProblem("new", UNTUNED))
     assert full.search == "full" and full.trials_run > 2 * outcome.trials_run
     assert outcome.time_ms == pytest.approx(full.time_ms, rel=0.02)
 
@@ -211,13 +213,13 @@ def test_a_transfer_study_times_its_start_then_polishes_its_best_and_asks_the_sa
 def test_a_study_begun_full_becomes_a_transfer_once_the_history_is_enough(history, monkeypatch):
     """(A first tune from empty storage: its first studies begin full; the model counts a problem once
     its study has timed candidates, this study's own included.)"""
-    from autoconv.search import tuner as tuner_module
+    from autoconv.search import full_study
 
     monkeypatch.setattr(transfer, "MIN_PROBLEMS", len(TRAINED) + 1)  # (the history's problems and this one)
-    monkeypatch.setattr(tuner_module, "TRANSFER_CHECK_S", 0.0)
+    monkeypatch.setattr(full_study, "TRANSFER_CHECK_S", 0.0)
     budget = Budget(trials=160, patience=40)
-    outcome = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=budget, seed=3,
-                    transfer=True).tune_problem(NamedProblem("new", UNTUNED))
+    outcome = Tuner(FakeBackend(), SearchSettings(FAMILIES, budget, seed=3, search=SearchOptions(transfer=True)),
+                    storage=history).tune_problem(NamedProblem("new", UNTUNED))
     assert outcome.search == "full, then transfer" and outcome.stop_reason.startswith("transfer: ")
     trials = transfer_trials(history, UNTUNED)
     assert any(origin.startswith("predicted 1") for _, origin in trials)  # (the model's picks, queued then)
@@ -225,27 +227,30 @@ def test_a_study_begun_full_becomes_a_transfer_once_the_history_is_enough(histor
     assert not any(record.state == TrialState.WAITING for record, _ in trials)
     # With a history never enough, the same study runs full to its patience, for the same best.
     monkeypatch.setattr(transfer, "MIN_PROBLEMS", 1000)
-    full = Tuner(FakeBackend(), storage=tune_history(str(history_path(history)) + ".full"), families=FAMILIES,
-                 budget=budget, seed=3, transfer=True).tune_problem(NamedProblem("new", UNTUNED))
+    full = Tuner(FakeBackend(), SearchSettings(FAMILIES, budget, seed=3, search=SearchOptions(transfer=True)),
+                 storage=tune_history(str(history_path(history)) + ".full")).tune_problem(NamedProblem("new", UNTUNED))
     assert full.search == "full" and full.trials_run > outcome.trials_run + budget.patience // 2
     assert outcome.time_ms == pytest.approx(full.time_ms, rel=0.02)
 
 
 def test_a_full_study_no_history_models_does_not_refit_the_model_as_it_runs(history, trusting, monkeypatch):
     """(A study of families the history never timed: the history is trusted, but not for it.)"""
-    from autoconv.search import tuner as tuner_module
+    from autoconv.search import full_study
 
-    monkeypatch.setattr(tuner_module, "TRANSFER_CHECK_S", 0.0)
+    monkeypatch.setattr(full_study, "TRANSFER_CHECK_S", 0.0)
     fits = []
 
-    class CountedRanker(tuner_module.Ranker):
+    from autoconv.search import warm_start
+
+    class CountedRanker(warm_start.Ranker):
         def __init__(self, *args, **kwargs):
             fits.append(1)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(tuner_module, "Ranker", CountedRanker)
-    outcome = Tuner(FakeBackend(), storage=history, families=("implicit_gemm",), budget=Budget(trials=40, patience=15),
-                    seed=3, transfer=True).tune_problem(NamedProblem("new", UNTUNED))
+    monkeypatch.setattr(warm_start, "Ranker", CountedRanker)
+    outcome = Tuner(FakeBackend(), SearchSettings(("implicit_gemm",), Budget(trials=40, patience=15), seed=3,
+                                                  search=SearchOptions(transfer=True)),
+                    storage=history).tune_problem(NamedProblem("new", UNTUNED))
     assert outcome.search == "full" and outcome.trials_run > 15
     assert len(fits) == 1  # (the start's: it looked at the history at every ask, and found too few of its families)
 
@@ -262,8 +267,9 @@ def test_without_a_trusted_history_a_study_is_full_and_says_why_once(tmp_path, h
         def note(self, text):
             notes.append(text)
 
-    tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=30, patience=10), seed=3,
-                  transfer=True, reporter=Notes())
+    tuner = Tuner(FakeBackend(), SearchSettings(FAMILIES, Budget(trials=30, patience=10), seed=3,
+                                                search=SearchOptions(transfer=True)),
+                  storage=history, reporter=Notes())
     outcome = tuner.tune_problem(NamedProblem("new", UNTUNED))
     assert outcome.search == "full" and "transfer" not in outcome.stop_reason
     said = [note for note in notes if "a full study, not a transfer" in note]
@@ -276,13 +282,15 @@ def test_without_a_trusted_history_a_study_is_full_and_says_why_once(tmp_path, h
 def test_a_run_by_transfer_starts_from_the_neighbours_winners_and_caches_verified_winners(tmp_path, history,
                                                                                          trusting):
     with WinnerCache(tmp_path / "cache.sqlite") as cache:
-        Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=60), seed=3,
+        full_studies = SearchSettings(FAMILIES, Budget(trials=60), seed=3, search=SearchOptions(transfer=False))
+        Tuner(FakeBackend(), full_studies, storage=history,
               cache=cache).tune([NamedProblem("trained0", TRAINED[0])])  # (cached: the history's winner)
-        tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=160, patience=40),
-                      seed=3, cache=cache, transfer=True)
+        tuner = Tuner(FakeBackend(), SearchSettings(FAMILIES, Budget(trials=160, patience=40), seed=3,
+                                                    search=SearchOptions(transfer=True)),
+                      storage=history, cache=cache)
         outcomes = tuner.tune([NamedProblem("new", UNTUNED), NamedProblem("another", ANOTHER)])
         assert [outcome.search for outcome in outcomes] == ["transfer", "transfer"]
-        assert all(cache.get(tuner._cache_key(problem)) is not None for problem in (UNTUNED, ANOTHER))
+        assert all(cache.get(tuner.cache_key(problem)) is not None for problem in (UNTUNED, ANOTHER))
     origins = [origin for _, origin in transfer_trials(history, ANOTHER)]
     assert origins[0].startswith("winner of ")  # (the neighbours' winners first, as a full study's)
 
@@ -290,18 +298,19 @@ def test_a_run_by_transfer_starts_from_the_neighbours_winners_and_caches_verifie
 def test_a_transfer_study_tries_the_winner_of_a_neighbour_tuned_after_it_ended(tmp_path, history, trusting):
     """At the end of a run (:meth:`Tuner._revisit`), as a full study whose patience ended it."""
     with WinnerCache(tmp_path / "cache.sqlite") as cache:
-        tuner = Tuner(FakeBackend(), storage=history, families=FAMILIES, budget=Budget(trials=160, patience=40),
-                      seed=3, cache=cache, transfer=True)
+        tuner = Tuner(FakeBackend(), SearchSettings(FAMILIES, Budget(trials=160, patience=40), seed=3,
+                                                    search=SearchOptions(transfer=True)),
+                      storage=history, cache=cache)
         item = NamedProblem("new", UNTUNED)
         (outcome,) = tuner.tune([item])
-        entry = cache.get(tuner._cache_key(UNTUNED))
+        entry = cache.get(tuner.cache_key(UNTUNED))
         tried = {record.key for record, _ in transfer_trials(history, UNTUNED)}
         points = ValidPoints(enumerate_points(UNTUNED, FAMILIES, H100, 1 << 30))
         winner = next(point for point in points.points["direct"] if config_key("direct", point) not in tried)
-        tuner._neighbours = lambda problem: [  # type: ignore[method-assign]
+        tuner.starts.neighbours = lambda problem: [  # type: ignore[method-assign]
             Neighbour(TRAINED[0], dataclasses.replace(entry, family="direct", config=dict(winner)), 0.5)]
         # The model has changed since (refitted with the study's trials): its picks now are others.
-        tuner._history_model = lambda problem: StubRanker(points)  # type: ignore[method-assign]
+        tuner.starts.history_model = lambda problem: StubRanker(points)  # type: ignore[method-assign]
         assert {config_key(family, config) for family, config, _ in transfer.starts(StubRanker(points), UNTUNED,
                                                                                      points)} - tried
         outcomes = {0: outcome}

@@ -24,9 +24,13 @@ from autoconv.kernels.fingerprint import templates_hash
 from autoconv.kernels.limits import H100
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import parse_spec
+from autoconv.search.full_study import FullStudy
+from autoconv.search.options import SearchOptions, SearchSettings
 from autoconv.search.points import ValidPoints, config_key, enumerate_points
+from autoconv.search.stopping import SIGNIFICANT_IMPROVEMENT
 from autoconv.search.study import EVALUATED, SearchHistory, config_of, params_of, study_name, suggest
-from autoconv.search.tuner import LAUNCH_SLACK_MS, SIGNIFICANT_IMPROVEMENT, SLOW_CUTOFF, Tuner, cutoff_ms
+from autoconv.search.study_loop import LAUNCH_SLACK_MS, SLOW_CUTOFF, cutoff_ms
+from autoconv.search.tuner import Tuner
 from tests.helpers import dead_pid
 
 #: Small, awkward problem; the two families with quick-to-enumerate spaces.
@@ -43,8 +47,9 @@ def storage():
     return optuna.storages.InMemoryStorage()
 
 
-def make_tuner(backend, budget, store=None, **options):
-    return Tuner(backend, storage=store or storage(), families=FAMILIES, budget=budget, seed=3, **options)
+def make_tuner(backend, budget, store=None, cache=None, **search):
+    return Tuner(backend, SearchSettings(FAMILIES, budget, seed=3, search=SearchOptions(**search)),
+                 storage=store or storage(), cache=cache)
 
 
 def study_of(tuner, problem=PROBLEM.problem):
@@ -106,8 +111,8 @@ def test_seeds_follow_the_default_each_as_its_nearest_valid_point():
         if config not in starts:
             starts.append(config)
     backend = FakeBackend()
-    Tuner(backend, storage=storage(), families=(name,), budget=Budget(trials=len(starts) + 2),
-          seed=3).tune_problem(problem, points)
+    Tuner(backend, SearchSettings((name,), Budget(trials=len(starts) + 2), seed=3),
+          storage=storage()).tune_problem(problem, points)
     assert [dict(plan.config) for plan in backend.evaluated[:len(starts)]] == starts
 
 
@@ -241,7 +246,7 @@ def test_small_space_is_exhausted_without_repeats():
     problem = NamedProblem("tiny", parse_spec("N=1,C=2,H=4,W=4,K=2,R=3,S=3,pad=1"))
     points = ValidPoints(enumerate_points(problem.problem, ("im2col_gemm",), H100, 1 << 30))
     backend = FakeBackend()
-    tuner = Tuner(backend, storage=storage(), families=("im2col_gemm",), budget=Budget(trials=100_000))
+    tuner = Tuner(backend, SearchSettings(("im2col_gemm",), Budget(trials=100_000)), storage=storage())
     outcome = tuner.tune_problem(problem, points)
     assert outcome.stop_reason == "every valid configuration evaluated"
     assert outcome.trials_run == len(points) == len(set(keys(backend.evaluated[:-1])))
@@ -402,7 +407,7 @@ def test_a_worker_evaluates_what_another_abandoned_after_counting_it_as_spent(po
 def test_study_name_and_tune_all_problems(tmp_path):
     problem_b = NamedProblem("b", parse_spec("N=1,C=4,H=9,W=9,K=6,R=1,S=1"))
     backend = FakeBackend()
-    tuner = Tuner(backend, storage=storage(), families=("im2col_gemm",), budget=Budget(trials=3))
+    tuner = Tuner(backend, SearchSettings(("im2col_gemm",), Budget(trials=3)), storage=storage())
     outcomes = tuner.tune([PROBLEM, problem_b])
     assert [o.name for o in outcomes] == ["odd", "b"]
     assert all(o.source == "tuned" and o.family == "im2col_gemm" for o in outcomes)
@@ -416,8 +421,7 @@ def test_no_valid_configuration_is_reported_not_raised():
     # A workspace limit of 0 bytes rules out im2col_gemm (its column buffer).
     problem = NamedProblem("ws", parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3"))
     backend = FakeBackend()
-    tuner = Tuner(backend, storage=storage(), families=("im2col_gemm",), budget=Budget(trials=3),
-                  workspace_limit=0)
+    tuner = Tuner(backend, SearchSettings(("im2col_gemm",), Budget(trials=3), workspace_limit=0), storage=storage())
     outcome, = tuner.tune([problem])
     assert outcome.source == "none" and outcome.time_ms is None
     assert "no configuration" in outcome.message and not backend.evaluated
@@ -426,8 +430,8 @@ def test_no_valid_configuration_is_reported_not_raised():
 def test_a_family_that_cannot_run_the_problem_is_no_choice_of_its_study():
     # implicit_gemm_wgmma_f16 computes 16-bit precisions only: an FP32 study never proposes it.
     backend = FakeBackend()
-    tuner = Tuner(backend, storage=storage(), families=(*FAMILIES, "implicit_gemm_wgmma_f16"),
-                  budget=Budget(trials=12), seed=3)
+    tuner = Tuner(backend, SearchSettings((*FAMILIES, "implicit_gemm_wgmma_f16"), Budget(trials=12), seed=3),
+                  storage=storage())
     outcome, = tuner.tune([PROBLEM])
     assert outcome.study_name == study_name(PROBLEM.problem, backend.identity.gpu_name, FAMILIES)
     trials = study_of(tuner).trials
@@ -441,8 +445,7 @@ def test_a_family_without_a_valid_point_is_told_invalid_and_not_repaired():
     # told invalid: a repair would queue a point of direct that has nothing to do with them.
     problem = NamedProblem("ws", parse_spec("N=1,C=5,H=11,W=9,K=6,R=3,S=3,pad=1"))
     backend = FakeBackend()
-    tuner = Tuner(backend, storage=storage(), families=FAMILIES, budget=Budget(trials=12), seed=3,
-                  workspace_limit=0)
+    tuner = Tuner(backend, SearchSettings(FAMILIES, Budget(trials=12), seed=3, workspace_limit=0), storage=storage())
     outcome, = tuner.tune([problem])
     trials = study_of(tuner, problem.problem).trials
     proposed = {t.number for t in trials if t.params.get("family") == "im2col_gemm"}
@@ -465,10 +468,10 @@ def test_a_new_study_starts_with_the_winners_of_the_nearest_tuned_problems(tmp_p
              NamedProblem("tf32", parse_spec("N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1,precision=tf32"))]
     backend = FakeBackend()
     with WinnerCache(tmp_path / "cache.sqlite") as cache:
-        Tuner(backend, storage=storage(), families=("im2col_gemm",), budget=Budget(trials=6), seed=3,
-              cache=cache).tune(tuned[:2])
-        Tuner(backend, storage=storage(), families=("implicit_gemm",), budget=Budget(trials=3), seed=3,
-              cache=cache).tune(tuned[2:])
+        Tuner(backend, SearchSettings(("im2col_gemm",), Budget(trials=6), seed=3),
+              storage=storage(), cache=cache).tune(tuned[:2])
+        Tuner(backend, SearchSettings(("implicit_gemm",), Budget(trials=3), seed=3),
+              storage=storage(), cache=cache).tune(tuned[2:])
         entries = cache.entries()
         neighbours = nearest_winners(PROBLEM.problem, entries, gpu_name=backend.identity.gpu_name)
         assert [n.problem for n in neighbours] == [tuned[0].problem, tuned[1].problem]  # not tf32's
@@ -485,7 +488,7 @@ def test_a_new_study_starts_with_the_winners_of_the_nearest_tuned_problems(tmp_p
     assert trial.user_attrs["origin"].startswith(f"winner of {tuned[0].problem.spec()} (distance ")
 
 
-def test_a_neighbours_winner_cached_during_a_study_is_tried_before_it_stops(tmp_path, points):
+def test_a_neighbours_winner_cached_during_a_study_is_tried_before_it_stops(tmp_path, points, monkeypatch):
     """A study begun before its neighbour's winner was cached (another worker of the run tuned
     it meanwhile) tries that winner before its patience ends it, as its warm start would have."""
     from autoconv.cache.neighbours import Neighbour
@@ -493,8 +496,7 @@ def test_a_neighbours_winner_cached_during_a_study_is_tried_before_it_stops(tmp_
     near = NamedProblem("near", parse_spec("N=2,C=13,H=29,W=29,K=17,R=3,S=3,stride=2x1,pad=1"))
     backend = FakeBackend()
     with WinnerCache(tmp_path / "cache.sqlite") as cache:
-        Tuner(backend, storage=storage(), families=FAMILIES, budget=Budget(trials=4), seed=3,
-              cache=cache).tune([near])
+        Tuner(backend, SearchSettings(FAMILIES, Budget(trials=4), seed=3), storage=storage(), cache=cache).tune([near])
         entry = next(e for e in cache.entries() if e.key.problem_key == near.problem.key())
         # its winner, as far as this test is concerned: a valid point of PROBLEM no search would
         # come to in a few trials (the last of thousands in the listing's order)
@@ -502,14 +504,14 @@ def test_a_neighbours_winner_cached_during_a_study_is_tried_before_it_stops(tmp_
         entry = dataclasses.replace(entry, family="direct", config=config)
         tuner = make_tuner(backend, Budget(trials=200, patience=4), cache=cache)
         cached: list[Neighbour] = []  # (empty when the study begins)
-        tuner._neighbours = lambda problem: list(cached)  # type: ignore[method-assign]
-        original_polish = tuner._polish
+        tuner.starts.neighbours = lambda problem: list(cached)  # type: ignore[method-assign]
+        original_polish = FullStudy.polish
 
         def cache_it_once_the_study_runs(*args, **kwargs):
             cached[:] = [Neighbour(near.problem, entry, 0.5)]
             return original_polish(*args, **kwargs)
 
-        tuner._polish = cache_it_once_the_study_runs  # type: ignore[method-assign]
+        monkeypatch.setattr(FullStudy, "polish", cache_it_once_the_study_runs)
         outcome = tuner.tune_problem(PROBLEM, points)
     late = [t for t in study_of(tuner).trials if "cached since the study began" in t.user_attrs.get("origin", "")]
     assert len(late) == 1 and late[0].user_attrs["origin"].startswith(f"winner of {near.problem.spec()}")
@@ -541,12 +543,11 @@ def test_a_problem_tuned_before_its_neighbour_tries_the_neighbours_winner_at_the
 
     backend = Fast()
     with WinnerCache(tmp_path / "cache.sqlite") as cache:
-        Tuner(backend, storage=storage(), families=FAMILIES, budget=Budget(trials=4), seed=3,
-              cache=cache).tune([near])
+        Tuner(backend, SearchSettings(FAMILIES, Budget(trials=4), seed=3), storage=storage(), cache=cache).tune([near])
         near_entry = next(e for e in cache.entries() if e.key.problem_key == near.problem.key())
         tuner = make_tuner(backend, budget, cache=cache, pipeline_depth=2)
         cached: list[Neighbour] = []  # (empty while the problem is tuned: the neighbour comes later)
-        tuner._neighbours = lambda problem: list(cached)  # type: ignore[method-assign]
+        tuner.starts.neighbours = lambda problem: list(cached)  # type: ignore[method-assign]
         tuned_again = []
         original_tune_problem, original_revisit = tuner.tune_problem, tuner._revisit
 
@@ -570,7 +571,7 @@ def test_a_problem_tuned_before_its_neighbour_tries_the_neighbours_winner_at_the
 
         tuner._revisit = neighbour_tuned_meanwhile  # type: ignore[method-assign]
         (outcome,) = tuner.tune([PROBLEM])
-        cached_ms = cache.get(tuner._cache_key(PROBLEM.problem)).time_ms
+        cached_ms = cache.get(tuner.cache_key(PROBLEM.problem)).time_ms
     if budget.trials == 6:
         assert tuned_again == [] and cached_ms > 1.0 and outcome.trials_run == 6
         return
@@ -605,15 +606,16 @@ def test_a_family_ranked_with_run_time_sizes_is_decided_by_the_build_with_consta
     """implicit_gemm_wgmma's candidates are searched in the build whose sizes come at run time (one
     compilation per configuration, but slower kernels, unevenly); the winner is the fastest of the
     search's best REVERIFY_CANDIDATES when each is rebuilt with constants, and that build is cached."""
-    from autoconv.search.tuner import REVERIFY_CANDIDATES
+    from autoconv.search.finish import REVERIFY_CANDIDATES
 
     problem = WGMMA_PROBLEM
     families = ("implicit_gemm_wgmma",)
     points = ValidPoints(enumerate_points(problem.problem, families, H100, 1 << 30))
     backend = _InvertedRankingBuild()
     cache = WinnerCache(":memory:")
-    tuner = Tuner(backend, storage=storage(), families=families, budget=Budget(trials=30), seed=3, cache=cache,
-                  run_time_sizes=True)
+    tuner = Tuner(backend, SearchSettings(families, Budget(trials=30), seed=3,
+                                          search=SearchOptions(run_time_sizes=True)),
+                  storage=storage(), cache=cache)
     outcome = tuner.tune_problem(problem, points)
 
     searched, finals = backend.evaluated[:-REVERIFY_CANDIDATES], backend.evaluated[-REVERIFY_CANDIDATES:]
@@ -629,7 +631,7 @@ def test_a_family_ranked_with_run_time_sizes_is_decided_by_the_build_with_consta
     assert keys([best]) == keys(ranked[-1:])
     assert (outcome.family, dict(outcome.config)) == (best.family, dict(best.config))
     assert outcome.time_ms == backend.synthetic_time_ms(best)
-    entry = cache.get(tuner._cache_key(problem.problem))
+    entry = cache.get(tuner.cache_key(problem.problem))
     assert entry is not None and entry.source_hash == best.source_hash and entry.kernel_name == best.name
 
 
@@ -638,7 +640,7 @@ def test_without_run_time_sizes_the_search_builds_with_constants():
     families = ("implicit_gemm_wgmma",)
     points = ValidPoints(enumerate_points(problem.problem, families, H100, 1 << 30))
     backend = FakeBackend()
-    Tuner(backend, storage=storage(), families=families, budget=Budget(trials=10), seed=9).tune_problem(problem, points)
+    Tuner(backend, SearchSettings(families, Budget(trials=10), seed=9), storage=storage()).tune_problem(problem, points)
     assert len(backend.evaluated) == 11 and not any(plan.constants for plan in backend.evaluated)
     assert not backend.prepared
 
@@ -656,14 +658,15 @@ class _SlowRankingBuild(FakeBackend):
 
 
 def test_the_best_of_a_family_ranked_in_its_slower_build_is_rebuilt_though_others_rank_ahead():
-    from autoconv.search.tuner import REVERIFY_CANDIDATES
+    from autoconv.search.finish import REVERIFY_CANDIDATES
 
     problem = WGMMA_PROBLEM
     families = ("implicit_gemm_mma", "implicit_gemm_wgmma")
     points = ValidPoints(enumerate_points(problem.problem, families, H100, 1 << 30))
     backend = _SlowRankingBuild()
-    tuner = Tuner(backend, storage=storage(), families=families, budget=Budget(trials=20), seed=9,
-                  run_time_sizes=True)
+    tuner = Tuner(backend, SearchSettings(families, Budget(trials=20), seed=9,
+                                          search=SearchOptions(run_time_sizes=True)),
+                  storage=storage())
     outcome = tuner.tune_problem(problem, points)
     searched, finals = backend.evaluated[:20], backend.evaluated[20:]
     assert sorted(searched, key=backend.synthetic_time_ms)[0].family == "implicit_gemm_mma"
@@ -720,7 +723,7 @@ def test_a_winner_slower_in_full_than_the_next_in_the_search_is_timed_against_it
         assert outcome.time_ms > backend.synthetic_time_ms(winner)   # its time in full stands
         assert "in full" not in outcome.message
     assert (outcome.family, dict(outcome.config)) == (winner.family, dict(winner.config))
-    entry = cache.get(tuner._cache_key(PROBLEM.problem))
+    entry = cache.get(tuner.cache_key(PROBLEM.problem))
     assert entry is not None and entry.kernel_name == winner.name and entry.time_ms == outcome.time_ms
 
 
@@ -836,7 +839,7 @@ def test_a_new_best_lowers_the_cut_off_of_candidates_waiting_for_the_gpu(points)
 def test_the_sampler_seed_follows_the_problem_not_the_templates_version():
     """A template edit (its hash in the study name) leaves a study's proposals as they were; another
     problem, GPU, family list or run seed draws others."""
-    from autoconv.search.tuner import sampler_seed
+    from autoconv.search.study_loop import sampler_seed
 
     name = "autoconv/N=1,C=8,H=5,W=5,K=8,R=3,S=3/NVIDIA H100 80GB HBM3/direct+implicit_gemm/"
     assert sampler_seed(0, name + "0123456789abcdef") == sampler_seed(0, name + "fedcba9876543210")
