@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import os
 import platform
 import statistics
 import subprocess
@@ -41,6 +40,7 @@ from typing import Any, cast
 
 import numpy
 
+from autoconv import settings
 from autoconv._version import __version__
 from autoconv.backends.base import Status
 from autoconv.bench.baseline import (
@@ -138,7 +138,7 @@ def _git_state() -> tuple[str | None, bool | None]:
     """The commit autoconv runs from and whether its tree has uncommitted changes:
     ``$AUTOCONV_GIT_COMMIT`` when set (a copy of the tree on a remote GPU machine, whose own .git
     may be missing or stale), the dirty flag then unknown; else the git checkout's."""
-    given = os.environ.get("AUTOCONV_GIT_COMMIT", "").strip()
+    given = settings.GIT_COMMIT.value()
     if given:
         return given, None
     root = Path(__file__).resolve().parents[2]

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
+from autoconv import settings
 from autoconv.emulator.errors import EmulatorCompileError, EmulatorUnavailable
 from autoconv.emulator.program import EmulatedProgram
 from autoconv.files import user_cache_dir
@@ -58,7 +59,7 @@ _runtime_lock = threading.Lock()
 
 def cache_dir() -> Path:
     """Where built programs live: ``$AUTOCONV_EMU_CACHE`` or ``~/.cache/autoconv/emulator``."""
-    configured = os.environ.get("AUTOCONV_EMU_CACHE")
+    configured = settings.EMU_CACHE.value()
     if configured:
         return Path(configured)
     return user_cache_dir() / "emulator"
@@ -66,7 +67,7 @@ def cache_dir() -> Path:
 
 def compiler() -> str:
     """The host C++ compiler: ``$AUTOCONV_EMU_CXX`` or ``g++``."""
-    return os.environ.get("AUTOCONV_EMU_CXX", "g++")
+    return settings.EMU_CXX.value() or "g++"
 
 
 @cache

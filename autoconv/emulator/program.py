@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy
 
+from autoconv import settings
 from autoconv.emulator import tensor_maps as emulated_maps
 from autoconv.emulator.errors import EmulatedKernelFault, EmulationTimeout
 
@@ -57,9 +58,9 @@ class LaunchLike(Protocol):
 
 def default_workers() -> int:
     """OS threads that run blocks: ``$AUTOCONV_EMU_WORKERS``, else the usable CPUs (at most 8)."""
-    configured = os.environ.get("AUTOCONV_EMU_WORKERS")
-    if configured:
-        return max(1, int(configured))
+    configured = settings.EMU_WORKERS.value()
+    if configured is not None:
+        return configured
     return max(1, min(len(os.sched_getaffinity(0)), 8))
 
 

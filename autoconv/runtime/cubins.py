@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from pathlib import Path
 
+from autoconv import settings
 from autoconv.files import user_cache_dir, write_atomically
 from autoconv.gpu.compiler import CompileOutcome, compile_source, nvrtc_options
-
-CUBIN_CACHE_VARIABLE = "AUTOCONV_CUBIN_CACHE"
 
 logger = logging.getLogger(__name__)
 
 
 def cubin_folder() -> Path | None:
     """Where cubins are kept, or None when ``$AUTOCONV_CUBIN_CACHE`` is ``off``."""
-    configured = os.environ.get(CUBIN_CACHE_VARIABLE, "").strip()
+    configured = settings.CUBIN_CACHE.value() or ""
     if configured.lower() == "off":
         return None
     if configured:

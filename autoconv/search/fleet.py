@@ -55,6 +55,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from autoconv import settings
 from autoconv.backends.factory import backend_kind
 from autoconv.cache.winners import WinnerCache
 from autoconv.config.budget import Budget
@@ -87,10 +88,7 @@ POLL_S = 0.5
 def device_count() -> int:
     """CUDA devices of this host (the fake backend's: ``$AUTOCONV_FAKE_DEVICES``, default 1)."""
     if backend_kind() == "fake":
-        text = os.environ.get("AUTOCONV_FAKE_DEVICES", "1").strip()
-        if not text.isdigit() or int(text) < 1:
-            raise BackendUnavailable(f"AUTOCONV_FAKE_DEVICES={text!r}: expected a whole number >= 1")
-        return int(text)
+        return settings.FAKE_DEVICES.value() or 1
     cupy = require_cupy()
     try:
         return int(cupy.cuda.runtime.getDeviceCount())

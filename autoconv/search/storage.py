@@ -45,6 +45,7 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 
+from autoconv import settings
 from autoconv.errors import StorageError, first_line, quoted
 from autoconv.urls import is_url, masked_url
 
@@ -127,8 +128,8 @@ def sync_storage(storage) -> None:
         journal.sync()
 
 
-#: Environment variable: seconds between two heartbeats of a trial being evaluated.
-HEARTBEAT_VARIABLE = "AUTOCONV_HEARTBEAT_S"
+#: Seconds between two heartbeats of a trial being evaluated, unless ``$AUTOCONV_HEARTBEAT_S``
+#: says otherwise (:data:`autoconv.settings.HEARTBEAT_S`).
 DEFAULT_HEARTBEAT_S = 10
 #: A trial whose heartbeat is this many intervals old belongs to a dead worker.
 HEARTBEAT_GRACE_INTERVALS = 6
@@ -140,12 +141,8 @@ def heartbeat_interval_s() -> int:
     """Seconds between heartbeats: ``$AUTOCONV_HEARTBEAT_S`` (a whole number >= 1), else
     :data:`DEFAULT_HEARTBEAT_S`. A dead worker's trials are retried after
     :data:`HEARTBEAT_GRACE_INTERVALS` times that."""
-    text = os.environ.get(HEARTBEAT_VARIABLE, "").strip()
-    if not text:
-        return DEFAULT_HEARTBEAT_S
-    if not text.isdigit() or int(text) < 1:
-        raise StorageError(f"{HEARTBEAT_VARIABLE}={text!r}: expected a whole number of seconds >= 1")
-    return int(text)
+    configured = settings.HEARTBEAT_S.value()
+    return DEFAULT_HEARTBEAT_S if configured is None else configured
 
 
 def retry_stale_trial(study, trial) -> None:
