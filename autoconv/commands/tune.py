@@ -78,12 +78,12 @@ def add_parser(commands) -> None:
     tune.add_argument("--prefilter", action="store_true", default=None,
                       help="once that model ranks a study's own timed candidates well, skip compiling the "
                            "candidates it predicts among the slowest (they count towards the patience); "
-                           "off by default: on an H100 it saved no tuning time")
+                           "off by default, as it saved no tuning time (see docs/tuning.md)")
     tune.add_argument("--run-time-sizes", action="store_true", default=None,
                       help="search implicit_gemm_wgmma in its build with the problem sizes at run time (a "
                            "configuration compiles once for all the layers it is tried on; the winners are "
-                           "rebuilt with constants); off by default: on an H100 it cut the compile CPU per "
-                           "candidate but saved no tuning time")
+                           "rebuilt with constants); off by default, as it cut the compile CPU per candidate "
+                           "but saved no tuning time (see docs/tuning.md)")
     tune.add_argument("--transfer", action=argparse.BooleanOptionalAction, default=None,
                       help="tune each problem by transfer from the tuning history in the storage where its "
                            "model knows enough problems: the nearest tuned problems' winners and the model's "

@@ -248,7 +248,7 @@ class CompilePool:
     A job waits for a free process, behind the jobs of a lower ``priority`` (by default, its
     arrival: first come, first served). The tuner gives each study's candidates the moment the
     study began, so that a study's rounds are not queued behind the start of a study begun after
-    it (:meth:`autoconv.search.tuner.Tuner._tune_overlapped`).
+    it (:func:`autoconv.search.scheduler.search_in_turn`).
 
     A compilation that runs past ``timeout_s`` (counted from the job's arrival, its wait for a
     process included) fails, and the pool is restarted to free its process; a compiler process

@@ -129,7 +129,7 @@ def worker_main(connection, options: WorkerOptions) -> None:
             return
         connection.send(("ready", (limits, identity)))
         # After "ready", not before: the warm-up (seconds with CuPy's kernel cache empty) then runs
-        # beside the parent's own start (results/h100/tuning_cost/startup).
+        # beside the parent's own start (docs/lab-notes/2026-11-28-tune-start-up.md).
         session = WorkerSession(limits, options)
         session.warm_up()
         while True:
@@ -338,7 +338,7 @@ class WorkerSession:
 
         Without the GPU's lock: its seconds are the host compiling, and its kernels take
         microseconds. Under the lock, the workers sharing a GPU warmed up one after another, and
-        their first results all waited ~2 s more (results/h100/thirtieth).
+        their first results all waited seconds more (docs/lab-notes/2026-11-28-tune-start-up.md).
 
         Its steps (:data:`WARM_UP_STEPS`) start at the options' ``warm_up_turn``: the GPU workers of
         a tuning run start at different steps, each compiles its first step's kernels while the

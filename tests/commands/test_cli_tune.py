@@ -231,7 +231,7 @@ def test_dry_run_compiles_with_nvcc_without_a_gpu(config, tmp_path, capsys, monk
 
 def _url_storage_config(tmp_path) -> Path:
     """A config whose studies are in a database (an SQLite URL) and that names no cache:
-    the winners go into that database (README, "Several hosts")."""
+    the winners go into that database (docs/multi-gpu.md)."""
     path = tmp_path / "url.yaml"
     path.write_text(CONFIG.replace("cache: state/cache.sqlite\n", "")
                     .replace("storage: state/studies.journal", "storage: sqlite:///state/studies.db"))

@@ -1,5 +1,5 @@
-"""Issue 18: every command that reads or writes a path the user names fails on a bad path
-the way the README promises: exit status 2, one line on stderr naming the path, no
+"""Every command that reads or writes a path the user names fails on a bad path the way
+the README promises: exit status 2, one line on stderr naming the path, no
 traceback; and nothing is created or written where it should not be.
 
 The failure classes: a missing path, an unwritable one, a folder, a binary file, and
