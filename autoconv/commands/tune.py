@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     options = tune_options(args)  # (checked before a model's config is written)
     config = args.config
     if args.model is not None or args.input is not None or args.write_config is not None:
-        config = write_model_config(args.config, args.model, args.input, args.write_config)
+        config = write_model_config(args.config, args.model, args.input, args.write_config,
+                                    precision=options.precision, layout=options.layout)
     elif config is None:
         raise UsageError("config", None, "give a config file, or --model MODULE:FACTORY --input NxCxHxW")
     return tune_command(config, options)
@@ -161,9 +162,15 @@ def summary_target_problem(path: Path) -> str | None:
 
 
 def write_model_config(config: str | None, model: str | None, input_shape: str | None,
-                       path: str | None) -> str:
+                       path: str | None, *, precision: str | None = None, layout: str | None = None) -> str:
     """Write the config of ``model``'s convolutions on an input of ``input_shape`` (see
-    :func:`autoconv.torch.problems.model_problems`) and return its path."""
+    :func:`autoconv.torch.problems.model_problems`) and return its path.
+
+    The problems are what the model runs under the user's settings unless ``precision`` and
+    ``layout`` (``--precision``, ``--layout``) say otherwise: float32 layers in the precision
+    PyTorch's current setting gives them (TF32, its default for convolutions, where
+    ``torch.backends.cudnn`` allows it), in the example input's layout (NCHW: an input given by
+    its shape is contiguous). The choice is printed with how to override it."""
     if config is not None:
         raise UsageError("config", config, "give either a config file or --model, not both")
     if model is None or input_shape is None:
@@ -173,8 +180,13 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
         from autoconv.torch.problems import model_problems, parse_input_shape, write_config
     except ImportError as err:
         raise UsageError("--model", model, f"needs PyTorch ({err}); pip install 'autoconv[torch]'") from None
+    from autoconv.torch.settings import pytorch_precision
+
     shape = parse_input_shape(input_shape)
-    problems, skipped = model_problems(model, shape)
+    chosen = precision or pytorch_precision()
+    problems, skipped = model_problems(model, shape, precision=chosen)
+    if layout is not None:  # (the config says what is tuned)
+        problems = [dataclasses.replace(item, problem=item.problem.with_(layout=layout)) for item in problems]
     if not problems:
         raise UsageError("--model", model, "running it found no convolution autoconv can tune"
                          + "".join(f"; {name}: {why}" for name, why in skipped.items()))
@@ -192,6 +204,10 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
                  f"distinct problems; config written to {target}")
     for name, why in skipped.items():
         stderr.print(f"  left to PyTorch: {name}: {why}")
+    why_precision = ("--precision" if precision else "what PyTorch's convolutions compute now: "
+                     "torch.backends.cudnn.conv.fp32_precision; --precision overrides")
+    why_layout = "--layout" if layout else "the example input's layout; --layout NHWC for channels_last"
+    stderr.print(f"tuning in {chosen} ({why_precision}), {layout or 'NCHW'} ({why_layout})")
     return str(target)
 
 

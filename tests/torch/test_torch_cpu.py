@@ -232,6 +232,26 @@ def test_tune_model_writes_the_config_it_tunes(tmp_path, monkeypatch, capsys):
     assert [(p.name, p.count) for p in config.problems] == [("stem", 1), ("reflect", 2), ("head.0", 1)]
     err = " ".join(capsys.readouterr().err.split())  # (the terminal output wraps)
     assert "4 convolutions, 3 distinct problems" in err and "left to PyTorch: depthwise" in err
+    # What the model runs under PyTorch's defaults: TF32 convolutions, the input's NCHW layout.
+    assert {(p.problem.precision, p.problem.layout) for p in config.problems} == {("tf32", "NCHW")}
+    assert "tuning in tf32 (what PyTorch's convolutions compute now" in err and "NCHW (the example input's" in err
+
+
+def test_tune_model_follows_pytorchs_setting_and_the_overrides(tmp_path, monkeypatch, capsys, cudnn_flags):
+    from autoconv.commands.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
+    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
+    torch.backends.cudnn.conv.fp32_precision = "ieee"
+    assert main(["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x20x18", "--trials", "2"]) == 0
+    config = load_config(tmp_path / "mixed_model_2x3x20x18.yaml")
+    assert {(p.problem.precision, p.problem.layout) for p in config.problems} == {("fp32", "NCHW")}
+    assert main(["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x20x18", "--trials", "2",
+                 "--precision", "tf32", "--layout", "NHWC"]) == 0
+    config = load_config(tmp_path / "mixed_model_2x3x20x18.yaml")
+    assert {(p.problem.precision, p.problem.layout) for p in config.problems} == {("tf32", "NHWC")}
+    assert "tuning in tf32 (--precision), NHWC (--layout)" in " ".join(capsys.readouterr().err.split())
 
 
 @pytest.mark.parametrize("argv, message", [
