@@ -100,6 +100,8 @@ def add_parser(commands) -> None:
                       "into the same database")
     tune.add_argument("--cache", metavar="PATH|URL",
                       help="winners' cache: a file or a SQLAlchemy URL (default: the config's)")
+    tune.add_argument("--results", metavar="DIR",
+                      help="the folder the tuning summary (tune.json) goes to (default: the config's results:)")
     tune.add_argument("--retune", action="store_true", default=None, help="search even problems with a cached winner")
     tune.add_argument("--gpus", metavar="all|I[,I...]",
                       help="tune with worker processes on these GPUs of this host (`all`, or indices like 0,1); "

@@ -70,6 +70,8 @@ class TuneOptions:
     #: URL); see :func:`~autoconv.search.session.cache_location`.
     storage: str | None = None
     cache: str | None = None
+    #: The folder ``tune.json`` goes to (None: the config's ``results:``).
+    results: str | None = None
     #: Every problem's precision (fp32, tf32, bf16, fp16) and memory layout (NCHW, NHWC).
     precision: str | None = None
     layout: str | None = None

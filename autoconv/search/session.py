@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from autoconv.backends.base import Backend
@@ -79,6 +80,8 @@ class TuneSession:
             config = with_precision(config, options.precision)
         if options.layout is not None:
             config = with_layout(config, options.layout)
+        if options.results is not None:
+            config = dataclasses.replace(config, results=Path(options.results).expanduser().absolute())
         budget = dataclasses.replace(config.budget, **{
             name: value for name in ("trials", "seconds", "patience")
             if (value := getattr(options, name)) is not None})

@@ -460,7 +460,16 @@ def test_resnet50_example():
     assert sum(p.count for p in config.problems) == 53
     assert config.budget == Budget(trials=160, seconds=80.0, patience=40)
     assert config.families == FAMILY_NAMES
-    assert config.results == EXAMPLES.parent / "results" / "resnet50"
+    # (nothing written into the checkout: the user's folder, ~ expanded)
+    assert config.results == Path.home() / ".cache" / "autoconv" / "results" / "resnet50"
+    assert Path(config.storage) == Path.home() / ".cache" / "autoconv" / "studies.journal"
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda path: path.name)
+def test_no_example_writes_into_the_checkout(example):
+    config = load_config(example)
+    for place in (Path(config.results), Path(config.storage)):
+        assert EXAMPLES.parent not in place.parents, place
 
 
 # ---- fuzzing -------------------------------------------------------------------------------

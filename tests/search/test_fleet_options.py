@@ -35,6 +35,7 @@ TRIALS = 4
 #: test's folder (``{tmp}``).
 EVERY_OPTION = ["--families", TF32_NHWC_FAMILY, "--trials", str(TRIALS), "--seconds", "300", "--patience", "50",
                 "--storage", "{tmp}/elsewhere/studies.journal", "--cache", "{tmp}/elsewhere/cache.sqlite",
+                "--results", "{tmp}/elsewhere/results",
                 "--precision", "tf32", "--layout", "nhwc", "--retune", "--pipeline-depth", "3", "--rank", "2",
                 "--prefilter", "--run-time-sizes", "--no-transfer", "--gpus", "all", "--workers-per-gpu", "1",
                 "--per-family", "2"]
@@ -86,7 +87,7 @@ def test_every_option_reaches_every_worker(tmp_path, capsys, monkeypatch):
     assert code == 0, out + err
 
     parents = TuneSession.load(config, options)
-    received = [pickle.loads((tmp_path / "results" / f"received-{worker}.pickle").read_bytes()) for worker in (0, 1)]
+    received = [pickle.loads((tmp_path / "elsewhere" / "results" / f"received-{worker}.pickle").read_bytes()) for worker in (0, 1)]
     assert [session for session, _ in received] == [parents, parents]
     assert [(job.worker, job.device) for _, job in received] == [(0, 0), (1, 1)]
 
@@ -104,7 +105,7 @@ def test_every_option_reaches_every_worker(tmp_path, capsys, monkeypatch):
         assert {trial.params["family"] for trial in trials if trial.params} == {TF32_NHWC_FAMILY}
         evaluated = [trial for trial in trials if trial.user_attrs.get("status") in EVALUATED]
         assert TRIALS <= len(evaluated) <= TRIALS + 1  # (the budget; two workers may race for the last)
-    summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+    summary = json.loads((tmp_path / "elsewhere" / "results" / "tune.json").read_text())
     assert [worker["status"] for worker in summary["workers"]] == ["done", "done"]
     assert {problem["search"] for problem in summary["problems"]} == {"full"}  # (--no-transfer)
 
@@ -114,7 +115,7 @@ def test_every_option_reaches_every_worker(tmp_path, capsys, monkeypatch):
         argv = [item.format(tmp=tmp_path) for item in EVERY_OPTION if item not in drop]
         code, out, err = run_cli(capsys, "tune", config, *argv)
         assert code == 0, out + err
-        summary = json.loads((tmp_path / "results" / "tune.json").read_text())
+        summary = json.loads((tmp_path / "elsewhere" / "results" / "tune.json").read_text())
         return {problem["source"] for problem in summary["problems"]}
 
     assert sources() == {"tuned"}
