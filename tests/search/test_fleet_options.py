@@ -87,7 +87,8 @@ def test_every_option_reaches_every_worker(tmp_path, capsys, monkeypatch):
     assert code == 0, out + err
 
     parents = TuneSession.load(config, options)
-    received = [pickle.loads((tmp_path / "elsewhere" / "results" / f"received-{worker}.pickle").read_bytes()) for worker in (0, 1)]
+    results = tmp_path / "elsewhere" / "results"  # (--results)
+    received = [pickle.loads((results / f"received-{worker}.pickle").read_bytes()) for worker in (0, 1)]
     assert [session for session, _ in received] == [parents, parents]
     assert [(job.worker, job.device) for _, job in received] == [(0, 0), (1, 1)]
 
