@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autoconv.backends.factory import make_backend
 from autoconv.commands.console import (
@@ -313,8 +314,12 @@ def _summarise(session: TuneSession, outcomes: Sequence[ProblemOutcome], wall_s:
 
 def _dry_run(session: TuneSession, stdout: Console) -> int:
     config = session.config
-    results = dry_run(config.problems, session.families, per_family=session.options.per_family, seed=config.seed,
-                      workspace_limit=config.workspace_limit_bytes)
+    with Progress(TextColumn("dry run: compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("compile", total=None)
+        results = dry_run(config.problems, session.families, per_family=session.options.per_family,
+                          seed=config.seed, workspace_limit=config.workspace_limit_bytes,
+                          progress=lambda done, total: bar.update(task, completed=done, total=total))
     stdout.print(dry_run_table(results))
     failed = [r for r in results if not r.ok and r.kernel_name]
     stdout.print(f"{len(results) - len(failed)} of {len(results)} candidates compiled")

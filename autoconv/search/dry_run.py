@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from autoconv.errors import BackendUnavailable
@@ -62,10 +62,12 @@ def sample_plans(problems: Sequence[NamedProblem], families: Sequence[str], *, p
 
 def dry_run(problems: Sequence[NamedProblem], families: Sequence[str], *, per_family: int = 1,
             seed: int = 0, device: DeviceLimits | None = None,
-            workspace_limit: int = DEFAULT_WORKSPACE_LIMIT, workers: int | None = None) -> list[DryRunResult]:
+            workspace_limit: int = DEFAULT_WORKSPACE_LIMIT, workers: int | None = None,
+            progress: Callable[[int, int], None] | None = None) -> list[DryRunResult]:
     """Render each problem's candidates (per family: the default, plus random valid
     configs up to ``per_family``) and compile them with nvcc, in ``workers`` threads.
-    Nothing runs; no GPU is needed.
+    Nothing runs; no GPU is needed. ``progress(done, total)`` is called once the candidates are
+    rendered (done 0) and as each compile ends, so that a large config shows its progress.
 
     Raises:
         BackendUnavailable: nvcc is not installed.
@@ -96,5 +98,10 @@ def dry_run(problems: Sequence[NamedProblem], families: Sequence[str], *, per_fa
         result.message = "spills" if report.spills else "compiled"
         return result
 
+    report_progress = progress or (lambda done, total: None)
+    report_progress(0, len(jobs))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2) as pool:
-        return list(pool.map(compile_one, jobs))
+        futures = [pool.submit(compile_one, job) for job in jobs]
+        for done, _ in enumerate(concurrent.futures.as_completed(futures), start=1):
+            report_progress(done, len(jobs))
+        return [future.result() for future in futures]
