@@ -34,6 +34,7 @@ import platform
 import statistics
 import subprocess
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -137,19 +138,23 @@ def _driver_version() -> str | None:
 def _git_state() -> tuple[str | None, bool | None]:
     """The commit autoconv runs from and whether its tree has uncommitted changes:
     ``$AUTOCONV_GIT_COMMIT`` when set (a copy of the tree on a remote GPU machine, whose own .git
-    may be missing or stale), the dirty flag then unknown; else the git checkout's."""
+    may be missing or stale), the dirty flag then unknown, with a warning where the checkout names
+    another commit (a variable left over from another run); else the git checkout's."""
     given = settings.GIT_COMMIT.value()
-    if given:
-        return given, None
     root = Path(__file__).resolve().parents[2]
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                                text=True, timeout=20, check=True).stdout.strip()
+                                text=True, timeout=20, check=True).stdout.strip() or None
         status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
                                 capture_output=True, text=True, timeout=20, check=True).stdout
     except (OSError, subprocess.SubprocessError):
-        return None, None
-    return commit or None, bool(status.strip())
+        commit, status = None, None
+    if given:
+        if commit and not (commit.startswith(given) or given.startswith(commit)):
+            warnings.warn(f"{settings.GIT_COMMIT.name}={given} is recorded, but the checkout at {root} is at "
+                          f"{commit}: unset the variable where the checkout is the code that runs", stacklevel=2)
+        return given, None
+    return commit, None if status is None else bool(status.strip())
 
 
 # ---- the measurements ------------------------------------------------------------------------

@@ -150,7 +150,7 @@ def write_report(results: Mapping[str, Any], out_dir: str | Path, *, plots: bool
 PNG_SOFTWARE = "autoconv report"
 
 #: Colours of a plot's palette: the plots draw a few flat colours and antialiased edges, which
-#: 128 colours keep indistinguishable from the full-colour image at a third of its size.
+#: 128 colours keep indistinguishable from the full-colour image, in a far smaller file.
 PALETTE_COLOURS = 128
 
 

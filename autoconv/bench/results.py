@@ -184,7 +184,8 @@ def geomeans(problems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     ``speedup_vs_cudnn`` is the geometric mean of cuDNN ms / autoconv ms, cuDNN in each
     layer's precision (:func:`baseline_ms`); ``speedup_vs_cudnn_strict`` and
-    ``speedup_vs_cudnn_tf32`` against one mode of cuDNN for every layer; ``worst`` the layer
+    ``speedup_vs_cudnn_tf32`` against one mode of cuDNN for every layer; ``speedup_vs_torch``
+    against PyTorch's ``F.conv2d`` over the ``layers_vs_torch`` layers it ran; ``worst`` the layer
     with the lowest ``speedup_vs_cudnn``.
     """
     paired = [p for p in problems if speedup(p) is not None]
@@ -200,11 +201,15 @@ def geomeans(problems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             [p[f"cudnn_{mode}_ms"] / p["autoconv_ms"] for p in problems
              if is_positive(p.get("autoconv_ms")) and is_positive(p.get(f"cudnn_{mode}_ms"))]))
 
+    versus_torch = [p["torch_ms"] / p["autoconv_ms"] for p in problems
+                    if is_positive(p.get("autoconv_ms")) and is_positive(p.get("torch_ms"))]
     return {
         "precisions": sorted({precision_of(p) for p in problems}),
         "speedup_vs_cudnn": _finite_or_none(geometric_mean(speedups)),
         "speedup_vs_cudnn_strict": versus("strict"),
         "speedup_vs_cudnn_tf32": versus("tf32"),
+        "speedup_vs_torch": _finite_or_none(geometric_mean(versus_torch)),
+        "layers_vs_torch": len(versus_torch),
         "autoconv_tflops": _finite_or_none(geometric_mean(
             [p["autoconv_tflops"] for p in problems if is_positive(p.get("autoconv_tflops"))])),
         "cudnn_tflops": _finite_or_none(geometric_mean(

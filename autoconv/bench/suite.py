@@ -17,18 +17,21 @@ Last, the table of every benchmark goes to ``results/<gpu>/README.md`` and betwe
 :data:`TABLE_BEGIN` and :data:`TABLE_END` of the checkout's README.md: the headline figures are
 this run's output, never copied by hand.
 
-A benchmark that fails is recorded (its step and exit status in ``env.json``) and the suite goes
-on. ``--resume`` keeps the benchmarks a suite run already completed in the folder (a run cut
-short continues where it stopped).
+Each benchmark is made in its temporary folder and moves into ``results/<gpu>/`` only once done,
+so a run cut short leaves the earlier folder as it was. A benchmark that fails is recorded (its
+step and exit status in ``env.json``) and the suite goes on. ``--resume`` keeps the benchmarks a
+suite run already completed in the folder (a run cut short continues where it stopped).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,10 +42,10 @@ from typing import Any
 
 import yaml
 
+from autoconv import settings
 from autoconv.bench.results import ReportError, geomeans, is_positive
 from autoconv.errors import AutoconvError, UsageError
 from autoconv.files import path_problem, write_atomically
-from autoconv.gpu.timing import geometric_mean
 
 #: The source checkout: the suite's configs are its examples/.
 CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
@@ -51,11 +54,13 @@ CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
 TABLE_BEGIN = "<!-- headline-table:begin -->"
 TABLE_END = "<!-- headline-table:end -->"
 
-#: The files of a benchmark's folder that the suite (through tune, bench and report) writes.
+#: The files of a benchmark's folder that the suite (through tune, bench and report) writes
+#: (``convergence.png``: the plot of the trials, which folders written before ``--no-trials`` hold).
 BENCHMARK_FILES = ("env.json", "tune.json", "results.json", "results.csv", "report.md",
-                   "speedup.png", "tflops.png", "families.png")
+                   "speedup.png", "tflops.png", "families.png", "convergence.png")
 
-#: What ``env.json`` says it is: how the suite knows a folder as its own.
+#: How ``env.json`` began its ``command`` before it named its suite (``"suite"``): such folders
+#: are the suite's too.
 SUITE_MARK = "autoconv bench --suite"
 
 
@@ -105,22 +110,30 @@ class BenchmarkOutcome:
 StepRunner = Callable[[Sequence[str], Mapping[str, str], Path], int]
 
 
-#: A step still running after this long is stopped, and its benchmark recorded as failed.
+#: A step still running after this long is stopped with every process it started (its GPU
+#: worker and compilers too), and its benchmark recorded as timed out.
 STEP_TIMEOUT_S = 3600
 #: The exit status recorded for a step stopped at :data:`STEP_TIMEOUT_S` (as ``timeout`` gives).
 TIMED_OUT = 124
 
 
-def run_step(argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> int:
-    """Run ``argv`` with ``env``, its output into ``log_path``; its exit status
-    (:data:`TIMED_OUT` when it ran past :data:`STEP_TIMEOUT_S` and was stopped)."""
+def run_step(argv: Sequence[str], env: Mapping[str, str], log_path: Path, timeout_s: float | None = None) -> int:
+    """Run ``argv`` with ``env`` in a process group of its own, its output into ``log_path``;
+    its exit status (:data:`TIMED_OUT` when it ran past ``timeout_s``, default
+    :data:`STEP_TIMEOUT_S`, and its whole group was killed)."""
     with open(log_path, "wb") as log:
+        process = subprocess.Popen(list(argv), env=dict(env), stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
         try:
-            return subprocess.run(list(argv), env=dict(env), stdout=log, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, check=False, timeout=STEP_TIMEOUT_S).returncode
+            return process.wait(timeout=STEP_TIMEOUT_S if timeout_s is None else timeout_s)
         except subprocess.TimeoutExpired:
-            log.write(f"\n(stopped after {STEP_TIMEOUT_S} s)\n".encode())
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            log.write(f"\n(stopped after {STEP_TIMEOUT_S if timeout_s is None else timeout_s} s)\n".encode())
             return TIMED_OUT
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # (what the step left running)
 
 
 # ---- choosing and checking --------------------------------------------------------------------
@@ -152,12 +165,16 @@ def gpu_folder_name(gpu_name: str) -> str:
 
 
 def is_suite_folder(folder: Path) -> bool:
-    """Whether ``folder`` holds only files a suite run wrote (so it may be replaced)."""
+    """Whether ``folder`` is a folder (not a link) holding only files a suite run wrote (so it
+    may be replaced)."""
+    if folder.is_symlink() or not folder.is_dir():
+        return False
     try:
         env = json.loads((folder / "env.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    if not (isinstance(env, dict) and str(env.get("command", "")).startswith(SUITE_MARK)):
+    if not isinstance(env, dict) or not (env.get("suite") in SUITES
+                                         or str(env.get("command", "")).startswith(SUITE_MARK)):
         return False
     return all(path.name in BENCHMARK_FILES and path.is_file() and not path.is_symlink()
                for path in folder.iterdir())
@@ -209,7 +226,7 @@ def benchmark_config(benchmark: Benchmark, work: Path, folder: Path) -> Path:
     config = yaml.safe_load(benchmark.config_path.read_text(encoding="utf-8"))
     config.update(precision=benchmark.precision, layout=benchmark.layout,
                   storage=str(work / "studies.journal"), cache=str(work / "winners.sqlite3"),
-                  results=str(folder))
+                  results=str(folder.absolute()))
     path = work / "config.yaml"
     path.write_text(f"# {benchmark.config} for the {benchmark.name} benchmark (autoconv bench --suite)\n"
                     + yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
@@ -217,49 +234,61 @@ def benchmark_config(benchmark: Benchmark, work: Path, folder: Path) -> Path:
 
 
 def fresh_environment(work: Path, base: Mapping[str, str]) -> dict[str, str]:
-    """``base`` with every cache autoconv, CuPy and CUDA keep pointed into ``work`` (empty)."""
-    return {**base, "AUTOCONV_CACHE": str(work / "winners.sqlite3"), "AUTOCONV_CUBIN_CACHE": str(work / "cubins"),
-            "CUPY_CACHE_DIR": str(work / "cupy"), "CUDA_CACHE_PATH": str(work / "cuda"),
-            "PYTHONUNBUFFERED": "1"}
+    """``base`` without autoconv's own variables (a fake backend or a shared cache of the
+    caller's must not reach a benchmark; the commit given stays), with every cache autoconv,
+    CuPy and CUDA keep pointed into ``work`` (empty)."""
+    dropped = {variable.name for variable in settings.VARIABLES if variable is not settings.GIT_COMMIT}
+    return {**{name: value for name, value in base.items() if name not in dropped},
+            settings.CACHE.name: str(work / "winners.sqlite3"), settings.CUBIN_CACHE.name: str(work / "cubins"),
+            "CUPY_CACHE_DIR": str(work / "cupy"), "CUDA_CACHE_PATH": str(work / "cuda"), "PYTHONUNBUFFERED": "1"}
 
 
-def run_benchmark(benchmark: Benchmark, folder: Path, *, command: str, runner: StepRunner = run_step,
+def run_benchmark(benchmark: Benchmark, folder: Path, *, suite: str, command: str, runner: StepRunner = run_step,
                   python: str = sys.executable, log: Callable[[str], None] = print) -> BenchmarkOutcome:
-    """Tune, bench and report one benchmark from empty caches into ``folder`` (replaced)."""
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    results_path = folder / "results.json"
+    """Tune, bench and report one benchmark from empty caches, in a temporary folder, then put
+    what it wrote at ``folder`` (replacing the suite's earlier one: a run cut short replaces
+    nothing)."""
     with tempfile.TemporaryDirectory(prefix=f"autoconv-{benchmark.name}-") as work_dir:
         work = Path(work_dir)
-        config = benchmark_config(benchmark, work, folder)
+        made = work / "out"
+        made.mkdir()
+        results_path = made / "results.json"
+        config = benchmark_config(benchmark, work, made)
         env = fresh_environment(work, os.environ)
         steps = {"tune": [python, "-m", "autoconv", "tune", str(config)],
                  "bench": [python, "-m", "autoconv", "bench", str(config), "--no-tune", "--no-trials", "--out",
                            str(results_path)],
-                 "report": [python, "-m", "autoconv", "report", "--results", str(results_path), "--out", str(folder)]}
+                 "report": [python, "-m", "autoconv", "report", "--results", str(results_path), "--out", str(made)]}
         status, log_tail = "ok", None
         for step, argv in steps.items():
             log(f"{benchmark.name}: {step}")
             log_path = work / f"{step}.log"
             code = runner(argv, env, log_path)
             if code != 0:
-                status = f"failed: {step} (exit {code})"
+                status = f"failed: {step} ({'timed out' if code == TIMED_OUT else f'exit {code}'})"
                 log_tail = _tail(log_path)
                 log(f"{benchmark.name}: {status}\n{log_tail}")
                 break
-        shown_steps = {step: "autoconv " + shlex.join(argv[3:]).replace(str(work), "$WORK")
-                       for step, argv in steps.items()}
-    environment = _read_json(results_path).get("environment", {}) if results_path.is_file() else {}
-    env_record = {
-        "command": command, "benchmark": benchmark.name, "title": benchmark.title,
-        "config": f"examples/{benchmark.config}", "precision": benchmark.precision, "layout": benchmark.layout,
-        "status": status, "steps": shown_steps, "failure_log_tail": log_tail,
-        **{key: environment.get(key) for key in ("gpu", "driver", "cuda_runtime", "cudnn", "cudnn_frontend",
-                                                 "torch", "cupy", "python", "autoconv", "git_commit", "git_dirty",
-                                                 "date")},
-    }
-    write_atomically(folder / "env.json", json.dumps(env_record, indent=1) + "\n")
+        environment = _read_json(results_path).get("environment", {}) if results_path.is_file() else {}
+        env_record = {
+            "suite": suite, "command": command, "benchmark": benchmark.name, "title": benchmark.title,
+            "config": f"examples/{benchmark.config}", "precision": benchmark.precision, "layout": benchmark.layout,
+            "status": status,
+            "steps": {step: "autoconv " + shlex.join(argv[3:]).replace(str(work), "$WORK")
+                      for step, argv in steps.items()},
+            "failure_log_tail": log_tail,
+            **{key: environment.get(key) for key in ("gpu", "driver", "cuda_runtime", "cudnn", "cudnn_frontend",
+                                                     "torch", "cupy", "python", "autoconv", "git_commit",
+                                                     "git_dirty", "date")},
+        }
+        write_atomically(made / "env.json", json.dumps(env_record, indent=1) + "\n")
+        for path in made.iterdir():  # (only what the suite knows goes into the record)
+            if path.name not in BENCHMARK_FILES:
+                path.unlink()
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(made), str(folder))
     return BenchmarkOutcome(benchmark, status)
 
 
@@ -268,9 +297,11 @@ def run_suite(benchmarks: Sequence[Benchmark], gpu_root: Path, *, command: str, 
               log: Callable[[str], None] = print) -> list[BenchmarkOutcome]:
     """Run ``benchmarks`` into ``gpu_root`` (``results/<gpu>``), then write the tables
     (:func:`write_tables`). ``resume`` keeps the benchmarks already completed there."""
+    gpu_root = gpu_root.absolute()  # (the steps run elsewhere)
     check_targets(benchmarks, gpu_root)
     if readme is not None:
         readme_table_span(readme)  # a README without the markers is refused before any work
+    suite = next(name for name, members in SUITES.items() if set(benchmarks) <= set(members))
     outcomes = []
     for benchmark in benchmarks:
         folder = gpu_root / benchmark.name
@@ -278,8 +309,8 @@ def run_suite(benchmarks: Sequence[Benchmark], gpu_root: Path, *, command: str, 
             log(f"{benchmark.name}: kept (completed by an earlier run)")
             outcomes.append(BenchmarkOutcome(benchmark, "kept"))
             continue
-        outcomes.append(run_benchmark(benchmark, folder, command=command, runner=runner, log=log))
-    write_tables(gpu_root, readme=readme)
+        outcomes.append(run_benchmark(benchmark, folder, suite=suite, command=command, runner=runner, log=log))
+    write_tables(gpu_root, readme=readme, suite=suite)
     return outcomes
 
 
@@ -321,21 +352,19 @@ class TableRow:
 
     @classmethod
     def read(cls, benchmark: Benchmark, folder: Path) -> TableRow:
-        env = _read_json(folder / "env.json")
-        if not env:
+        if not is_suite_folder(folder):
             return cls(benchmark, "not run")
+        env = _read_json(folder / "env.json")
         if env.get("status") != "ok":
             return cls(benchmark, str(env.get("status")), commit=env.get("git_commit"))
         problems = _read_json(folder / "results.json").get("problems") or []
         means = geomeans(problems)
-        torch_ratios = [p["torch_ms"] / p["autoconv_ms"] for p in problems
-                        if is_positive(p.get("torch_ms")) and is_positive(p.get("autoconv_ms"))]
         wall = _read_json(folder / "tune.json").get("wall_s")
         return cls(benchmark, "ok", layers=means["layers"], vs_cudnn=means["speedup_vs_cudnn"],
                    faster_on=means["layers_autoconv_faster"], worst=means["worst_speedup"],
-                   worst_layer=means["worst_layer"],
-                   vs_torch=geometric_mean(torch_ratios) if torch_ratios else None, torch_layers=len(torch_ratios),
-                   tuned_s=wall if is_positive(wall) else None, commit=env.get("git_commit"))
+                   worst_layer=means["worst_layer"], vs_torch=means["speedup_vs_torch"],
+                   torch_layers=means["layers_vs_torch"], tuned_s=wall if is_positive(wall) else None,
+                   commit=env.get("git_commit"))
 
 
 BASELINES = {"fp32": "cuDNN strict FP32", "tf32": "cuDNN TF32", "bf16": "cuDNN bf16", "fp16": "cuDNN fp16"}
@@ -349,8 +378,11 @@ def table_markdown(rows: Sequence[TableRow], link_prefix: str) -> str:
     for row in rows:
         b = row.benchmark
         link = f"[{b.title}]({link_prefix}{b.name}/report.md)"
-        if row.status != "ok" or row.vs_cudnn is None:
+        if row.status != "ok":
             lines.append(f"| {b.title} | {row.status} | | | | |")
+            continue
+        if row.vs_cudnn is None:
+            lines.append(f"| {link} | no layer measured beside cuDNN | | | | |")
             continue
         worst = f"{row.worst:.2f}x ({_cell(row.worst_layer)})" if row.worst is not None else "-"
         torch = f"{row.vs_torch:.2f}x" if row.vs_torch is not None else "-"
@@ -401,27 +433,45 @@ def write_tables(gpu_root: Path, *, readme: Path | None = None, suite: str = "he
             f"commands).\n\n{local}\n\n{about}.\n\n{note}\n")
     gpu_root.mkdir(parents=True, exist_ok=True)
     write_atomically(gpu_root / "README.md", text)
-    table = table_markdown(rows, f"results/{gpu}/")
-    if readme is not None:
-        begin, end = readme_table_span(readme)
-        original = readme.read_text(encoding="utf-8")
-        block = f"{table}\n\n{about}; `autoconv bench --suite {suite}`, [results/{gpu}/](results/{gpu}/README.md).\n"
-        write_atomically(readme, original[:begin] + "\n" + block + original[end:])
+    if readme is None:
+        return local
+    begin, end = readme_table_span(readme)
+    prefix = Path(os.path.relpath(gpu_root.absolute(), readme.absolute().parent)).as_posix() + "/"
+    table = table_markdown(rows, prefix)
+    original = _read_as_is(readme)
+    newline = "\r\n" if original[:begin].endswith("\r\n") else "\n"  # (the file's own line ends)
+    block = f"{table}\n\n{about}; `autoconv bench --suite {suite}`, [{prefix}]({prefix}README.md).\n"
+    write_atomically(readme, (original[:begin] + block.replace("\n", newline) + original[end:]).encode("utf-8"))
     return table
 
 
 def readme_table_span(readme: Path) -> tuple[int, int]:
-    """Where the table goes in ``readme``: the offsets just after the begin marker's line and
-    at the start of the end marker.
+    """Where the table goes in ``readme``: the offsets of the line after the begin marker's and
+    of the end marker's line (each marker alone on its line; nothing else is replaced).
 
     Raises:
-        ReportError: the file cannot be read, or lacks the markers (one each, in order)."""
+        ReportError: the file cannot be read, or lacks the markers (one each, in order, each alone
+            on its line)."""
     try:
-        text = readme.read_text(encoding="utf-8")
+        text = _read_as_is(readme)
     except (OSError, UnicodeDecodeError) as err:
         raise ReportError(f"--readme {readme}: cannot be read ({err})") from None
-    if text.count(TABLE_BEGIN) != 1 or text.count(TABLE_END) != 1 or text.index(TABLE_BEGIN) > text.index(TABLE_END):
-        raise ReportError(f"--readme {readme}: expected one line {TABLE_BEGIN} and, after it, one line {TABLE_END} "
-                          "(the table goes between them)")
-    begin = text.index(TABLE_BEGIN) + len(TABLE_BEGIN)
-    return begin, text.index(TABLE_END)
+    offsets: dict[str, list[tuple[int, int, bool]]] = {}
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        for marker in (TABLE_BEGIN, TABLE_END):
+            if marker in line:
+                offsets.setdefault(marker, []).append((offset, offset + len(line), line.rstrip("\r\n") == marker))
+        offset += len(line)
+    begins, ends = offsets.get(TABLE_BEGIN, []), offsets.get(TABLE_END, [])
+    if len(begins) != 1 or len(ends) != 1 or not (begins[0][2] and ends[0][2]) or begins[0][1] > ends[0][0] \
+            or not text[:begins[0][1]].endswith("\n"):
+        raise ReportError(f"--readme {readme}: expected one line {TABLE_BEGIN} and, after it, one line {TABLE_END}, "
+                          "each alone on its line (the table goes between them)")
+    return begins[0][1], ends[0][0]
+
+
+def _read_as_is(path: Path) -> str:
+    """The text of ``path`` with its line ends as they are (``\\r\\n`` kept)."""
+    with open(path, encoding="utf-8", newline="") as file:
+        return file.read()

@@ -53,17 +53,17 @@ def add_parser(commands) -> None:
                             "of the checkout, if it has the markers)")
     bench.add_argument("--no-tune", action="store_true",
                        help="refuse to tune: a problem without a cached winner is an error")
-    bench.add_argument("--out", metavar="FILE",
+    bench.add_argument("--out", metavar="FILE|DIR",
                        help="where to write the results JSON (default: results.json in the config's "
                             "results folder); with --suite, the results folder (default: results)")
-    bench.add_argument("--rounds", type=int, default=3, metavar="R",
+    bench.add_argument("--rounds", type=int, metavar="R",
                        help="alternating autoconv/cuDNN measurement rounds per problem (default 3)")
-    bench.add_argument("--samples", type=int, default=7, metavar="S",
+    bench.add_argument("--samples", type=int, metavar="S",
                        help="timed CUDA-graph replays per measurement (default 7)")
     bench.add_argument("--no-torch", action="store_true", help="leave out the PyTorch column")
     bench.add_argument("--no-trials", action="store_true",
-                       help="leave each problem's tuning history (its trials) out of the results JSON: a file a "
-                            "quarter the size, and no convergence plot in the report (the suite's record)")
+                       help="leave each problem's tuning history (its trials) out of the results JSON: a smaller "
+                            "file, and no convergence plot in the report (what the suite records)")
     bench.add_argument("--precision", choices=PRECISIONS,
                        help="measure every problem in this precision (fp32, tf32, bf16 or fp16; default: the "
                             "config's)")
@@ -76,18 +76,24 @@ def run(args: argparse.Namespace) -> int:
     if args.suite is not None:
         if args.config is not None:
             raise UsageError("config", args.config, "give either a config or --suite, not both")
+        given = [flag for flag, value in (("--no-tune", args.no_tune), ("--no-torch", args.no_torch),
+                                          ("--no-trials", args.no_trials), ("--precision", args.precision),
+                                          ("--layout", args.layout), ("--rounds", args.rounds),
+                                          ("--samples", args.samples)) if value not in (None, False)]
+        if given:
+            raise UsageError(given[0], True, "does not go with --suite: each benchmark of a suite says how it "
+                             "is tuned and measured")
         return suite_command(args.suite, only=args.only, out=args.out, resume=args.resume, readme=args.readme,
                              device=0, argv=sys.argv[1:])
     if args.config is None:
         raise UsageError("config", None, "give a config file (e.g. examples/resnet50.yaml), or --suite headline")
-    if args.no_trials and args.suite is not None:
-        raise UsageError("--no-trials", True, "the suite leaves the trials out already")
     for flag in ("only", "resume", "readme"):
         if getattr(args, flag):
             raise UsageError(f"--{flag}", getattr(args, flag), "goes with --suite only")
-    return bench_command(args.config, tune=not args.no_tune, out=args.out, rounds=args.rounds,
-                         samples=args.samples, torch=not args.no_torch, argv=sys.argv[1:],
-                         precision=args.precision, layout=args.layout, trials=not args.no_trials)
+    return bench_command(args.config, tune=not args.no_tune, out=args.out,
+                         rounds=3 if args.rounds is None else args.rounds,
+                         samples=7 if args.samples is None else args.samples, torch=not args.no_torch,
+                         argv=sys.argv[1:], precision=args.precision, layout=args.layout, trials=not args.no_trials)
 
 
 def bench_command(config_path: str, *, tune: bool = True, out: str | None = None, rounds: int = 3,

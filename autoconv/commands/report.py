@@ -11,7 +11,7 @@ from pathlib import Path
 
 from autoconv.bench.report import BASELINE_LABELS, write_report
 from autoconv.bench.results import geomeans_by_precision, load_results
-from autoconv.bench.suite import SUITES, readme_table_span, write_tables
+from autoconv.bench.suite import SUITES, is_suite_folder, readme_table_span, write_tables
 from autoconv.errors import UsageError
 
 
@@ -40,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--out", args.out, "not a folder; name the suite's results folder, e.g. results/h200")
         if args.suite not in SUITES:
             raise UsageError("--suite", args.suite, f"no such suite; known: {', '.join(SUITES)}")
+        if not any(is_suite_folder(Path(args.out) / b.name) for b in SUITES[args.suite]):
+            raise UsageError("--out", args.out, f"holds no benchmark of the {args.suite} suite; name the GPU's "
+                             "folder the suite wrote, e.g. results/h200")
         if args.readme is not None:
             readme_table_span(Path(args.readme))
         write_tables(Path(args.out), readme=Path(args.readme) if args.readme else None, suite=args.suite)

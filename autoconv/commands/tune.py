@@ -32,6 +32,7 @@ from autoconv.commands.console import (
 from autoconv.config.budget import BUDGET_RULES, argument_type, count_problem
 from autoconv.errors import AutoconvError, BackendUnavailable, UsageError
 from autoconv.files import path_problem, write_atomically, write_problem
+from autoconv.problems.models import NamedProblem, merge_identical
 from autoconv.problems.problem import LAYOUTS, PRECISIONS
 from autoconv.search.dry_run import dry_run
 from autoconv.search.fleet import default_workers_per_gpu, parse_gpus, tune_on_gpus
@@ -172,8 +173,9 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
     The problems are what the model runs under the user's settings unless ``precision`` and
     ``layout`` (``--precision``, ``--layout``) say otherwise: float32 layers in the precision
     PyTorch's current setting gives them (TF32, its default for convolutions, where
-    ``torch.backends.cudnn`` allows it), in the example input's layout (NCHW: an input given by
-    its shape is contiguous). The choice is printed with how to override it."""
+    ``torch.backends.cudnn`` allows it), in the layout the runtime computes them in for the example
+    input (NCHW: an input given by its shape is contiguous; bf16 and fp16 compute in NHWC). The
+    choice is printed with how to override it, and written into the config."""
     if config is not None:
         raise UsageError("config", config, "give either a config file or --model, not both")
     if model is None or input_shape is None:
@@ -187,9 +189,11 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
 
     shape = parse_input_shape(input_shape)
     chosen = precision or pytorch_precision()
-    problems, skipped = model_problems(model, shape, precision=chosen)
-    if layout is not None:  # (the config says what is tuned)
-        problems = [dataclasses.replace(item, problem=item.problem.with_(layout=layout)) for item in problems]
+    sixteen_bit = chosen in ("bf16", "fp16")
+    chosen_layout = layout or ("NHWC" if sixteen_bit else "NCHW")
+    problems, skipped = model_problems(model, shape, precision="fp32" if sixteen_bit else chosen)
+    problems = list(merge_identical(NamedProblem(item.name, item.problem.in_precision(chosen).with_(
+        layout=chosen_layout), item.count) for item in problems))
     if not problems:
         raise UsageError("--model", model, "running it found no convolution autoconv can tune"
                          + "".join(f"; {name}: {why}" for name, why in skipped.items()))
@@ -200,8 +204,10 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
     if problem:
         raise UsageError("--write-config", str(target), f"cannot write the config there: {problem}; pass another "
                          "--write-config PATH")
+    overrides = "".join(f" --{flag} {value}" for flag, value in (("precision", precision), ("layout", layout))
+                        if value)
     write_config(problems, target, comment=f"{MODEL_CONFIG_COMMENT}{model} on a {input_shape} input, written by\n"
-                 f"  autoconv tune --model {model} --input {input_shape}")
+                 f"  autoconv tune --model {model} --input {input_shape}{overrides}")
     stderr = Console(stderr=True)
     stderr.print(f"{model} on {input_shape}: {sum(p.count for p in problems)} convolutions, {len(problems)} "
                  f"distinct problems; config written to {target}")
@@ -209,8 +215,9 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
         stderr.print(f"  left to PyTorch: {name}: {why}")
     why_precision = ("--precision" if precision else "what PyTorch's convolutions compute now: "
                      "torch.backends.cudnn.conv.fp32_precision; --precision overrides")
-    why_layout = "--layout" if layout else "the example input's layout; --layout NHWC for channels_last"
-    stderr.print(f"tuning in {chosen} ({why_precision}), {layout or 'NCHW'} ({why_layout})")
+    why_layout = ("--layout" if layout else "the layout 16-bit convolutions compute in" if sixteen_bit
+                  else "the example input's layout; --layout NHWC for channels_last")
+    stderr.print(f"tuning in {chosen} ({why_precision}), {chosen_layout} ({why_layout})")
     return str(target)
 
 

@@ -8,6 +8,7 @@ import io
 import json
 import math
 import sys
+import warnings
 
 import pytest
 
@@ -511,8 +512,15 @@ def test_plots_are_palette_pngs_that_a_later_report_knows_as_its_own(results, tm
 def test_the_commit_given_in_the_environment_wins_over_the_checkouts(monkeypatch):
     from autoconv.bench import benchmark
 
-    monkeypatch.setenv("AUTOCONV_GIT_COMMIT", "0123abc")
-    assert benchmark._git_state() == ("0123abc", None)
-    monkeypatch.delenv("AUTOCONV_GIT_COMMIT")
+    monkeypatch.delenv("AUTOCONV_GIT_COMMIT", raising=False)
     commit, _ = benchmark._git_state()
-    assert commit != "0123abc"
+    monkeypatch.setenv("AUTOCONV_GIT_COMMIT", "0123abc")
+    if commit is None:  # (not a checkout)
+        assert benchmark._git_state() == ("0123abc", None)
+    else:  # a variable naming another commit than the checkout's is recorded, with a warning
+        with pytest.warns(UserWarning, match="AUTOCONV_GIT_COMMIT=0123abc is recorded, but the checkout"):
+            assert benchmark._git_state() == ("0123abc", None)
+        monkeypatch.setenv("AUTOCONV_GIT_COMMIT", commit[:10])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert benchmark._git_state() == (commit[:10], None)

@@ -202,6 +202,8 @@ def test_the_checkout_readme_has_the_markers():
 
 @pytest.mark.parametrize("argv, message", [
     (["bench", "--suite", "headline", "examples/resnet50.yaml"], "either a config or --suite"),
+    (["bench", "--suite", "headline", "--rounds", "5"], "--rounds.*does not go with --suite"),
+    (["bench", "--suite", "headline", "--no-trials"], "--no-trials.*does not go with --suite"),
     (["bench", "examples/resnet50.yaml", "--only", "resnet50_n32_fp32"], "--only.*goes with --suite only"),
     (["bench", "--suite", "headline", "--only", "nope"], "--only='nope': not a benchmark"),
     (["bench"], "give a config file"),
@@ -219,6 +221,121 @@ def test_report_suite_writes_the_tables_again_without_a_gpu(tmp_path, capsys):
     readme = _readme(tmp_path)
     assert cli.main(["report", "--suite", "headline", "--out", str(root), "--readme", str(readme)]) == 0
     assert "**1.34x** cuDNN strict FP32" in (root / "README.md").read_text()
-    assert "](results/h200/resnet50_n32_fp32/report.md)" in readme.read_text()
+    assert "](h200/resnet50_n32_fp32/report.md)" in readme.read_text()  # (from the README's folder)
     assert cli.main(["report", "--suite", "headline", "--out", str(tmp_path / "none")]) == 2
     assert "not a folder" in capsys.readouterr().err
+
+
+def test_a_relative_results_folder_gets_every_file(tmp_path, monkeypatch):
+    """The steps run with the config in a temporary folder: a relative --out must still be where
+    the files land (tune.json included), and the benchmark counts as complete."""
+    monkeypatch.chdir(tmp_path)
+    run_suite(select("headline", ["resnet50_n32_fp32"]), Path("results/h200"), command="x", runner=FakeRunner(),
+              log=lambda line: None)
+    folder = tmp_path / "results" / "h200" / "resnet50_n32_fp32"
+    assert {"tune.json", "results.json", "report.md", "env.json"} <= {p.name for p in folder.iterdir()}
+    assert suite.is_complete(folder)
+
+
+def test_a_run_cut_short_leaves_the_earlier_folder_and_resumes(tmp_path):
+    root = tmp_path / "h200"
+    chosen = select("headline", ["resnet50_n32_fp32"])
+    run_suite(chosen, root, command="x", runner=FakeRunner(), log=lambda line: None)
+    before = {p.name: p.read_bytes() for p in (root / "resnet50_n32_fp32").iterdir()}
+
+    class Killed(FakeRunner):
+        def __call__(self, argv, env, log_path):
+            if argv[3] == "bench":
+                raise KeyboardInterrupt  # (the run stops in the middle of a benchmark)
+            return super().__call__(argv, env, log_path)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(chosen, root, command="x", runner=Killed(), log=lambda line: None)
+    assert {p.name: p.read_bytes() for p in (root / "resnet50_n32_fp32").iterdir()} == before
+    runner = FakeRunner()
+    assert [o.status for o in run_suite(chosen, root, command="x", resume=True, runner=runner,
+                                        log=lambda line: None)] == ["kept"]
+
+
+def test_a_folder_is_known_by_its_suite_whatever_the_command_looked_like(tmp_path):
+    root = tmp_path / "h200"
+    chosen = select("headline", ["resnet50_n32_fp32"])
+    run_suite(chosen, root, command="autoconv --log-level info bench --only resnet50_n32_fp32 --suite headline",
+              runner=FakeRunner(), log=lambda line: None)
+    folder = root / "resnet50_n32_fp32"
+    assert json.loads((folder / "env.json").read_text())["suite"] == "headline"
+    assert suite.is_suite_folder(folder) and suite.is_complete(folder)
+    link = root / "resnet50_n32_tf32_nchw"
+    link.symlink_to(folder, target_is_directory=True)
+    assert not suite.is_suite_folder(link)  # a link is never replaced
+    with pytest.raises(AutoconvError, match="resnet50_n32_tf32_nchw holds files the suite did not write"):
+        run_suite(select("headline", ["resnet50_n32_tf32_nchw"]), root, command="x", runner=FakeRunner(),
+                  log=lambda line: None)
+
+
+def test_a_benchmark_sees_none_of_the_callers_autoconv_variables(tmp_path):
+    base = {"PATH": "/bin", "AUTOCONV_BACKEND": "fake", "AUTOCONV_FAKE_DELAY_S": "1", "AUTOCONV_CACHE": "/shared",
+            "AUTOCONV_GIT_COMMIT": "abc1234"}
+    env = suite.fresh_environment(tmp_path, base)
+    assert "AUTOCONV_BACKEND" not in env and "AUTOCONV_FAKE_DELAY_S" not in env
+    assert env["AUTOCONV_CACHE"] == str(tmp_path / "winners.sqlite3") and env["AUTOCONV_GIT_COMMIT"] == "abc1234"
+    assert env["PATH"] == "/bin"
+
+
+def test_a_step_past_its_time_is_stopped_with_everything_it_started(tmp_path):
+    import os
+    import sys
+
+    child_pid = tmp_path / "child.pid"
+    script = ("import subprocess, sys, time\n"
+              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+              f"open({str(child_pid)!r}, 'w').write(str(child.pid))\n"
+              "time.sleep(120)\n")
+    started = __import__("time").monotonic()
+    code = suite.run_step([sys.executable, "-c", script], dict(os.environ), tmp_path / "step.log", timeout_s=3)
+    assert code == suite.TIMED_OUT and __import__("time").monotonic() - started < 60
+    assert "(stopped after 3 s)" in (tmp_path / "step.log").read_text()
+    pid = int(child_pid.read_text())
+    for _ in range(100):  # (the kill is sent; the kernel reaps the orphan shortly)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        status = Path(f"/proc/{pid}/stat")
+        if status.exists() and status.read_text().split()[2] == "Z":
+            break
+        __import__("time").sleep(0.1)
+    else:
+        raise AssertionError("the step's child still runs")
+
+
+@pytest.mark.parametrize("text", [
+    f"# t\nbefore {TABLE_BEGIN}\nx\n{TABLE_END}\n",          # text on the marker's line
+    f"# t\n{TABLE_BEGIN}\nx\n{TABLE_END} after\n",
+    f"# t\n{TABLE_BEGIN}{TABLE_END}\n",
+])
+def test_markers_must_stand_alone_on_their_lines(tmp_path, text):
+    readme = tmp_path / "README.md"
+    readme.write_text(text)
+    with pytest.raises(ReportError, match="each alone on its line"):
+        suite.readme_table_span(readme)
+
+
+def test_the_table_replaces_only_the_lines_between_the_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_bytes(f"# t\r\nkeep\r\n{TABLE_BEGIN}\r\nold\r\n{TABLE_END}\r\nafter\r\n".encode())
+    run_suite(select("headline", ["resnet50_n32_fp32"]), tmp_path / "out" / "h200", command="x",
+              readme=readme, runner=FakeRunner(), log=lambda line: None)
+    data = readme.read_bytes()
+    assert data.startswith(f"# t\r\nkeep\r\n{TABLE_BEGIN}\r\n".encode())
+    assert data.endswith(f"{TABLE_END}\r\nafter\r\n".encode()) and b"old" not in data
+    assert b"](out/h200/resnet50_n32_fp32/report.md)" in data  # (linked from the README's folder)
+
+
+def test_report_suite_refuses_a_folder_without_the_suites_benchmarks(tmp_path, capsys):
+    (tmp_path / "results").mkdir()
+    readme = _readme(tmp_path)
+    assert cli.main(["report", "--suite", "headline", "--out", str(tmp_path / "results"), "--readme",
+                     str(readme)]) == 2
+    assert "holds no benchmark of the headline suite" in capsys.readouterr().err
+    assert "old table" in readme.read_text() and not (tmp_path / "results" / "README.md").exists()

@@ -252,6 +252,13 @@ def test_tune_model_follows_pytorchs_setting_and_the_overrides(tmp_path, monkeyp
     config = load_config(tmp_path / "mixed_model_2x3x20x18.yaml")
     assert {(p.problem.precision, p.problem.layout) for p in config.problems} == {("tf32", "NHWC")}
     assert "tuning in tf32 (--precision), NHWC (--layout)" in " ".join(capsys.readouterr().err.split())
+    # autocast's precisions: computed in NHWC whatever the input's layout, as the runtime does
+    assert main(["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x20x18", "--trials", "2",
+                 "--precision", "bf16"]) == 0
+    config = load_config(tmp_path / "mixed_model_2x3x20x18.yaml")
+    assert {(p.problem.precision, p.problem.layout, p.problem.dtype) for p in config.problems} == {
+        ("bf16", "NHWC", "bfloat16")}
+    assert "--precision bf16" in (tmp_path / "mixed_model_2x3x20x18.yaml").read_text().splitlines()[1]
 
 
 @pytest.mark.parametrize("argv, message", [
