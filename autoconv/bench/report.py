@@ -6,7 +6,7 @@
   % of the measured FP32 peak, cuDNN strict-FP32 time and the speedup over it, cuDNN
   TF32 and PyTorch times; the best time of every kernel family next to cuDNN's; the
   geometric means; the environment and the command that measured the numbers;
-- ``results.csv`` and ``results.json``: the same numbers, machine-readable;
+- ``results.csv``: the same numbers, machine-readable;
 - PNG plots (matplotlib, Agg backend): ``speedup.png`` (speedup over cuDNN per layer),
   ``tflops.png`` (TFLOP/s per layer against the measured peak), ``convergence.png``
   (best time vs trial, per layer) and ``families.png`` (best time per kernel family and
@@ -14,7 +14,9 @@
 
 Nothing here measures anything: every number comes from the results file (its layout:
 :mod:`autoconv.bench.results`), and the geometric means are recomputed from the per-layer
-numbers so that they always agree.
+numbers so that they always agree. The results file is the record and is never written here
+(nor is any ``results.json`` in the folder); a file of a report's name that an earlier report
+did not write is never replaced.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from autoconv.bench.results import (
     speedup,
     tflops,
 )
-from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.errors import BackendUnavailable
 from autoconv.files import path_problem, write_atomically
 from autoconv.formatting import format_params
 from autoconv.kernels.families import FAMILY_NAMES, get_family
@@ -59,8 +61,7 @@ ENVIRONMENT_LABELS = (
 PLOTS = ("speedup.png", "tflops.png", "convergence.png", "families.png")
 
 MATPLOTLIB_HINT = ("the plots need matplotlib: pip install 'autoconv[report]' (or pip install "
-                   "matplotlib); or pass --no-plots to write only report.md, results.csv and "
-                   "results.json")
+                   "matplotlib); or pass --no-plots to write only report.md and results.csv")
 
 
 # ---- the layers' numbers -----------------------------------------------------------------------
@@ -109,7 +110,7 @@ def write_report(results: Mapping[str, Any], out_dir: str | Path, *, plots: bool
     Raises:
         ReportError: ``results`` is not a schema-1 results dict; ``out_dir`` cannot be
             created or written, is not a folder, or holds a file of a report's name that
-            ``autoconv report`` did not write (nothing is replaced then).
+            ``autoconv report`` did not write, or a link (nothing is replaced then).
         BackendUnavailable: ``plots`` and matplotlib cannot be imported.
     """
     check_results(results)
@@ -131,19 +132,18 @@ def write_report(results: Mapping[str, Any], out_dir: str | Path, *, plots: bool
             pyplot.close(figure)
             files[name] = palette_png(image.getvalue())
     plot_names = list(files)
-    files["results.json"] = (json.dumps(results, indent=2) + "\n").encode()
     files["results.csv"] = results_csv(results).encode()
     files["report.md"] = report_markdown(results, plot_names, results_path=results_path, command=command).encode()
     foreign = [name for name in files if (out / name).exists() and not _written_by_report(out, name)]
     if foreign:
         raise ReportError(f"{out}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} there and not "
                           "written by `autoconv report`, so it does not overwrite them; pass another --out folder")
-    for name in ("results.json", "results.csv", "report.md", *plot_names):
+    for name in ("results.csv", "report.md", *plot_names):
         try:
             write_atomically(out / name, files[name])
         except OSError as err:
             raise ReportError(f"cannot write {out / name}: {err.strerror or err}") from None
-    return [out / "report.md", out / "results.csv", out / "results.json"] + [out / name for name in plot_names]
+    return [out / "report.md", out / "results.csv"] + [out / name for name in plot_names]
 
 
 #: The ``Software`` text of the plots' PNG files: how a later report knows them as its own.
@@ -184,10 +184,11 @@ def _prepare_folder(out: Path) -> None:
 
 
 def _written_by_report(out: Path, name: str) -> bool:
-    """Whether the file ``out/name`` is one ``autoconv report`` (or ``bench``) wrote, so that
-    it may be replaced: each kind is recognised by its content."""
+    """Whether the file ``out/name`` is one ``autoconv report`` wrote, so that it may be
+    replaced: each kind is recognised by its content; a link never is (replacing it would
+    change what it is)."""
     path = out / name
-    if path_problem(path):
+    if path.is_symlink() or path_problem(path):
         return False
     try:
         data = path.read_bytes()
@@ -198,12 +199,6 @@ def _written_by_report(out: Path, name: str) -> bool:
     if name == "results.csv":
         return data.startswith(",".join(f for f in PROBLEM_FIELDS if f not in ("params", "family_best_ms",
                                                                                  "trials")).encode())
-    if name == "results.json":
-        try:
-            check_results(json.loads(data.decode("utf-8")))
-        except (ValueError, AutoconvError):
-            return False
-        return True
     if name.endswith(".png"):  # this report's plots, or the plots of a report made before the tag
         if not data.startswith(b"\x89PNG"):
             return False
