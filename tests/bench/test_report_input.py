@@ -1,16 +1,21 @@
 """``autoconv report`` and hostile input: it never changes its input or a file it did not
-write."""
+write, and refuses a bad value naming the file, the layer and the field (exit 2, one line, no
+traceback)."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from autoconv.bench.report import PLOTS
+from autoconv.bench.results import ReportError, check_results, load_results
 from autoconv.commands import main as cli
 from tests.bench.test_report import sample_results
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -72,3 +77,99 @@ def test_report_never_replaces_a_link_or_its_own_input(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "report.md" in err and len(err.strip().splitlines()) == 1, err
     assert (linked / "report.md").is_symlink()
+
+
+# ---- bad values are refused, naming the file, the layer and the field ----------------------------
+
+NAN, INF = math.nan, math.inf
+
+
+def _set(path, value):
+    """A change to the results: ``path`` is a list of keys and indices."""
+    def change(results):
+        target = results
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return change
+
+
+def _drop_trial_number(results):
+    del results["problems"][0]["trials"][2]["number"]
+
+
+#: (what is wrong, the change, what the one-line error must name besides the file)
+BAD_VALUES = [
+    ("a string where a time is", _set(["problems", 1, "autoconv_ms"], "fast"), ["layer1.0.conv2", "autoconv_ms"]),
+    ("a list where an object is", _set(["problems", 0, "params"], [64, 32]), ["conv1", "params"]),
+    ("a list for the environment", _set(["environment"], ["H100"]), ["environment"]),
+    ("a list for the errors", _set(["problems", 0, "errors_vs_reference"], [1e-7]),
+     ["conv1", "errors_vs_reference"]),
+    ("a trial that is a list", _set(["problems", 0, "trials"], [[0, 1.0]]), ["conv1", "trials[0]"]),
+    ("a trial without its number", _drop_trial_number, ["conv1", "trials[2]", "number"]),
+    ("NaN time", _set(["problems", 2, "autoconv_ms"], NAN), ["layer4.0.conv1", "autoconv_ms", "NaN"]),
+    ("zero time", _set(["problems", 2, "cudnn_strict_ms"], 0), ["layer4.0.conv1", "cudnn_strict_ms"]),
+    ("negative time", _set(["problems", 0, "autoconv_ms"], -0.5), ["conv1", "autoconv_ms", "-0.5"]),
+    ("Infinity time", _set(["problems", 1, "cudnn_strict_ms"], INF), ["layer1.0.conv2", "cudnn_strict_ms"]),
+    ("a subnormal time", _set(["problems", 1, "autoconv_ms"], 5e-324), ["layer1.0.conv2", "autoconv_ms"]),
+    ("NaN in a family's best", _set(["problems", 0, "family_best_ms", "direct"], NAN),
+     ["conv1", "family_best_ms", "direct"]),
+    ("NaN in an error", _set(["problems", 0, "errors_vs_reference"], {"autoconv": NAN}),
+     ["conv1", "errors_vs_reference", "autoconv"]),
+    ("NaN in a trial", _set(["problems", 0, "trials", 1, "value_ms"], NAN), ["conv1", "trials[1]", "value_ms"]),
+    ("negative GFLOP", _set(["problems", 2, "gflop"], -1.0), ["layer4.0.conv1", "gflop"]),
+    ("a count as text", _set(["problems", 0, "count"], "2"), ["conv1", "count"]),
+    ("a count of zero", _set(["problems", 0, "count"], 0), ["conv1", "count"]),
+    ("a count of true", _set(["problems", 0, "count"], True), ["conv1", "count"]),
+    ("a huge count", _set(["problems", 0, "count"], 2 ** 1000), ["conv1", "count"]),
+    ("an unknown precision", _set(["problems", 0, "precision"], "fp64"), ["conv1", "precision", "fp32"]),
+    ("a name that is a number", _set(["problems", 1, "name"], 42), ["problems[1]", "name"]),
+    ("an object as the GPU's name", _set(["environment", "gpu"], {"a": 1}), ["environment.gpu"]),
+    ("tuning seconds as text", _set(["tuning_seconds"], "long"), ["tuning_seconds"]),
+    ("a peak of zero", _set(["peak_tflops"], 0.0), ["peak_tflops"]),
+    ("rounds as text", _set(["method", "rounds"], "three"), ["method.rounds"]),
+    ("NaN in the stored geometric means", _set(["geomean"], {"speedup_vs_cudnn": NAN}),
+     ["geomean.speedup_vs_cudnn"]),
+]
+
+
+@pytest.mark.parametrize("change, names", [case[1:] for case in BAD_VALUES], ids=[case[0] for case in BAD_VALUES])
+def test_a_bad_value_is_refused_naming_the_file_layer_and_field(tmp_path, capsys, change, names):
+    results = sample_results()
+    change(results)
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(results))
+    out = tmp_path / "out"
+    code = cli.main(["report", "--results", str(source), "--out", str(out), "--no-plots"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"autoconv report: error: {source}: "), err
+    for name in names:
+        assert name in err, (name, err)
+    assert not out.exists()  # refused before anything was written
+    with pytest.raises(ReportError):
+        check_results(results)
+
+
+@pytest.mark.parametrize("text, says", [
+    ('{"schema": 1, "environment": ' + "[" * 100_000 + "]" * 100_000 + ', "problems": []}', "nested too deeply"),
+    ('{"schema": 1, "environment": {}, "peak_tflops": 1' + "0" * 5000 + ', "problems": []}', "digits"),
+    (json.dumps(sample_results()).replace('"peak_tflops": 60.0', '"peak_tflops": 1e400'),
+     "peak_tflops is Infinity"),
+], ids=["100,000-deep", "a 5,000-digit number", "1e400"])
+def test_json_that_python_reads_badly_is_refused_in_one_line(tmp_path, capsys, text, says):
+    source = tmp_path / "results.json"
+    source.write_text(text)
+    assert cli.main(["report", "--results", str(source), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and str(source) in err and says in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+def test_every_recorded_results_file_passes_the_checks():
+    """The checks refuse what bench never writes, not what it does (the checkout's record)."""
+    records = sorted((REPO / "results").glob("**/results.json"))
+    if not records:
+        pytest.skip("no results/ record in this checkout")
+    for path in records:
+        load_results(path)
