@@ -1,11 +1,12 @@
 """``autoconv report`` and hostile input: it never changes its input or a file it did not
-write, and refuses a bad value naming the file, the layer and the field (exit 2, one line, no
-traceback)."""
+write, refuses a bad value naming the file, the layer and the field (exit 2, one line, no
+traceback), and keeps report.md's Markdown whole whatever the names hold."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from autoconv.bench.report import PLOTS
 from autoconv.bench.results import ReportError, check_results, load_results
 from autoconv.commands import main as cli
-from tests.bench.test_report import sample_results
+from tests.bench.test_report import _trials, sample_results
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -173,3 +174,85 @@ def test_every_recorded_results_file_passes_the_checks():
         pytest.skip("no results/ record in this checkout")
     for path in records:
         load_results(path)
+
+
+# ---- names cannot break report.md ------------------------------------------------------------------
+
+HOSTILE = "conv1 | evil\n# heading <img src=x onerror=alert(1)> `tick` *b* _u_ [l](u) &amp; $x$ \\|"
+
+
+def _hostile_results():
+    results = sample_results()
+    first, worst = results["problems"][0], results["problems"][1]  # worst: the summary names it
+    first["name"] = HOSTILE
+    worst["name"] = "worst\r\n<!-- the rest is a comment"
+    first["family"] = "implicit_gemm<script>"
+    first["params"] = {"BM": "6|4", "X": "<b>"}
+    first["shape"] = "1x8 | `x` ``y"
+    first["cudnn_strict_plan"] = "eng`1|2"
+    first["family_best_ms"] = {"dir|ect": 3.0, "<i>": 0.5}
+    first["torch_note"] = "failed: <!-- x\n| a | b |"
+    env = results["environment"]
+    env.update(gpu="H100\n## fake section", driver="<b>580</b>", command="autoconv bench `x` | y\nz", date=None)
+    return results
+
+
+def _cells(line: str) -> int:
+    """The number of cell separators in a Markdown table line, as GFM splits it: at each
+    ``|`` not escaped by a backslash (code spans do not protect a ``|`` in a table)."""
+    count, escaped = 0, False
+    for char in line:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "|":
+            count += 1
+    return count
+
+
+def _outside_code(line: str) -> str:
+    """``line`` without its backslash escapes and code spans: the text Markdown interprets."""
+    line = re.sub(r"\\.", "", line)
+    return re.sub(r"(`+)(?:.*?[^`])??\1(?!`)", "", line)
+
+
+def test_names_cannot_break_the_markdown(tmp_path):
+    from autoconv.bench.report import report_markdown
+
+    markdown = report_markdown(_hostile_results(), results_path="a|b`.json", command="autoconv report `x`")
+    lines = markdown.splitlines()
+    headings = [line for line in lines if line.startswith("#")]
+    assert headings[0].startswith("# autoconv vs cuDNN on H100 ")
+    assert not any("fake section" in h or "heading" in h for h in headings[1:]), headings
+    tables, table = [], []
+    for line in lines + [""]:
+        if line.startswith("|"):
+            table.append(line)
+        elif table:
+            tables.append(table)
+            table = []
+    assert len(tables) >= 3
+    for rows in tables:
+        assert len({_cells(row) for row in rows}) == 1, rows
+    for line in lines:
+        plain = _outside_code(line)
+        assert not re.search(r"[<>&`]", plain), line  # no HTML, entity or stray code span
+        assert "*b*" not in plain and "_u_" not in plain and "$x$" not in plain and "](u)" not in plain, line
+    assert "conv1 \\| evil \\# heading \\<img" in markdown  # what the name said, as text
+
+
+def test_plots_draw_names_that_look_like_mathtext_or_run_long(tmp_path):
+    """Matplotlib reads ``$...$`` as mathematics (and fails on a broken formula); a 10,000
+    character name would make a figure too large to save."""
+    pytest.importorskip("matplotlib")
+    results = sample_results()
+    results["problems"][0]["name"] = r"conv $\frac{$"
+    results["problems"][1]["name"] = "x" * 10_000
+    results["problems"][0]["family_best_ms"] = {"$a": 1.0, "implicit_gemm": 0.5}
+    results["environment"]["gpu"] = "$^"
+    results["problems"][2]["trials"] = _trials([1.0, 0.5])
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(results))
+    assert cli.main(["report", "--results", str(source), "--out", str(tmp_path / "out")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(["report.md", "results.csv", *PLOTS])
