@@ -6,7 +6,7 @@
   % of the measured FP32 peak, cuDNN strict-FP32 time and the speedup over it, cuDNN
   TF32 and PyTorch times; the best time of every kernel family next to cuDNN's; the
   geometric means; the environment and the command that measured the numbers;
-- ``results.csv`` and ``results.json``: the same numbers, machine-readable;
+- ``results.csv``: the same numbers, machine-readable;
 - PNG plots (matplotlib, Agg backend): ``speedup.png`` (speedup over cuDNN per layer),
   ``tflops.png`` (TFLOP/s per layer against the measured peak), ``convergence.png``
   (best time vs trial, per layer) and ``families.png`` (best time per kernel family and
@@ -14,7 +14,10 @@
 
 Nothing here measures anything: every number comes from the results file (its layout:
 :mod:`autoconv.bench.results`), and the geometric means are recomputed from the per-layer
-numbers so that they always agree.
+numbers so that they always agree. The results file is the record and is never written here
+(nor is any ``results.json`` in the folder); a file of a report's name that an earlier report
+did not write is never replaced. Text from the file (layer names, plans, the environment) is
+escaped, so it cannot change report.md's Markdown.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -42,7 +46,7 @@ from autoconv.bench.results import (
     speedup,
     tflops,
 )
-from autoconv.errors import AutoconvError, BackendUnavailable
+from autoconv.errors import BackendUnavailable
 from autoconv.files import path_problem, write_atomically
 from autoconv.formatting import format_params
 from autoconv.kernels.families import FAMILY_NAMES, get_family
@@ -59,8 +63,7 @@ ENVIRONMENT_LABELS = (
 PLOTS = ("speedup.png", "tflops.png", "convergence.png", "families.png")
 
 MATPLOTLIB_HINT = ("the plots need matplotlib: pip install 'autoconv[report]' (or pip install "
-                   "matplotlib); or pass --no-plots to write only report.md, results.csv and "
-                   "results.json")
+                   "matplotlib); or pass --no-plots to write only report.md and results.csv")
 
 
 # ---- the layers' numbers -----------------------------------------------------------------------
@@ -96,6 +99,37 @@ def _num(value, fmt: str) -> str:
     return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else "–"
 
 
+# ---- text from the results file --------------------------------------------------------------
+
+#: Line breaks (CommonMark's and the others Python splits lines at): a value stays on its line.
+LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+
+#: What Markdown (GitHub's, with tables, strikethrough and maths) could read as syntax in a
+#: value; each gets a backslash. An underscore inside a word stays (``implicit_gemm``).
+MARKDOWN_SYNTAX = re.compile(r"[\\`*\[\]<>|&$~#]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+
+
+def md_text(value: object) -> str:
+    """``value`` as literal Markdown text on one line: a layer name cannot add a table
+    column, a line, a code span, HTML or a link to report.md."""
+    return MARKDOWN_SYNTAX.sub(lambda match: "\\" + match.group(), LINE_BREAKS.sub(" ", str(value)))
+
+
+def md_code(value: object, *, in_table: bool = False) -> str:
+    """``value`` as a code span on one line, fenced by one backtick more than its longest run
+    of backticks. In a table, a value holding ``|`` is :func:`md_text` instead (GFM splits
+    cells before it reads code spans, and a backslash does not escape inside one)."""
+    text = LINE_BREAKS.sub(" ", str(value))
+    if not text:
+        return "–"
+    if in_table and "|" in text:
+        return md_text(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    if text[0] == "`" or text[-1] == "`" or (text[0] == " " and text[-1] == " "):
+        text = f" {text} "  # (Markdown strips one space from each end)
+    return f"{fence}{text}{fence}"
+
+
 # ---- writing -----------------------------------------------------------------------------------
 
 def write_report(results: Mapping[str, Any], out_dir: str | Path, *, plots: bool = True,
@@ -109,7 +143,7 @@ def write_report(results: Mapping[str, Any], out_dir: str | Path, *, plots: bool
     Raises:
         ReportError: ``results`` is not a schema-1 results dict; ``out_dir`` cannot be
             created or written, is not a folder, or holds a file of a report's name that
-            ``autoconv report`` did not write (nothing is replaced then).
+            ``autoconv report`` did not write, or a link (nothing is replaced then).
         BackendUnavailable: ``plots`` and matplotlib cannot be imported.
     """
     check_results(results)
@@ -131,19 +165,18 @@ def write_report(results: Mapping[str, Any], out_dir: str | Path, *, plots: bool
             pyplot.close(figure)
             files[name] = palette_png(image.getvalue())
     plot_names = list(files)
-    files["results.json"] = (json.dumps(results, indent=2) + "\n").encode()
     files["results.csv"] = results_csv(results).encode()
     files["report.md"] = report_markdown(results, plot_names, results_path=results_path, command=command).encode()
     foreign = [name for name in files if (out / name).exists() and not _written_by_report(out, name)]
     if foreign:
         raise ReportError(f"{out}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} there and not "
                           "written by `autoconv report`, so it does not overwrite them; pass another --out folder")
-    for name in ("results.json", "results.csv", "report.md", *plot_names):
+    for name in ("results.csv", "report.md", *plot_names):
         try:
             write_atomically(out / name, files[name])
         except OSError as err:
             raise ReportError(f"cannot write {out / name}: {err.strerror or err}") from None
-    return [out / "report.md", out / "results.csv", out / "results.json"] + [out / name for name in plot_names]
+    return [out / "report.md", out / "results.csv"] + [out / name for name in plot_names]
 
 
 #: The ``Software`` text of the plots' PNG files: how a later report knows them as its own.
@@ -184,10 +217,11 @@ def _prepare_folder(out: Path) -> None:
 
 
 def _written_by_report(out: Path, name: str) -> bool:
-    """Whether the file ``out/name`` is one ``autoconv report`` (or ``bench``) wrote, so that
-    it may be replaced: each kind is recognised by its content."""
+    """Whether the file ``out/name`` is one ``autoconv report`` wrote, so that it may be
+    replaced: each kind is recognised by its content; a link never is (replacing it would
+    change what it is)."""
     path = out / name
-    if path_problem(path):
+    if path.is_symlink() or path_problem(path):
         return False
     try:
         data = path.read_bytes()
@@ -198,12 +232,6 @@ def _written_by_report(out: Path, name: str) -> bool:
     if name == "results.csv":
         return data.startswith(",".join(f for f in PROBLEM_FIELDS if f not in ("params", "family_best_ms",
                                                                                  "trials")).encode())
-    if name == "results.json":
-        try:
-            check_results(json.loads(data.decode("utf-8")))
-        except (ValueError, AutoconvError):
-            return False
-        return True
     if name.endswith(".png"):  # this report's plots, or the plots of a report made before the tag
         if not data.startswith(b"\x89PNG"):
             return False
@@ -267,20 +295,21 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
     problems = results["problems"]
     peak = results.get("peak_tflops")
     gpu = env.get("gpu") or "unknown GPU"
-    lines = [f"# autoconv vs cuDNN on {gpu}", ""]
-    measured_by = env.get("command") or "(command not recorded)"
-    lines += [f"Numbers measured by `{measured_by}` on {env.get('date') or '(date not recorded)'}"
-              + (f"; report written by `{command}`" if command else "")
-              + (f" from `{results_path}`" if results_path else "") + ".", ""]
+    lines = [f"# autoconv vs cuDNN on {md_text(gpu)}", ""]
+    measured_by = md_code(env["command"]) if env.get("command") else "(command not recorded)"
+    lines += [f"Numbers measured by {measured_by} on {md_text(env.get('date') or '(date not recorded)')}"
+              + (f"; report written by {md_code(command)}" if command else "")
+              + (f" from {md_code(results_path)}" if results_path else "") + ".", ""]
 
     lines += ["## Summary", ""]
     by_precision = geomeans_by_precision(problems)
     for precision, means in by_precision.items():
         label = BASELINE_LABELS[precision]
+        worst = md_text(means.get("worst_layer") or "–")
         lines.append(f"- **{precision}** ({PRECISION_MEANINGS[precision]}): geometric-mean speedup over cuDNN "
                      f"{label} **{_num(means.get('speedup_vs_cudnn'), '.3f')}x** over {means.get('layers', 0)} "
                      f"layers (autoconv faster on {means.get('layers_autoconv_faster', 0)}; slowest "
-                     f"{_num(means.get('worst_speedup'), '.3f')}x, {means.get('worst_layer') or '–'}); TFLOP/s "
+                     f"{_num(means.get('worst_speedup'), '.3f')}x, {worst}); TFLOP/s "
                      f"autoconv {_num(means.get('autoconv_tflops'), '.2f')}, cuDNN {label} "
                      f"{_num(means.get('cudnn_tflops'), '.2f')}"
                      + (f"; all layers, each times its count: autoconv {_ms(means['total_autoconv_ms'], 3)} ms, "
@@ -290,9 +319,9 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
     on_tensor_cores = sorted({p["family"] for p in problems
                               if precision_of(p) == "fp32" and _uses_tensor_cores(p.get("family"))})
     if on_tensor_cores:
-        lines.append(f"- In fp32, {', '.join(on_tensor_cores)} multiply on TF32 tensor cores at float32 accuracy "
-                     "(each operand split into two TF32 parts, three tensor-core products per multiply-add, "
-                     "checked against a float64 reference like every kernel): TFLOP/s count the "
+        lines.append(f"- In fp32, {md_text(', '.join(on_tensor_cores))} multiply on TF32 tensor cores at float32 "
+                     "accuracy (each operand split into two TF32 parts, three tensor-core products per "
+                     "multiply-add, checked against a float64 reference like every kernel): TFLOP/s count the "
                      "convolution's multiply-adds, so these can exceed the FP32 FMA peak.")
     if results.get("tuning_seconds") is not None:
         lines.append(f"- Tuning time: {results['tuning_seconds']:.0f} s.")
@@ -323,8 +352,9 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
             errors = p.get("errors_vs_reference") or {}
             shares = p.get("pct_of_tensor_peak") or {}
             lines.append(
-                f"| {p['name']} | {p.get('count') or 1} | `{p['shape']}` | {_num(p['gflop'], '.3f')} "
-                f"| {p.get('family') or '–'} | {format_params(p.get('params'), limit=8)} | {_ms(p['autoconv_ms'])} "
+                f"| {md_text(p['name'])} | {p.get('count') or 1} | {md_code(p['shape'], in_table=True)} "
+                f"| {_num(p['gflop'], '.3f')} | {md_text(p.get('family') or '–')} "
+                f"| {md_text(format_params(p.get('params'), limit=8))} | {_ms(p['autoconv_ms'])} "
                 f"| {_num(p['autoconv_tflops'], '.2f')} |" + (f" {_num(p['pct_of_peak'], '.1f')} |" if fp32 else "")
                 + (f" {_num(shares.get('autoconv'), '.1f')} | {_num(shares.get(baseline_side), '.1f')} |"
                    if tensor else "")
@@ -340,13 +370,13 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
         lines += ["## Best time per kernel family (ms)", "",
                   "The fastest verified configuration of each family found by tuning, next to "
                   "cuDNN's fastest plan in the layer's precision.", "",
-                  "| layer | " + " | ".join(families) + " | cuDNN | cuDNN plan |",
+                  "| layer | " + " | ".join(md_text(f) for f in families) + " | cuDNN | cuDNN plan |",
                   "|---|" + "---:|" * len(families) + "---:|---|"]
         for p in problems:
             best = p.get("family_best_ms") or {}
             plan = p.get("cudnn_plan") or p.get(f"cudnn_{CUDNN_MODES[precision_of(p)]}_plan")
-            lines.append(f"| {p['name']} | " + " | ".join(_ms(best.get(f)) for f in families)
-                         + f" | {_ms(baseline_ms(p))} | `{plan or '–'}` |")
+            lines.append(f"| {md_text(p['name'])} | " + " | ".join(_ms(best.get(f)) for f in families)
+                         + f" | {_ms(baseline_ms(p))} | {md_code(plan, in_table=True) if plan else '–'} |")
         lines.append("")
 
     if plot_files:
@@ -361,9 +391,8 @@ def report_markdown(results: Mapping[str, Any], plot_files: Sequence[str] = (), 
     lines += ["## Environment", "", "| | |", "|---|---|"]
     for key, label in ENVIRONMENT_LABELS:
         value = env.get(key)
-        if key == "command" and value:
-            value = f"`{value}`"
-        lines.append(f"| {label} | {value if value not in (None, '') else '–'} |")
+        shown = "–" if value in (None, "") else md_code(value, in_table=True) if key == "command" else md_text(value)
+        lines.append(f"| {label} | {shown} |")
     lines.append("")
 
     method = results.get("method") or {}
@@ -392,7 +421,8 @@ def torch_notes(problems: Sequence[Mapping[str, Any]]) -> list[str]:
     for p in problems:
         if p.get("torch_note"):
             layers_of.setdefault(p["torch_note"], []).append(p["name"])
-    lines = [f"- PyTorch's column: {note} ({'every layer' if len(names) == len(problems) else ', '.join(names)})."
+    lines = [f"- PyTorch's column: {md_text(note)} "
+             f"({'every layer' if len(names) == len(problems) else ', '.join(md_text(n) for n in names)})."
              for note, names in layers_of.items()]
     return lines + [""] if lines else []
 
@@ -409,6 +439,23 @@ def _pyplot():
     return pyplot
 
 
+#: Characters of a name that a plot shows (a label of thousands would make the figure too large
+#: to save), and the widest figure and the most panels drawn, for the same reason.
+PLOT_TEXT_LIMIT = 40
+MAX_FIGURE_INCHES = 150.0
+MAX_PANELS = 60
+
+
+def _plot_text(value: object) -> str:
+    """A name from the results file as a plot shows it: one line, at most
+    :data:`PLOT_TEXT_LIMIT` characters, ``$`` escaped (matplotlib reads ``$...$`` as
+    mathematics and fails on a formula it cannot parse)."""
+    text = LINE_BREAKS.sub(" ", str(value))
+    if len(text) > PLOT_TEXT_LIMIT:
+        text = text[:PLOT_TEXT_LIMIT - 3] + "..."
+    return text.replace("$", r"\$")
+
+
 def _layer_axis(ax, names: Sequence[str]) -> None:
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=30 if len(names) > 4 else 0, ha="right" if len(names) > 4 else "center")
@@ -416,19 +463,19 @@ def _layer_axis(ax, names: Sequence[str]) -> None:
 
 
 def _width(count: int) -> float:
-    return max(6.0, 1.1 * count + 2.0)
+    return min(max(6.0, 1.1 * count + 2.0), MAX_FIGURE_INCHES)
 
 
 def _subtitle(results) -> str:
     env = results.get("environment") or {}
-    return f"{env.get('gpu') or 'GPU'}, FP32, {env.get('date', '')[:10]}".rstrip(", ")
+    return f"{_plot_text(env.get('gpu') or 'GPU')}, FP32, {_plot_text(str(env.get('date') or '')[:10])}".rstrip(", ")
 
 
 def plot_speedup(pyplot, results):
     problems = [p for p in results["problems"] if speedup(p) is not None]
     if not problems:
         return None
-    names = [f"{p['name']} ({precision_of(p)})" for p in problems]
+    names = [f"{_plot_text(p['name'])} ({precision_of(p)})" for p in problems]
     speedups = [cast(float, speedup(p)) for p in problems]
     figure, ax = pyplot.subplots(figsize=(_width(len(names)), 4.5))
     colors = ["tab:green" if s >= 1.0 else "tab:red" for s in speedups]
@@ -448,7 +495,7 @@ def plot_speedup(pyplot, results):
 
 def plot_tflops(pyplot, results):
     problems = results["problems"]
-    names = [p["name"] for p in problems]
+    names = [_plot_text(p["name"]) for p in problems]
     autoconv = [p.get("autoconv_tflops") or 0.0 for p in problems]
     cudnn = [tflops(p["gflop"], cast(float, baseline_ms(p))) if is_positive(baseline_ms(p)) else 0.0
              for p in problems]
@@ -476,6 +523,8 @@ def plot_convergence(pyplot, results):
     problems = [p for p in results["problems"] if convergence(p.get("trials") or [])[0]]
     if not problems:
         return None
+    shown = f" (the first {MAX_PANELS} of {len(problems)} layers)" if len(problems) > MAX_PANELS else ""
+    problems = problems[:MAX_PANELS]
     columns = min(3, len(problems))
     rows = math.ceil(len(problems) / columns)
     figure, axes = pyplot.subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False)
@@ -487,7 +536,7 @@ def plot_convergence(pyplot, results):
         if is_positive(baseline_ms(problem)):
             ax.axhline(baseline_ms(problem), color="tab:gray", linestyle="--", linewidth=1,
                        label="cuDNN, same precision")
-        ax.set_title(problem["name"], fontsize=9)
+        ax.set_title(_plot_text(problem["name"]), fontsize=9)
         ax.set_xlabel("trial")
         ax.set_ylabel("best time (ms)")
         ax.set_ylim(bottom=0)
@@ -495,7 +544,7 @@ def plot_convergence(pyplot, results):
     for ax in list(axes.flat)[len(problems):]:
         ax.set_visible(False)
     axes.flat[0].legend(fontsize=7, loc="upper right")
-    figure.suptitle(f"Tuning convergence: best verified time vs trial\n{_subtitle(results)}")
+    figure.suptitle(f"Tuning convergence: best verified time vs trial{shown}\n{_subtitle(results)}")
     figure.tight_layout()
     return figure
 
@@ -508,7 +557,7 @@ def plot_families(pyplot, results):
     if not families:
         return None
     series = families + ["cuDNN"]
-    names = [p["name"] for p in problems]
+    names = [_plot_text(p["name"]) for p in problems]
     width = 0.8 / len(series)
     figure, ax = pyplot.subplots(figsize=(_width(len(names)) * 1.2, 4.8))
     for j, label in enumerate(series):
@@ -517,7 +566,7 @@ def plot_families(pyplot, results):
             value = baseline_ms(p) if label == "cuDNN" else (p.get("family_best_ms") or {}).get(label)
             values.append(value if is_positive(value) else math.nan)
         offsets = [i - 0.4 + width * (j + 0.5) for i in range(len(names))]
-        ax.bar(offsets, values, width=width, label=label,
+        ax.bar(offsets, values, width=width, label=_plot_text(label),
                color="tab:gray" if label == "cuDNN" else None)
     _layer_axis(ax, names)
     ax.set_yscale("log")

@@ -18,9 +18,9 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeGuard, cast
+from typing import Any, NoReturn, TypeGuard, cast
 
-from autoconv.errors import AutoconvError
+from autoconv.errors import AutoconvError, first_line, quoted
 from autoconv.files import path_problem, write_atomically
 from autoconv.gpu.timing import geometric_mean
 
@@ -45,8 +45,9 @@ def load_results(path: str | Path) -> dict[str, Any]:
     """Read and check a results JSON.
 
     Raises:
-        ReportError: missing file, invalid JSON, another schema version, or a problem
-            entry without the fields a report needs (naming the entry and the fields).
+        ReportError: missing file, invalid JSON (or nested too deeply to read), another
+            schema version, or a value :func:`check_results` refuses (naming the file, the
+            layer and the field).
     """
     path = Path(path)
     problem = path_problem(path)
@@ -65,17 +66,40 @@ def load_results(path: str | Path) -> dict[str, Any]:
         results = json.loads(text)
     except json.JSONDecodeError as err:
         raise ReportError(f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg})") from None
+    except RecursionError:
+        raise ReportError(f"{path}: JSON nested too deeply to read (a results file nests a few levels); "
+                          "pass the results JSON `autoconv bench` wrote") from None
+    except ValueError as err:  # e.g. a number of more digits than Python converts
+        raise ReportError(f"{path}: not a results JSON ({first_line(err)})") from None
     check_results(results, str(path))
     return results
 
 
+#: How to mend a file :func:`check_results` refuses.
+FIX = "correct the file, or write it again with `autoconv bench`"
+
+#: The bounds of a measured quantity (a time in ms, GFLOP, TFLOP/s, a speedup): far beyond any
+#: real measurement, so that the ratios, rates and weighted sums a report derives stay finite
+#: and above zero (an Infinity or a zero would drop the layer from the means without a word).
+MEASURED_RANGE = (1e-100, 1e100)
+
+#: The most times one layer may occur in a network (its ``count``).
+MAX_COUNT = 10**12
+
+#: What a measured quantity must be, for the messages.
+MEASURED = f"a number from {MEASURED_RANGE[0]:g} to {MEASURED_RANGE[1]:g} (e.g. 0.25)"
+
+
 def check_results(results: Any, where: str = "results") -> None:
-    """Raise :class:`ReportError` unless ``results`` has the layout of :data:`SCHEMA_VERSION`."""
+    """Raise :class:`ReportError` unless ``results`` has the layout of :data:`SCHEMA_VERSION`
+    with values a report can use: each field of the type ``autoconv bench`` writes, every
+    time and rate in :data:`MEASURED_RANGE`, no NaN or Infinity anywhere. The message names
+    ``where`` (the file), the layer and the field."""
     if not isinstance(results, dict):
         raise ReportError(f"{where}: expected a JSON object at the top level")
     schema = results.get("schema")
     if schema != SCHEMA_VERSION:
-        raise ReportError(f"{where}: schema {schema!r}; this autoconv reads schema {SCHEMA_VERSION} "
+        raise ReportError(f"{where}: schema {quoted(schema)}; this autoconv reads schema {SCHEMA_VERSION} "
                           f"(re-run `autoconv bench` to write a current file)")
     for key in ("environment", "problems"):
         if key not in results:
@@ -87,8 +111,160 @@ def check_results(results: Any, where: str = "results") -> None:
             raise ReportError(f"{where}: problem #{i} is not a JSON object")
         missing = [f for f in PROBLEM_FIELDS if f not in problem]
         if missing:
-            label = problem.get("name", f"#{i}") if isinstance(problem, dict) else f"#{i}"
-            raise ReportError(f"{where}: problem {label} lacks {', '.join(missing)}")
+            label = problem.get("name", f"#{i}")
+            raise ReportError(f"{where}: problem {_short(label)} lacks {', '.join(missing)}")
+    _Check(where, results).run()
+
+
+def _short(value: object) -> str:
+    """A name or value for a one-line message: cut, with its line breaks shown as escapes."""
+    return value if isinstance(value, str) and value.isprintable() and len(value) <= 80 else quoted(value)
+
+
+def _shown(value: object) -> str:
+    """``value`` as JSON spells it, short: what the message says was found."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return quoted(value)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class _Check:
+    """The field checks of :func:`check_results`; each failure raises at once, naming the
+    field by its path (``problems[1].trials[3].value_ms``) and the layer by its name."""
+
+    def __init__(self, where: str, results: dict[str, Any]):
+        self.where = where
+        self.results = results
+
+    def fail(self, path: tuple, value: object, expected: str) -> NoReturn:
+        field = _path(path)
+        if len(path) >= 3 and path[0] == "problems":
+            name = self.results["problems"][path[1]].get("name")
+            if isinstance(name, str) and path[2:] != ("name",):
+                field = f"layer {_short(name)} ({_path(path[:2])}): {_path(path[2:])}"
+        raise ReportError(f"{self.where}: {field} is {_shown(value)}; expected {expected} ({FIX})")
+
+    def run(self) -> None:
+        results = self.results
+        environment = results["environment"]
+        if not isinstance(environment, dict):
+            self.fail(("environment",), environment, "an object (GPU, driver, versions, date, command)")
+        for key, value in environment.items():
+            if isinstance(value, (dict, list)):
+                self.fail(("environment", key), value, "text, a number or null")
+        self.measured(("peak_tflops",), results.get("peak_tflops"))
+        self.non_negative(("tuning_seconds",), results.get("tuning_seconds"))
+        method = results.get("method")
+        if method is not None and not isinstance(method, dict):
+            self.fail(("method",), method, "an object, or null")
+        for key in ("rounds", "samples"):
+            self.count(("method", key), (method or {}).get(key), optional=True)
+        for i, problem in enumerate(results["problems"]):
+            self.problem(("problems", i), problem)
+        self.finite(results)
+
+    def problem(self, at: tuple, problem: dict[str, Any]) -> None:
+        name = problem["name"]
+        if not isinstance(name, str) or not name:
+            self.fail((*at, "name"), name, "the layer's name (text)")
+        for key in ("spec", "shape"):
+            self.typed((*at, key), problem[key], str, "text")
+        self.count((*at, "count"), problem["count"])
+        self.measured((*at, "gflop"), problem["gflop"], optional=False)
+        precision = problem.get("precision")
+        if precision is not None and precision not in CUDNN_MODES:
+            self.fail((*at, "precision"), precision, f"one of {', '.join(CUDNN_MODES)}, or null (fp32)")
+        self.typed((*at, "family"), problem["family"], str, "a kernel family's name, or null", optional=True)
+        params = problem["params"]
+        self.typed((*at, "params"), params, dict, "an object of the winner's parameters, or null", optional=True)
+        for key, value in (params or {}).items():
+            if isinstance(value, (dict, list)):
+                self.fail((*at, "params", key), value, "text, a number or null")
+        for key, value in problem.items():
+            if key == "family_best_ms":
+                continue
+            if key.endswith("_ms") or key.endswith("_tflops") or key.startswith("speedup_vs_"):
+                self.measured((*at, key), value)
+            elif key.endswith("_plan") or key.endswith("_note"):
+                self.typed((*at, key), value, str, "text, or null", optional=True)
+        self.non_negative((*at, "pct_of_peak"), problem["pct_of_peak"])
+        workspace = problem["workspace_bytes"]
+        if workspace is not None and not (isinstance(workspace, int) and not isinstance(workspace, bool)
+                                          and workspace >= 0):
+            self.fail((*at, "workspace_bytes"), workspace, "a whole number of bytes, or null")
+        for key, check in (("family_best_ms", self.measured), ("errors_vs_reference", self.non_negative),
+                           ("pct_of_tensor_peak", self.non_negative)):
+            values = problem.get(key)
+            self.typed((*at, key), values, dict, "an object, or null", optional=True)
+            for name_, value in (values or {}).items():
+                check((*at, key, name_), value)
+        trials = problem["trials"]
+        self.typed((*at, "trials"), trials, list, "a list of trials", optional=False)
+        for j, trial in enumerate(trials):
+            if not isinstance(trial, dict):
+                self.fail((*at, "trials", j), trial, "an object (number, family, value_ms, state)")
+            number = trial.get("number")
+            if not (isinstance(number, int) and not isinstance(number, bool) and number >= 0):
+                self.fail((*at, "trials", j, "number"), number, "the trial's number, a whole number of at least 0")
+            self.measured((*at, "trials", j, "value_ms"), trial.get("value_ms"))
+            for key in ("state", "family"):
+                self.typed((*at, "trials", j, key), trial.get(key), str, "text, or null", optional=True)
+
+    def typed(self, at: tuple, value: object, kind: type, expected: str, *, optional: bool = False) -> None:
+        if not (isinstance(value, kind) or (optional and value is None)):
+            self.fail(at, value, expected)
+
+    def measured(self, at: tuple, value: object, *, optional: bool = True) -> None:
+        low, high = MEASURED_RANGE
+        if optional and value is None:
+            return
+        if not (_is_number(value) and low <= cast(float, value) <= high):  # (False for NaN)
+            self.fail(at, value, MEASURED + (", or null where not measured" if optional else ""))
+
+    def non_negative(self, at: tuple, value: object) -> None:
+        if value is not None and not (_is_number(value) and 0 <= cast(float, value) <= MEASURED_RANGE[1]):
+            self.fail(at, value, "a number of at least 0, or null")
+
+    def count(self, at: tuple, value: object, *, optional: bool = False) -> None:
+        if optional and value is None:
+            return
+        if not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_COUNT):
+            self.fail(at, value, f"a whole number from 1 to {MAX_COUNT:.0e}")
+
+    def finite(self, results: dict[str, Any]) -> None:
+        """No NaN or Infinity anywhere, the fields no report reads included (JSON has
+        neither; Python's reader takes them): walked without recursion, however deep."""
+        stack: list[tuple[tuple, object]] = [((), results)]
+        while stack:
+            at, value = stack.pop()
+            if isinstance(value, float) and not math.isfinite(value):
+                self.fail(at, value, "a finite number (JSON has no NaN or Infinity)")
+            elif isinstance(value, dict):
+                stack.extend(((*at, key), item) for key, item in value.items())
+            elif isinstance(value, list):
+                stack.extend(((*at, j), item) for j, item in enumerate(value))
+
+
+def _path(path: tuple) -> str:
+    """``problems[1].family_best_ms.direct``; a key that is not a plain name is quoted."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            key = part if part.isidentifier() else f"[{quoted(part)}]"
+            text += key if not text else (key if key.startswith("[") else f".{key}")
+    return text or "the top level"
 
 
 def results_target_problem(path: str | os.PathLike) -> str | None:

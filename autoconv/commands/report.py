@@ -1,5 +1,6 @@
-"""``autoconv report``: a report folder (report.md, CSV, JSON, plots) from the results JSON
-of ``autoconv bench`` (:mod:`autoconv.bench.report` writes it)."""
+"""``autoconv report``: a report folder (report.md, CSV, plots) from the results JSON of
+``autoconv bench`` (:mod:`autoconv.bench.report` writes it); the results file itself is only
+read."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from autoconv.errors import UsageError
 
 def add_parser(commands) -> None:
     report = commands.add_parser(
-        "report", help="write report.md, CSV, JSON and plots from a results JSON of `autoconv bench`")
+        "report", help="write report.md, CSV and plots from a results JSON of `autoconv bench` (which it only reads)")
     report.add_argument("--results", default="results.json", metavar="FILE",
                         help="results JSON written by `autoconv bench` (default results.json)")
     report.add_argument("--out", metavar="DIR",
@@ -53,8 +54,8 @@ def run(args: argparse.Namespace) -> int:
 
 def report_command(results_path: str, out_dir: str | None = None, *, plots: bool = True,
                    argv: Sequence[str] | None = None) -> int:
-    """Read ``results_path``, write the folder (by default the one the results file is in),
-    list what was written."""
+    """Read and check ``results_path`` (left as it was), write the report into ``out_dir``
+    (by default the results file's folder), list what was written."""
     results = load_results(results_path)
     out_dir = out_dir or str(Path(results_path).parent)
     command = "autoconv " + shlex.join(argv) if argv else None
