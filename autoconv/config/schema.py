@@ -72,11 +72,18 @@ from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from autoconv.cache.location import default_location as default_cache_location
 from autoconv.config.budget import BUDGET_RULES, Budget
-from autoconv.config.tune_config import DEFAULT_RESULTS, DEFAULT_STORAGE, DEFAULT_WORKSPACE_LIMIT_MB, TuneConfig
+from autoconv.config.tune_config import (
+    DEFAULT_RESULTS,
+    DEFAULT_STORAGE,
+    DEFAULT_WORKSPACE_LIMIT_MB,
+    MAX_DEVICE,
+    MAX_WORKSPACE_LIMIT_MB,
+    TuneConfig,
+)
 from autoconv.config.yaml_nodes import INVALID, Invalid, NodeReader, is_int, is_null, value_of
 from autoconv.errors import ProblemError, quoted
 from autoconv.kernels.families import FAMILY_NAMES, get_family
-from autoconv.problems.models import MODEL_PRESETS, NamedProblem
+from autoconv.problems.models import COUNT_LIMIT_WHY, MAX_COUNT, MODEL_PRESETS, NamedProblem
 from autoconv.problems.problem import (
     LAYOUTS,
     PRECISIONS,
@@ -134,9 +141,11 @@ class ConfigReader(NodeReader):
         families = self.families(value_of(top, "families"), FAMILY_NAMES)
         budget = self.budget(value_of(top, "budget"))
         seed = self.integer(value_of(top, "seed"), "seed", 0, default=0, maximum=2**32 - 1)
-        device = self.integer(value_of(top, "device"), "device", 0, default=0)
+        device = self.integer(value_of(top, "device"), "device", 0, default=0, maximum=MAX_DEVICE,
+                              why="a CUDA device index: 0 for the first GPU; `nvidia-smi -L` lists them")
         workspace = self.integer(value_of(top, "workspace_limit_mb"), "workspace_limit_mb", 0,
-                                 default=DEFAULT_WORKSPACE_LIMIT_MB)
+                                 default=DEFAULT_WORKSPACE_LIMIT_MB, maximum=MAX_WORKSPACE_LIMIT_MB,
+                                 why="MiB of scratch memory a kernel may use: 1 TiB is more than any GPU has")
         # Without a `cache:` key, tune writes the user's cache, which autoconv.conv2d reads.
         cache_node = value_of(top, "cache")
         cache = default_cache_location() if cache_node is None else self.location(cache_node, "cache")
@@ -236,7 +245,8 @@ class ConfigReader(NodeReader):
         else:
             name = self.name(fields["name"][1], f"{path}.name")
             ok &= name is not INVALID
-        count = self.integer(value_of(fields, "count"), f"{path}.count", 1, default=1)
+        count = self.integer(value_of(fields, "count"), f"{path}.count", 1, default=1, maximum=MAX_COUNT,
+                             why=COUNT_LIMIT_WHY)
         ok &= count is not INVALID
 
         if "spec" in fields:
@@ -441,6 +451,11 @@ class ConfigReader(NodeReader):
             if entry.problem in by_problem:
                 index = by_problem[entry.problem]
                 first, first_path, first_node = merged[index]
+                if first.count + entry.count > MAX_COUNT:
+                    self.error(node, path, f"the same problem as {first_path} (line {self.line_of(first_node)}): "
+                               f"their counts add up to {first.count + entry.count}, more than {MAX_COUNT} "
+                               f"({COUNT_LIMIT_WHY})")
+                    continue
                 merged[index] = (NamedProblem(first.name, first.problem,
                                               first.count + entry.count), first_path, first_node)
                 if entry.name != first.name:
