@@ -191,3 +191,14 @@ def test_a_malformed_entry_is_quoted_short(tmp_path, key):
             winners.import_file(export)
     assert "entries[0] is malformed: key.cuda_runtime must be int" in str(info.value)
     assert len(str(info.value)) < 600 and "(100" in str(info.value)
+
+
+@pytest.mark.parametrize("action", [["import", "w.json"], ["export", "out.json"]])
+def test_a_cache_that_cannot_be_read_is_named(action, tmp_path, capsys, monkeypatch, key):
+    """``--cache /proc/self/mem``: a "regular" file whose reads fail said "Input/output error" alone."""
+    monkeypatch.chdir(tmp_path)
+    _export(tmp_path / "w.json", [tuned_entry(key)])
+    code, out, err = run_cli(capsys, "cache", *action, "--cache", "/proc/self/mem")
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.startswith("autoconv cache: error: cache /proc/self/mem: cannot be read (")
+    assert not (tmp_path / "out.json").exists()
