@@ -18,10 +18,12 @@ import stat
 import tempfile
 from pathlib import Path
 
-from autoconv.errors import ConfigError
+from autoconv.errors import ConfigError, quoted
 from autoconv.urls import is_url, masked_url
 
 _SQLITE_PREFIX = "sqlite:///"
+#: Paths longer than this are quoted cut short in messages.
+PATH_SHOWN = 200
 
 
 def output_problems(results: str | os.PathLike, storage: str | os.PathLike,
@@ -32,8 +34,8 @@ def output_problems(results: str | os.PathLike, storage: str | os.PathLike,
     problems = []
     reason = _folder_problem(Path(results))
     if reason:
-        problems.append(f"results folder {results}: {reason}; set `results:` in the config to a folder "
-                        "autoconv may write")
+        problems.append(f"results folder {_shown(str(results))}: {reason}; set `results:` in the config to a "
+                        "folder autoconv may write")
     outputs: list[tuple[str, str | os.PathLike, str, tuple[str, ...]]] = [
         ("storage", storage, "set `storage:` in the config (or --storage) to the path of a journal file, or a "
          "database URL", (".flock",)),
@@ -45,13 +47,19 @@ def output_problems(results: str | os.PathLike, storage: str | os.PathLike,
             if not (text.startswith(_SQLITE_PREFIX) and text[len(_SQLITE_PREFIX):] not in ("", ":memory:")):
                 continue  # (a server database: it answers when the run opens it)
             path, sidecars = Path(text[len(_SQLITE_PREFIX):]), ("-journal", "-wal", "-shm")
-            shown = masked_url(text)
+            shown = _shown(masked_url(text))
         else:
-            path, shown = Path(text).expanduser(), text
+            path, shown = Path(text).expanduser(), _shown(text)
         reason = _file_problem(path, sidecars)
         if reason:
             problems.append(f"{what} {shown}: {reason}; {fix}")
     return problems
+
+
+def _shown(text: str) -> str:
+    """A path for a message: as is, or quoted cut short when it is long (a path has at most 4096
+    characters, a command-line argument need not)."""
+    return text if len(text) <= PATH_SHOWN else quoted(text, PATH_SHOWN)
 
 
 def check_outputs(results: str | os.PathLike, storage: str | os.PathLike, cache: str | os.PathLike) -> None:

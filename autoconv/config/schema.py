@@ -98,6 +98,9 @@ from autoconv.urls import is_url
 #: Problem names end up in study names and file names: keep them to safe characters.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
 
+#: Longest path or URL a config may give (``cache``, ``storage``, ``results``): Linux's PATH_MAX.
+LOCATION_MAX_LENGTH = 4096
+
 TOP_KEYS = ("problems", "models", "precision", "layout", "families", "budget", "seed", "cache", "storage",
             "results", "device", "workspace_limit_mb")
 PROBLEM_KEYS = ("name", "count", "spec") + SIZE_FIELDS + (
@@ -198,14 +201,22 @@ class ConfigReader(NodeReader):
             return self.error(node, path, f"must be >= 0, got {self.describe(node)}")
         return value.lower() if isinstance(value, str) else value
 
+    def location_text(self, node: Node, key: str):
+        """A path or URL as written: a non-empty string of at most :data:`LOCATION_MAX_LENGTH` characters."""
+        text = self.string(node, key)
+        if text is not INVALID and len(text) > LOCATION_MAX_LENGTH:
+            return self.error(node, key, f"{quoted(text)} is not a path or URL: it has more than "
+                              f"{LOCATION_MAX_LENGTH} characters, the longest path Linux opens (PATH_MAX)")
+        return text
+
     def path(self, node: Node | None, key: str, default: str) -> Path | Invalid:
-        text = default if node is None else self.string(node, key)
+        text = default if node is None else self.location_text(node, key)
         if text is INVALID:
             return text
         return _under(self.base_dir, text)
 
     def storage(self, node: Node | None):
-        text = DEFAULT_STORAGE if node is None else self.string(node, "storage")
+        text = DEFAULT_STORAGE if node is None else self.location_text(node, "storage")
         if text is INVALID:
             return text
         if "://" not in text:
@@ -214,7 +225,7 @@ class ConfigReader(NodeReader):
 
     def location(self, node: Node, key: str) -> Path | str | Invalid:
         """A file path (relative to the config's folder) or a SQLAlchemy URL."""
-        text = self.string(node, key)
+        text = self.location_text(node, key)
         if text is INVALID:
             return text
         return _url_under(self.base_dir, text) if is_url(text) else _under(self.base_dir, text)

@@ -7,6 +7,7 @@ read-only file system, ``storage: /dev/null``, ``cache: /proc/self/mem``)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,16 @@ def test_check_of_a_config_whose_outputs_can_be_written_exits_0(tmp_path, capsys
     code, out, err = run_cli(capsys, "check", _config(tmp_path))
     assert code == 0 and err == "" and "1 problem" in out
     assert os.listdir(tmp_path) == ["c.yaml"]
+
+
+def test_long_paths_are_refused_or_named_short(tmp_path):
+    long = "/tmp/" + "x" * 100_000
+    for key in ("cache", "storage", "results"):
+        (error,) = _errors(PROBLEM + f"{key}: '{long}'\n")
+        assert error.startswith(f"test.yaml:3: {key}: '/tmp/xxx") and "... (100005 characters) is not a path" in error
+        assert "PATH_MAX" in error and len(error) < 300
+    # From the command line (--cache, --storage) a path is not bounded: the message quotes it short.
+    problems = output_problems(long, tmp_path / "s.journal", f"sqlite:///{long}")
+    assert [problem.split(" ")[0] for problem in problems] == ["results", "cache"]
+    assert all(re.search(r"\.\.\. \(1000\d\d characters\)", problem) and len(problem) < 500
+               for problem in problems), problems
