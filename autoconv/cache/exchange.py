@@ -1,23 +1,30 @@
 """Moving winners between machines: the export file (JSON, every entry with its key) and
 the checks an imported entry passes.
 
-``cache import`` takes only entries autoconv could have tuned (:func:`entry_problem`): a
-known family, plausible times and, for an entry of this autoconv and these templates, a
-config valid in its search space that renders the kernel the entry names. A file that
-is not an export is never overwritten by ``cache export``.
+``cache import`` takes only entries autoconv could have tuned, each checked whole
+(:func:`entry_problem`): every field of the right form and range, a known family, plausible
+times, a config valid in the family's search space that renders the kernel the entry names.
+So it takes only entries of this autoconv and these templates, the ones it can render and
+``autoconv.conv2d`` would run; an entry of another GPU is kept under that GPU's key, checked
+against the limits of a GPU of its compute capability. A file that is not an export is never
+overwritten by ``cache export``.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from autoconv._version import __version__
 from autoconv.cache.entries import CacheEntry, now_iso
 from autoconv.cache.schema import SCHEMA_VERSION, entry_row
-from autoconv.errors import AutoconvError, CacheError, ProblemError
+from autoconv.errors import QUOTE_LIMIT, AutoconvError, CacheError, ProblemError, quoted
 from autoconv.files import path_problem, write_atomically, write_problem
+from autoconv.kernels.fingerprint import templates_hash
 from autoconv.problems.problem import parse_spec
 
 EXPORT_FORMAT = "autoconv-winners-export"
@@ -101,8 +108,8 @@ def read_export(source: Path) -> list[CacheEntry]:
         try:
             entry = CacheEntry.from_dict(raw)
             entry_row(entry)  # type and value checks
-        except (TypeError, KeyError, ValueError) as err:
-            raise CacheError(f"{source}: entries[{index}] is malformed: {err}") from None
+        except (TypeError, KeyError, ValueError, OverflowError) as err:
+            raise CacheError(f"{source}: entries[{index}] is malformed: {shortened(str(err))}") from None
         entries.append(entry)
     return entries
 
@@ -116,30 +123,134 @@ MAX_PLAUSIBLE_TFLOPS = 5000.0
 MIN_PLAUSIBLE_MS = 1e-6
 
 
+def shortened(text: str, limit: int = 2 * QUOTE_LIMIT) -> str:
+    """``text`` for a message, cut to ``limit`` characters with a note of its length (an
+    export's values may be megabytes)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def rejection(index: int, entry: CacheEntry, reason: str) -> str:
+    """How ``cache import`` names an entry it rejects, and why: ``entries[i] (problem, 'family'): why``."""
+    return f"entries[{index}] ({shortened(str(entry.key.problem_key), QUOTE_LIMIT)}, {quoted(entry.family)}): {reason}"
+
+
+#: Longest name an entry may hold (a GPU's, a kernel's parameters; real ones are well under this).
+TEXT_LIMIT = 256
+#: Longest study name or cuDNN plan name (a study's name holds its problem, GPU and families).
+LONG_TEXT_LIMIT = 1024
+#: Largest CUDA runtime or driver version (they count 1000 * major + 10 * minor: 13000 is 13.0).
+VERSION_LIMIT = 1_000_000
+#: Largest workspace an entry may need: 1 TiB, more than any GPU's memory.
+WORKSPACE_LIMIT = 1 << 40
+#: Most trials an entry may have taken (a long study runs thousands).
+TRIALS_LIMIT = 2**31 - 1
+_COMPUTE_CAPABILITY = re.compile(r"[1-9][0-9]?\.[0-9]")
+_HASH = re.compile(r"[0-9a-f]{8,64}")
+_VERSION = re.compile(r"[0-9A-Za-z.+_-]{1,64}")
+
+
+def _text_problem(name: str, value, pattern: re.Pattern | None = None, none_allowed: bool = False,
+                  limit: int = TEXT_LIMIT) -> str | None:
+    """Why ``value`` is not a text field an entry may hold (printable, at most ``limit``
+    characters, of ``pattern``'s form where given), or None."""
+    if value is None and none_allowed:
+        return None
+    if not isinstance(value, str) or not value or len(value) > limit or not value.isprintable():
+        return f"{name}={quoted(value)} is not a printable text of 1 to {limit} characters"
+    if pattern is not None and not pattern.fullmatch(value):
+        return f"{name}={quoted(value)} is not of the form {pattern.pattern}"
+    return None
+
+
+def _field_problem(entry: CacheEntry) -> str | None:
+    """Why a field of ``entry`` has a form or range autoconv never writes, or None."""
+    key = entry.key
+    for name, value, pattern in (("key.gpu_name", key.gpu_name, None),
+                                 ("key.compute_capability", key.compute_capability, _COMPUTE_CAPABILITY),
+                                 ("key.autoconv_version", key.autoconv_version, _VERSION),
+                                 ("key.templates_hash", key.templates_hash, _HASH),
+                                 ("source_hash", entry.source_hash, _HASH),
+                                 ("key.dtype", key.dtype, None)):
+        reason = _text_problem(name, value, pattern)
+        if reason:
+            return reason
+    reason = _text_problem("study_name", entry.study_name or "-", limit=LONG_TEXT_LIMIT)
+    if reason:
+        return reason
+    for name, number, limit in (("key.cuda_runtime", key.cuda_runtime, VERSION_LIMIT),
+                                ("key.cuda_driver", key.cuda_driver, VERSION_LIMIT),
+                                ("workspace_bytes", entry.workspace_bytes, WORKSPACE_LIMIT),
+                                ("trials", entry.trials, TRIALS_LIMIT)):
+        if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= limit:
+            return f"{name}={quoted(number)} is not an integer from 0 to {limit}"
+    for name, when in (("measured_at", entry.measured_at), ("baseline_measured_at", entry.baseline_measured_at)):
+        if when is None and name.startswith("baseline"):
+            continue
+        reason = _text_problem(name, when)
+        if reason:
+            return reason
+        try:
+            datetime.datetime.fromisoformat(str(when))
+        except ValueError:
+            return f"{name}={quoted(when)} is not an ISO 8601 time"
+    reason = _text_problem("baseline_name", entry.baseline_name, none_allowed=True)
+    if reason:
+        return reason
+    if entry.baseline_plan is not None:
+        return _plan_problem(entry.baseline_plan)
+    return None
+
+
+def _plan_problem(plan) -> str | None:
+    """Why ``plan`` is not a cuDNN plan as the benchmark records it (JSON: its mode and name), or None."""
+    if not isinstance(plan, str) or len(plan) > 4 * LONG_TEXT_LIMIT:
+        return f"baseline_plan={quoted(plan)} is not a JSON text of at most {4 * LONG_TEXT_LIMIT} characters"
+    try:
+        document = json.loads(plan)
+    except (ValueError, RecursionError):
+        document = None
+    if not (isinstance(document, dict) and _text_problem("mode", document.get("mode")) is None
+            and _text_problem("plan_name", document.get("plan_name"), limit=LONG_TEXT_LIMIT) is None):
+        return f"baseline_plan={quoted(plan)} is not a cuDNN plan (JSON with a \"mode\" and a \"plan_name\")"
+    return None
+
+
 def entry_problem(entry: CacheEntry) -> str | None:
-    """Why ``entry`` could not have been tuned by autoconv, or None: the problem parses
-    and matches the key's dtype; the family is one of this autoconv's; the times are
-    finite, positive and not faster than :data:`MAX_PLAUSIBLE_TFLOPS` (nor
-    :data:`MIN_PLAUSIBLE_MS`). For an entry of this autoconv and these templates
-    (:attr:`~autoconv.cache.entries.CacheKey.is_current`, the ones ``autoconv.conv2d`` would run) also: the
-    config is valid in the family's search space for the problem (on a device of the
-    key's compute capability with the H100's limits, SMs to spare) and renders the kernel
-    the entry names (name, source hash, workspace)."""
+    """Why ``entry`` could not have been tuned by this autoconv, or None:
+
+    - every field has the form and range autoconv writes (printable texts of bounded length,
+      hashes in hex, versions and counts in range, ISO times, a cuDNN plan as JSON);
+    - the problem parses and matches the key's dtype; the family is one of this autoconv's; the
+      times are finite, positive and not faster than :data:`MAX_PLAUSIBLE_TFLOPS` (nor
+      :data:`MIN_PLAUSIBLE_MS`);
+    - the entry is of this autoconv and these templates (:attr:`~autoconv.cache.entries.CacheKey.is_current`):
+      another's kernel cannot be rendered here to check it, and ``autoconv.conv2d`` never runs it;
+    - the config names each of the family's parameters with one of its values, and is valid in
+      the family's search space for the problem (on a device of the key's compute capability
+      with the H100's limits, SMs to spare); it renders the kernel the entry names (name,
+      source hash, workspace).
+
+    An entry of another GPU passes where a GPU of its compute capability could have run it; it
+    is kept under that GPU's key (``autoconv.conv2d`` looks up the GPU it runs on)."""
     # The kernels (NumPy, Jinja2) load here, when an export is imported, not with the cache:
     # the commands that only read, export or clear the cache stay quick to start.
     from autoconv.kernels.families import FAMILY_NAMES, get_family
+    from autoconv.kernels.families.base import DTYPE_TAGS
     from autoconv.kernels.limits import H100
     from autoconv.kernels.space import DEFAULT_WORKSPACE_LIMIT
 
+    reason = _field_problem(entry)
+    if reason:
+        return reason
     key = entry.key
     try:
         problem = parse_spec(key.problem_key)
     except ProblemError as err:
         return f"the problem is not a valid spec ({err})"
     if problem.dtype != key.dtype:
-        return f"the key's dtype {key.dtype!r} is not the problem's ({problem.dtype!r})"
+        return f"the key's dtype {quoted(key.dtype)} is not the problem's ({problem.dtype!r})"
     if entry.family not in FAMILY_NAMES:
-        return f"{entry.family!r} is not a kernel family of this autoconv ({', '.join(FAMILY_NAMES)})"
+        return f"{quoted(entry.family)} is not a kernel family of this autoconv ({', '.join(FAMILY_NAMES)})"
     for name in ("time_ms", "baseline_time_ms"):
         value = getattr(entry, name)
         if value is None and name.startswith("baseline"):
@@ -150,19 +261,32 @@ def entry_problem(entry: CacheEntry) -> str | None:
         if value < MIN_PLAUSIBLE_MS or rate > MAX_PLAUSIBLE_TFLOPS:
             return (f"{name}={value!r} is implausibly fast ({rate:.3g} TFLOP/s; no GPU exceeds "
                     f"{MAX_PLAUSIBLE_TFLOPS:g}, no launch takes under {MIN_PLAUSIBLE_MS:g} ms)")
-    if not math.isfinite(entry.tflops) or entry.tflops > MAX_PLAUSIBLE_TFLOPS:
-        return f"tflops={entry.tflops!r} is implausible"
+    for name in ("tflops", "baseline_tflops"):
+        value = getattr(entry, name)
+        if value is None and name.startswith("baseline"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or not 0 <= value <= MAX_PLAUSIBLE_TFLOPS:
+            return f"{name}={quoted(value)} is implausible (no GPU exceeds {MAX_PLAUSIBLE_TFLOPS:g} TFLOP/s)"
+    family = get_family(entry.family)
+    reason = _config_problem(entry.config, family.space.params)
+    if reason:
+        return f"the config is not one of {entry.family}'s: {reason}"
+    tag = "tf32" if problem.precision == "tf32" else DTYPE_TAGS[problem.dtype]
+    if not re.fullmatch(rf"{re.escape(entry.family)}_{tag}_[A-Za-z0-9_]{{1,{TEXT_LIMIT}}}_[0-9a-f]{{8}}",
+                        str(entry.kernel_name)):
+        return (f"kernel name {quoted(entry.kernel_name)} is not of the form {entry.family}_{tag}_<parameters>_<hash> "
+                "that autoconv names kernels with")
     if not key.is_current:
-        return None  # never run (another autoconv or other templates): kept for the record
-    try:
-        major, minor = (int(part) for part in key.compute_capability.split("."))
-    except ValueError:
-        return f"compute capability {key.compute_capability!r} is not MAJOR.MINOR"
+        return (f"made by autoconv {quoted(key.autoconv_version)} with templates {quoted(key.templates_hash)}, not "
+                f"this one ({__version__}, templates {templates_hash()}): its kernel cannot be rendered here to "
+                "check it, and autoconv.conv2d would never run it; import it with the autoconv that exported it, "
+                "or tune the problem with this one")
+    major, minor = (int(part) for part in key.compute_capability.split("."))
     # The H100's limits (its shared memory per block is the largest of any NVIDIA GPU) at the
     # key's compute capability, with SMs to spare: a config valid on some GPU of that kind
     # passes; autoconv.conv2d checks it again against the GPU it runs on.
     device = replace(H100, name=key.gpu_name, compute_capability=(major, minor), sm_count=1024)
-    family = get_family(entry.family)
     reason = family.unsupported_reason(problem)
     if reason:
         return reason
@@ -176,9 +300,27 @@ def entry_problem(entry: CacheEntry) -> str | None:
     except AutoconvError as err:
         return f"config {config} cannot be planned ({str(err).splitlines()[0]})"
     if plan.name != entry.kernel_name:
-        return f"kernel name {entry.kernel_name!r} is not the one this config renders ({plan.name!r})"
+        return f"kernel name {quoted(entry.kernel_name)} is not the one this config renders ({plan.name!r})"
     if plan.source_hash != entry.source_hash:
-        return f"source hash {entry.source_hash!r} is not the one this config renders ({plan.source_hash!r})"
+        return f"source hash {quoted(entry.source_hash)} is not the one this config renders ({plan.source_hash!r})"
     if plan.workspace_bytes != entry.workspace_bytes:
         return f"workspace_bytes={entry.workspace_bytes} is not the plan's ({plan.workspace_bytes})"
+    return None
+
+
+def _config_problem(config, params) -> str | None:
+    """Why ``config`` does not give each parameter of ``params`` (name -> its values) one of its
+    values, of the same type (JSON's 64.0 and true are not 64 and 1), or None."""
+    if not isinstance(config, dict):
+        return f"{quoted(config)} is not a mapping"
+    unknown = [name for name in config if name not in params]
+    if unknown:
+        return f"unknown parameter {quoted(unknown[0])} (parameters: {', '.join(params)})"
+    missing = [name for name in params if name not in config]
+    if missing:
+        return f"no value for {', '.join(missing)}"
+    for name, choices in params.items():
+        value = config[name]
+        if not any(type(value) is type(choice) and value == choice for choice in choices):
+            return f"{name}={quoted(value)} is not one of {list(choices)}"
     return None

@@ -46,6 +46,7 @@ from autoconv.cache.exchange import (
     check_export_target,
     entry_problem,
     read_export,
+    rejection,
     same_measurement,
     write_export,
 )
@@ -241,7 +242,7 @@ class WinnerCache:
         for index, entry in enumerate(entries):
             reason = entry_problem(entry)
             if reason:
-                result.rejected.append(f"entries[{index}] ({entry.key.problem_key}, {entry.family!r}): {reason}")
+                result.rejected.append(rejection(index, entry, reason))
                 continue
             existing = self.get(entry.key)
             if existing is not None and same_measurement(existing, entry):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 
 from autoconv.cache.location import default_location
 from autoconv.cache.sql import NoCache
@@ -44,7 +46,8 @@ def cache_command(action: str, file: str | None = None, cache: str | None = None
     console = stdout_console()
     if action == "clear":
         target = cache or default_location()
-        existed = WinnerCache.clear(target)
+        with _naming(target):
+            existed = WinnerCache.clear(target)
         if is_url(target):  # only autoconv's tables go, never Optuna's
             console.print(f"{'dropped the tables autoconv_meta, autoconv_winners in' if existed else 'no cache in'} "
                           f"{shown(target)}")
@@ -55,14 +58,17 @@ def cache_command(action: str, file: str | None = None, cache: str | None = None
         raise AutoconvError(f"cache {action} needs a FILE")
     if action == "export":
         try:
-            winners = WinnerCache(cache, create=False)  # a reader: creates no cache
+            with _naming(cache or default_location()):
+                winners = WinnerCache(cache, create=False)  # a reader: creates no cache
         except NoCache as err:
             raise CacheError(f"{err}: nothing to export") from None
         with winners:
             count = winners.export(file)
         console.print(f"exported {count} winner{'s' if count != 1 else ''} from {winners.location} to {file}")
         return 0
-    with WinnerCache(cache) as winners:
+    with _naming(cache or default_location()):
+        winners = WinnerCache(cache)
+    with winners:
         result = winners.import_file(file)
     parts = [f"imported {result.stored} winner{'s' if result.stored != 1 else ''} into {winners.location}"]
     if result.identical:
@@ -79,3 +85,14 @@ def cache_command(action: str, file: str | None = None, cache: str | None = None
             console.print(f"  ... and {len(result.rejected) - SHOWN_REJECTIONS} more", highlight=False, markup=False)
         return 1
     return 0
+
+
+@contextlib.contextmanager
+def _naming(location) -> Iterator[None]:
+    """Turn an OSError from opening the cache at ``location`` (a "regular" file whose reads fail,
+    such as /proc/self/mem) into a CacheError that names it."""
+    try:
+        yield
+    except OSError as err:
+        raise CacheError(f"cache {shown(location)}: cannot be read ({err.strerror or err}); pass the path of an "
+                         "autoconv cache file, or a database URL, with --cache") from None

@@ -1,5 +1,6 @@
 """``autoconv check CONFIG``: validate a tuning config and list the problems it expands to
-and the settings ``autoconv tune CONFIG`` would use (no GPU, nothing written)."""
+and the settings ``autoconv tune CONFIG`` would use, and check that tune could write its
+outputs (no GPU, nothing written)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 
 from autoconv.commands.console import shown
 from autoconv.config.load import load_config
+from autoconv.config.outputs import output_problems
 from autoconv.errors import ConfigError
 from autoconv.search.session import TuneSession
 
@@ -19,7 +21,8 @@ def add_parser(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the config's summary (0), or every error in it on stderr (2)."""
+    """Print the config's summary (0), or every error in it on stderr (2); an output that
+    ``autoconv tune`` could not write (results folder, storage, cache) is an error too."""
     try:
         config = load_config(args.config)
     except ConfigError as err:
@@ -29,7 +32,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"autoconv check: {count} error{'s' if count != 1 else ''} in {args.config}",
               file=sys.stderr)
         return 2
-    print(format_config(TuneSession.from_config(config)))
+    session = TuneSession.from_config(config)
+    print(format_config(session))
+    problems = output_problems(config.results, session.storage, session.cache)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if problems:
+        count = len(problems)
+        print(f"autoconv check: {count} output{'s' if count != 1 else ''} of {args.config} cannot be written; "
+              "`autoconv tune` would refuse to start", file=sys.stderr)
+        return 2
     return 0
 
 

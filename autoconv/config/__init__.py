@@ -14,5 +14,7 @@ every problem needs a selected family that can run it) and the default cache loc
   command line's overrides (``--precision``, ``--layout``).
 - :mod:`~autoconv.config.budget`: :class:`~autoconv.config.budget.Budget` and the rules numeric
   settings follow, in a file and on the command line.
+- :mod:`~autoconv.config.outputs`: :func:`~autoconv.config.outputs.check_outputs`, whether a run can
+  write its results folder, storage and cache, checked before it starts.
 - :mod:`~autoconv.config.yaml_nodes`: YAML read as nodes, every error located (the schema's reader).
 """

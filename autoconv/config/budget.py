@@ -31,10 +31,27 @@ def seconds_problem(value) -> str | None:
     return "must be > 0" if value <= 0 else None
 
 
+#: The shortest time budget per problem: one candidate needs about this long to compile (0.1-0.6 s of
+#: CPU, docs/lab-notes/2026-11-27-nvrtc-compile-cost.md), be verified and be timed; a shorter budget
+#: would end before any candidate ran.
+MIN_BUDGET_SECONDS = 0.5
+
+
+def budget_seconds_problem(value) -> str | None:
+    """Why ``value`` is not a time budget per problem, a number of seconds >=
+    :data:`MIN_BUDGET_SECONDS`, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "expected a number of seconds"
+    if value < MIN_BUDGET_SECONDS:
+        return (f"must be >= {MIN_BUDGET_SECONDS:g} (one candidate takes about that long to compile, verify "
+                "and time: a shorter budget ends before any candidate runs)")
+    return None
+
+
 #: The rule of each budget field; :class:`Budget`, the config reader and the command line's
 #: ``--trials``, ``--seconds`` and ``--patience`` all check with these.
 BUDGET_RULES: dict[str, Callable[[object], str | None]] = {
-    "trials": count_problem, "seconds": seconds_problem, "patience": count_problem}
+    "trials": count_problem, "seconds": budget_seconds_problem, "patience": count_problem}
 
 
 def argument_type(rule: Callable[[object], str | None], parse: Callable[[str], object] = int):

@@ -72,11 +72,18 @@ from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from autoconv.cache.location import default_location as default_cache_location
 from autoconv.config.budget import BUDGET_RULES, Budget
-from autoconv.config.tune_config import DEFAULT_RESULTS, DEFAULT_STORAGE, DEFAULT_WORKSPACE_LIMIT_MB, TuneConfig
+from autoconv.config.tune_config import (
+    DEFAULT_RESULTS,
+    DEFAULT_STORAGE,
+    DEFAULT_WORKSPACE_LIMIT_MB,
+    MAX_DEVICE,
+    MAX_WORKSPACE_LIMIT_MB,
+    TuneConfig,
+)
 from autoconv.config.yaml_nodes import INVALID, Invalid, NodeReader, is_int, is_null, value_of
 from autoconv.errors import ProblemError, quoted
 from autoconv.kernels.families import FAMILY_NAMES, get_family
-from autoconv.problems.models import MODEL_PRESETS, NamedProblem
+from autoconv.problems.models import COUNT_LIMIT_WHY, MAX_COUNT, MODEL_PRESETS, NamedProblem
 from autoconv.problems.problem import (
     LAYOUTS,
     PRECISIONS,
@@ -90,6 +97,9 @@ from autoconv.urls import is_url
 
 #: Problem names end up in study names and file names: keep them to safe characters.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
+
+#: Longest path or URL a config may give (``cache``, ``storage``, ``results``): Linux's PATH_MAX.
+LOCATION_MAX_LENGTH = 4096
 
 TOP_KEYS = ("problems", "models", "precision", "layout", "families", "budget", "seed", "cache", "storage",
             "results", "device", "workspace_limit_mb")
@@ -134,9 +144,11 @@ class ConfigReader(NodeReader):
         families = self.families(value_of(top, "families"), FAMILY_NAMES)
         budget = self.budget(value_of(top, "budget"))
         seed = self.integer(value_of(top, "seed"), "seed", 0, default=0, maximum=2**32 - 1)
-        device = self.integer(value_of(top, "device"), "device", 0, default=0)
+        device = self.integer(value_of(top, "device"), "device", 0, default=0, maximum=MAX_DEVICE,
+                              why="a CUDA device index: 0 for the first GPU; `nvidia-smi -L` lists them")
         workspace = self.integer(value_of(top, "workspace_limit_mb"), "workspace_limit_mb", 0,
-                                 default=DEFAULT_WORKSPACE_LIMIT_MB)
+                                 default=DEFAULT_WORKSPACE_LIMIT_MB, maximum=MAX_WORKSPACE_LIMIT_MB,
+                                 why="MiB of scratch memory a kernel may use: 1 TiB is more than any GPU has")
         # Without a `cache:` key, tune writes the user's cache, which autoconv.conv2d reads.
         cache_node = value_of(top, "cache")
         cache = default_cache_location() if cache_node is None else self.location(cache_node, "cache")
@@ -189,14 +201,22 @@ class ConfigReader(NodeReader):
             return self.error(node, path, f"must be >= 0, got {self.describe(node)}")
         return value.lower() if isinstance(value, str) else value
 
+    def location_text(self, node: Node, key: str):
+        """A path or URL as written: a non-empty string of at most :data:`LOCATION_MAX_LENGTH` characters."""
+        text = self.string(node, key)
+        if text is not INVALID and len(text) > LOCATION_MAX_LENGTH:
+            return self.error(node, key, f"{quoted(text)} is not a path or URL: it has more than "
+                              f"{LOCATION_MAX_LENGTH} characters, the longest path Linux opens (PATH_MAX)")
+        return text
+
     def path(self, node: Node | None, key: str, default: str) -> Path | Invalid:
-        text = default if node is None else self.string(node, key)
+        text = default if node is None else self.location_text(node, key)
         if text is INVALID:
             return text
         return _under(self.base_dir, text)
 
     def storage(self, node: Node | None):
-        text = DEFAULT_STORAGE if node is None else self.string(node, "storage")
+        text = DEFAULT_STORAGE if node is None else self.location_text(node, "storage")
         if text is INVALID:
             return text
         if "://" not in text:
@@ -205,7 +225,7 @@ class ConfigReader(NodeReader):
 
     def location(self, node: Node, key: str) -> Path | str | Invalid:
         """A file path (relative to the config's folder) or a SQLAlchemy URL."""
-        text = self.string(node, key)
+        text = self.location_text(node, key)
         if text is INVALID:
             return text
         return _url_under(self.base_dir, text) if is_url(text) else _under(self.base_dir, text)
@@ -236,7 +256,8 @@ class ConfigReader(NodeReader):
         else:
             name = self.name(fields["name"][1], f"{path}.name")
             ok &= name is not INVALID
-        count = self.integer(value_of(fields, "count"), f"{path}.count", 1, default=1)
+        count = self.integer(value_of(fields, "count"), f"{path}.count", 1, default=1, maximum=MAX_COUNT,
+                             why=COUNT_LIMIT_WHY)
         ok &= count is not INVALID
 
         if "spec" in fields:
@@ -441,6 +462,11 @@ class ConfigReader(NodeReader):
             if entry.problem in by_problem:
                 index = by_problem[entry.problem]
                 first, first_path, first_node = merged[index]
+                if first.count + entry.count > MAX_COUNT:
+                    self.error(node, path, f"the same problem as {first_path} (line {self.line_of(first_node)}): "
+                               f"their counts add up to {first.count + entry.count}, more than {MAX_COUNT} "
+                               f"({COUNT_LIMIT_WHY})")
+                    continue
                 merged[index] = (NamedProblem(first.name, first.problem,
                                               first.count + entry.count), first_path, first_node)
                 if entry.name != first.name:

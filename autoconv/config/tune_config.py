@@ -6,18 +6,24 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoconv.cache.location import default_location as default_cache_location
 from autoconv.config.budget import Budget
 from autoconv.errors import UsageError
+from autoconv.kernels.families import FAMILY_NAMES
 from autoconv.problems.models import NamedProblem, merge_identical
-from autoconv.problems.problem import LAYOUTS, PRECISIONS
+from autoconv.problems.problem import LAYOUTS, PRECISIONS, did_you_mean
 
 DEFAULT_STORAGE = ".autoconv/studies.journal"
 DEFAULT_RESULTS = "results"
 DEFAULT_WORKSPACE_LIMIT_MB = 1024
+#: Largest ``workspace_limit_mb``: 1 TiB, more memory than any GPU has (an H200 has 141 GB).
+MAX_WORKSPACE_LIMIT_MB = 1024 * 1024
+#: Largest ``device``: a CUDA device index counts the host's GPUs from 0, and no host has this many.
+MAX_DEVICE = 255
 
 
 @dataclass(frozen=True)
@@ -74,3 +80,33 @@ def with_layout(config: TuneConfig, layout: str) -> TuneConfig:
         raise UsageError("--layout", layout, f"use one of {', '.join(LAYOUTS)}")
     return dataclasses.replace(config, problems=merge_identical(
         NamedProblem(item.name, item.problem.with_(layout=layout.upper()), item.count) for item in config.problems))
+
+
+def parse_families(values: Sequence[str] | None, flag: str = "--families") -> tuple[str, ...] | None:
+    """The kernel families the command line names: ``values`` are the texts of each
+    ``--families F[,F...]`` given (None or no texts: the option was not given, the config's
+    families apply).
+
+    Raises:
+        UsageError: a text names no family (``--families ,,,`` would otherwise mean every
+            family), a name is empty, unknown or given twice.
+    """
+    if not values:
+        return None
+    names: list[str] = []
+    for text in values:
+        parts = [part.strip() for part in text.split(",")]
+        if not any(parts):
+            raise UsageError(flag, text, f"names no family; give one or more of {', '.join(FAMILY_NAMES)} "
+                             f"separated by commas, or leave {flag} out for the config's families")
+        for name in parts:
+            if not name:
+                raise UsageError(flag, text, "an empty family name (two commas in a row, or one at an end); "
+                                 f"separate the names by single commas, e.g. {','.join(FAMILY_NAMES[:2])}")
+            if name not in FAMILY_NAMES:
+                raise UsageError(flag, name, f"unknown kernel family{did_you_mean(name, FAMILY_NAMES)}; "
+                                 f"families: {', '.join(FAMILY_NAMES)}")
+            if name in names:
+                raise UsageError(flag, name, "named twice; name each family once")
+            names.append(name)
+    return tuple(names)

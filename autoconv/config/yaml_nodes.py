@@ -230,7 +230,9 @@ class NodeReader:
         return value
 
     def integer(self, node: Node | None, path: str, minimum: int, default=None,
-                maximum: int | None = None):
+                maximum: int | None = None, why: str = ""):
+        """An integer from ``minimum`` to ``maximum``; ``why`` says what the maximum stands
+        for (the message of a value above it gives the limit and the reason)."""
         if node is None:
             return default
         value = self.typed(node, path, is_int, "an integer")
@@ -239,7 +241,8 @@ class NodeReader:
         if value < minimum:
             return self.error(node, path, f"must be >= {minimum}, got {self.describe(node)}")
         if maximum is not None and value > maximum:
-            return self.error(node, path, f"must be <= {maximum}, got {self.describe(node)}")
+            because = f" ({why})" if why else ""
+            return self.error(node, path, f"must be <= {maximum}{because}, got {self.describe(node)}")
         return value
 
     def string(self, node: Node, path: str):

@@ -18,14 +18,31 @@ from dataclasses import dataclass
 from autoconv.errors import ProblemError
 from autoconv.problems.problem import ConvProblem, make_problem
 
+#: Most times one layer may occur. A network repeats a layer a few dozen times at most (ResNet-152's
+#: third stage, 36 blocks); a count beyond this is a slip, which would swamp the reports' weighting.
+MAX_COUNT = 1_000_000
+#: Why a count is bounded, for messages.
+COUNT_LIMIT_WHY = (f"the times the layer occurs in the network, which weigh the reports; no network repeats a "
+                   f"layer more than {MAX_COUNT} times")
+
 
 @dataclass(frozen=True)
 class NamedProblem:
-    """A problem to tune, its name (unique in a config) and how often it occurs."""
+    """A problem to tune, its name (unique in a config) and how often it occurs.
+
+    Raises:
+        ProblemError: ``count`` is not an integer from 1 to :data:`MAX_COUNT`.
+    """
 
     name: str
     problem: ConvProblem
     count: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
+            raise ProblemError("count", self.count, "must be an integer >= 1")
+        if self.count > MAX_COUNT:
+            raise ProblemError("count", self.count, f"must be <= {MAX_COUNT} ({COUNT_LIMIT_WHY})")
 
 
 def _check_batch(batch) -> int:

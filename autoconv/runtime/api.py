@@ -119,10 +119,14 @@ def check_call(x, w, bias, out, precision):
     the same (and as clear) for every kind of array and where CuPy is missing.
 
     Raises:
-        ProblemError: an unknown precision, or an argument that is not an array in GPU memory.
+        ProblemError: an unknown precision, a missing ``x`` or ``w``, or an argument that is not
+            an array in GPU memory.
     """
     if precision is not None:
         precision = check_precision(precision)
+    for name, value, shape in (("x", x, "(N, C, H, W)"), ("w", w, "(K, C, R, S)")):
+        if value is None:
+            raise ProblemError(name, None, f"{name} is required: a {shape} array in GPU memory; {_GPU_ARRAYS}")
     for name, value in (("x", x), ("w", w), ("bias", bias), ("out", out)):
         if value is not None:
             _refuse_host_memory(name, value)

@@ -25,29 +25,65 @@ def resolve_geometry(stride, padding, dilation, H: int, W: int, R: int, S: int) 
     stride; autoconv computes it, on both paths). With stride 1 the input size is not read.
 
     Raises:
-        ProblemError: naming the argument that is malformed and the forms it takes (values
-            out of range are the problem's to refuse: :class:`~autoconv.problems.problem.ConvProblem`).
+        ProblemError: naming the argument that is malformed, or out of range (a stride or dilation
+            below 1, a padding below 0), and the forms it takes.
     """
     stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
     if isinstance(padding, str):
         mode = padding.lower()
+        if mode not in ("same", "valid"):
+            raise ProblemError("padding", padding, _PADDING_FORMS)
+        check_geometry(stride, (0, 0, 0, 0), dilation)  # (the 'same' rule divides by the stride)
         if mode == "valid":
             return stride, (0, 0, 0, 0), dilation
-        if mode != "same":
-            raise ProblemError("padding", padding, _PADDING_FORMS)
-        for name, pair in (("stride", stride), ("dilation", dilation)):
-            for axis, value in zip(("height", "width"), pair):
-                if value < 1:  # (the rule divides by the stride)
-                    raise ProblemError(f"{name} ({axis})", value, "must be >= 1")
         return stride, _same(H, R, stride[0], dilation[0]) + _same(W, S, stride[1], dilation[1]), dilation
+    resolved: Padding | None = None
     if _is_int(padding):
-        return stride, (padding,) * 4, dilation
-    if isinstance(padding, (tuple, list)) and all(_is_int(v) for v in padding):
+        resolved = (padding, padding, padding, padding)
+    elif isinstance(padding, (tuple, list)) and all(_is_int(v) for v in padding):
         if len(padding) == 2:
-            return stride, (padding[0], padding[0], padding[1], padding[1]), dilation
-        if len(padding) == 4:
-            return stride, (padding[0], padding[1], padding[2], padding[3]), dilation
-    raise ProblemError("padding", padding, _PADDING_FORMS)
+            resolved = (padding[0], padding[0], padding[1], padding[1])
+        elif len(padding) == 4:
+            resolved = (padding[0], padding[1], padding[2], padding[3])
+    if resolved is None:
+        raise ProblemError("padding", padding, _PADDING_FORMS)
+    check_geometry(stride, resolved, dilation)
+    return stride, resolved, dilation
+
+
+def check_geometry(stride, padding, dilation) -> None:
+    """ProblemError unless ``stride`` and ``dilation`` are (height, width) pairs >= 1 and
+    ``padding`` is (top, bottom, left, right) >= 0, naming the argument and its axis or side
+    (a stride of 0 would divide by zero in the output's size)."""
+    for name, values, sides, minimum in (("stride", stride, ("height", "width"), 1),
+                                         ("dilation", dilation, ("height", "width"), 1),
+                                         ("padding", padding, ("top", "bottom", "left", "right"), 0)):
+        if len(values) != len(sides):
+            raise ProblemError(name, tuple(values), f"expected {len(sides)} values ({', '.join(sides)})")
+        for side, value in zip(sides, values):
+            if value < minimum:
+                raise ProblemError(f"{name} ({side})", value, f"must be >= {minimum}")
+
+
+def output_size(x_shape: tuple, w_shape: tuple, stride, padding, dilation) -> tuple:
+    """(P, Q), the output's height and width, of an (N, C, H, W) input and (K, C, R, S) filters
+    with checked ``stride``, ``padding`` (top, bottom, left, right) and ``dilation``.
+
+    Raises:
+        ProblemError: naming R or S where the dilated filter is larger than the padded input
+            (as :class:`~autoconv.problems.problem.ConvProblem` says it).
+    """
+    sizes = []
+    for field, size, kernel, axis, before, after in (("R", x_shape[2], w_shape[2], 0, padding[0], padding[1]),
+                                                     ("S", x_shape[3], w_shape[3], 1, padding[2], padding[3])):
+        extent = dilation[axis] * (kernel - 1) + 1
+        if extent > size + before + after:
+            what = "height" if axis == 0 else "width"
+            raise ProblemError(field, kernel, f"filter {what} with dilation ({extent}) exceeds the padded input "
+                               f"{what} ({size} + {before + after} padding); use a smaller {field} or dilation, "
+                               "or more padding")
+        sizes.append((size + before + after - extent) // stride[axis] + 1)
+    return sizes[0], sizes[1]
 
 
 def _same(size: int, kernel: int, stride: int, dilation: int) -> tuple[int, int]:

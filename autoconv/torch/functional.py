@@ -46,7 +46,7 @@ from functools import lru_cache
 import torch
 
 from autoconv.errors import ProblemError
-from autoconv.runtime.arguments import check_precision, resolve_geometry
+from autoconv.runtime.arguments import check_precision, check_shapes, resolve_geometry
 from autoconv.torch import ops
 from autoconv.torch.settings import pytorch_precision
 
@@ -78,6 +78,10 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     Raises:
         ProblemError: naming the argument that is wrong and how to fix it.
     """
+    if not (isinstance(x, _Tensor) and isinstance(w, _Tensor) and (bias is None or isinstance(bias, _Tensor))):
+        _refuse_non_tensors(x, w, bias)
+    if x.dim() != 4 or w.dim() != 4:  # (the sizes are read below, before the operator checks the shapes)
+        check_shapes(tuple(x.shape), tuple(w.shape), None)
     if groups != 1:
         raise ProblemError("groups", groups, "autoconv computes groups=1 convolutions only; leave grouped and "
                            "depthwise convolutions to torch.nn.functional.conv2d")
@@ -98,6 +102,14 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         return ops.EagerConv2d.apply(x, w, bias, stride, padding, dilation, precision)
     return ops.conv2d_cuda(x, w, bias, stride, padding, dilation, precision)
+
+
+def _refuse_non_tensors(x, w, bias) -> None:
+    """ProblemError naming the first of ``x``, ``w`` and ``bias`` that is not a tensor."""
+    for name, value, shape in (("x", x, "(N, C, H, W)"), ("w", w, "(K, C, R, S)"), ("bias", bias, "(K,)")):
+        if not (isinstance(value, _Tensor) or (name == "bias" and value is None)):
+            raise ProblemError(name, value, f"expected a {shape} torch.Tensor on a CUDA device"
+                               + (" (or None)" if name == "bias" else ""))
 
 
 _FLOAT32 = torch.float32

@@ -55,7 +55,7 @@ import torch.nn.functional as F
 from autoconv.errors import AutoconvError, ProblemError
 from autoconv.problems.problem import PRECISION_DTYPES, ConvProblem
 from autoconv.runtime.api import on_clear_loaded
-from autoconv.runtime.arguments import check_precision, check_shapes
+from autoconv.runtime.arguments import check_geometry, check_precision, check_shapes, output_size
 from autoconv.runtime.selection import REGISTRY, Runner
 from autoconv.torch.settings import pytorch_precision
 
@@ -408,17 +408,19 @@ on_clear_loaded(forget_calls)
 
 # ---- fake (meta) implementation: shapes for torch.compile and FakeTensor ----------------------
 
-def _output_size(size, kernel, stride, before, after, dilation):
-    return (size + before + after - dilation * (kernel - 1) - 1) // stride + 1
-
-
 def conv2d_fake(x, w, bias, stride, padding, dilation, precision="fp32"):
-    """The output's shape, dtype and memory format, on x's device (no data): what tracing sees."""
+    """The output's shape, dtype and memory format, on x's device (no data): what tracing sees.
+    The arguments are checked as the CUDA kernel checks them (shapes, channels, strides, padding),
+    so that meta tensors and tracing refuse what a GPU call would.
+
+    Raises:
+        ProblemError: naming the argument that is wrong.
+    """
     check_precision(precision, none_allowed=False)
-    N, _, H, W = x.shape
-    K, _, R, S = w.shape
-    P = _output_size(H, R, stride[0], padding[0], padding[1], dilation[0])
-    Q = _output_size(W, S, stride[1], padding[2], padding[3], dilation[1])
+    check_shapes(tuple(x.shape), tuple(w.shape), None if bias is None else tuple(bias.shape))
+    check_geometry(stride, padding, dilation)
+    N, K = x.shape[0], w.shape[0]
+    P, Q = output_size(tuple(x.shape), tuple(w.shape), stride, padding, dilation)
     if kernel_layout(x, precision) == "NHWC":  # NHWC kernels write channels_last outputs
         return torch.empty((N, K, P, Q), dtype=x.dtype, device=x.device, memory_format=_CHANNELS_LAST)
     return x.new_empty((N, K, P, Q))

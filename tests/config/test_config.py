@@ -261,7 +261,7 @@ def test_models_expand_with_prefix_and_batch():
      "test.yaml:14: families[1]: 'implicit_gemm' is listed twice"),
     (PROBLEM + "budget: {}\n", "test.yaml:14: budget: give 'trials' and/or 'seconds' per problem"),
     (PROBLEM + "budget: {trials: 0}\n", "test.yaml:14: budget.trials: must be >= 1, got 0"),
-    (PROBLEM + "budget: {seconds: -1}\n", "test.yaml:14: budget.seconds: must be > 0, got -1"),
+    (PROBLEM + "budget: {seconds: -1}\n", "test.yaml:14: budget.seconds: must be >= 0.5 (one candidate takes"),
     (PROBLEM + "budget: {seconds: .inf}\n", "test.yaml:14: budget.seconds: expected a number of seconds, got inf"),
     (PROBLEM + "budget: {trails: 5}\n", "test.yaml:14: budget.trails: unknown key (did you mean 'trials'?)"),
     (PROBLEM + "budget: 60\n", "test.yaml:14: budget: expected a mapping with keys trials, seconds, patience, got 60"),

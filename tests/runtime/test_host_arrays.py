@@ -1,4 +1,5 @@
-"""Reliability (issue 7): ``autoconv.conv2d`` refuses host arrays, with or without CuPy."""
+"""Reliability (issues 7, 65): ``autoconv.conv2d`` refuses host arrays and missing ones, with or
+without CuPy (``conv2d(None, None)`` said "CuPy is not installed")."""
 
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ def test_conv2d_refuses_host_arrays_even_without_cupy(monkeypatch):
         ((HostDLPack(1), gpu), {}, "x", "not in CUDA device memory (DLPack device type 1"),
         ((HostDLPack(3), gpu), {}, "x", "DLPack device type 3"),
         ((gpu, 3.0), {}, "w", "expected a CuPy array"),
+        ((None, None), {}, "x", "x is required: a (N, C, H, W) array in GPU memory"),
+        ((gpu, None), {}, "w", "w is required: a (K, C, R, S) array in GPU memory"),
     ]
     for args, kwargs, name, fragment in cases:
         with pytest.raises(ProblemError) as caught:
