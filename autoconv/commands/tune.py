@@ -30,6 +30,8 @@ from autoconv.commands.console import (
     summary_table,
 )
 from autoconv.config.budget import BUDGET_RULES, argument_type, count_problem
+from autoconv.config.outputs import check_outputs
+from autoconv.config.tune_config import parse_families
 from autoconv.errors import AutoconvError, BackendUnavailable, UsageError
 from autoconv.files import path_problem, write_atomically, write_problem
 from autoconv.problems.models import NamedProblem, merge_identical
@@ -61,7 +63,7 @@ def add_parser(commands) -> None:
                            "layout bf16 and fp16 are computed in); default: the config's")
     # Each option's dest is its field of TuneOptions or SearchOptions (autoconv.search.options), where
     # its default is; None here means not given.
-    tune.add_argument("--families", action="extend", type=_names, default=None, metavar="F[,F...]",
+    tune.add_argument("--families", action="append", default=None, metavar="F[,F...]",
                       help="kernel families to search (default: the config's, else all)")
     tune.add_argument("--trials", type=argument_type(BUDGET_RULES["trials"]), metavar="N",
                       help="evaluated trials per problem (overrides the config)")
@@ -135,12 +137,8 @@ def tune_options(args: argparse.Namespace) -> TuneOptions:
         return {name: tuple(value) if isinstance(value, list) else value
                 for name, value in values.items() if value is not None}
 
-    return TuneOptions(**given(TuneOptions), search=SearchOptions(**given(SearchOptions)))
-
-
-def _names(text: str) -> list[str]:
-    """``--families a,b``: the names, blanks dropped."""
-    return [name.strip() for name in text.split(",") if name.strip()]
+    return TuneOptions(**{**given(TuneOptions), "families": parse_families(args.families)},
+                       search=SearchOptions(**given(SearchOptions)))
 
 
 #: How the comment of a config written by ``--model`` starts (config_text makes it a ``# `` line):
@@ -230,6 +228,8 @@ def tune_command(config_path: str, options: TuneOptions | None = None) -> int:
     process."""
     options = TuneOptions() if options is None else options
     session = TuneSession.load(config_path, options)
+    if not options.dry_run:  # (every output checked before any work: never a tune lost at its end)
+        check_outputs(session.config.results, session.storage, session.cache)
     summary_path = session.config.results / "tune.json"
     problem = summary_target_problem(summary_path)
     if problem and not options.dry_run:  # before any tuning, not after

@@ -210,7 +210,9 @@ def test_run_time_sizes_are_off_unless_asked_for(config, tmp_path, capsys, fake_
 
 def test_bad_arguments_are_errors_not_tracebacks(config, tmp_path, capsys, fake_gpu):
     code, _, err = run_cli(capsys, "tune", config, "--families", "implicit_gem")
-    assert code == 2 and "unknown kernel family 'implicit_gem'" in err and "implicit_gemm" in err
+    assert code == 2 and "--families='implicit_gem': unknown kernel family" in err and "implicit_gemm" in err
+    code, _, err = run_cli(capsys, "tune", config, "--families", ",,,")
+    assert code == 2 and "names no family" in err and "Traceback" not in err
     bad = tmp_path / "bad.yaml"
     bad.write_text("problems:\n  - name: x\n    N: 0\n")
     code, _, err = run_cli(capsys, "tune", bad)
@@ -293,3 +295,13 @@ def test_tune_never_replaces_a_summary_it_did_not_write(config, tmp_path, capsys
     foreign.unlink()
     assert run_cli(capsys, "tune", config)[0] == 0
     assert run_cli(capsys, "tune", config)[0] == 0  # its own summary is replaced
+
+
+def test_an_output_tune_could_not_write_stops_it_before_any_work(config, tmp_path, capsys, fake_gpu):
+    """A results folder that is a file would lose the summary after the whole tune: refused first,
+    naming it, with nothing tuned, cached or created."""
+    (tmp_path / "taken").write_text("a file")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, _, err = run_cli(capsys, "tune", config, "--results", str(tmp_path / "taken"))
+    assert code == 2 and str(tmp_path / "taken") in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # (no storage, no cache)
