@@ -139,7 +139,7 @@ def test_the_parts_are_every_field_of_a_problem():
 
 
 @pytest.mark.parametrize("part", key_parts(), ids=_part_id)
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_problems_differing_in_one_field_get_their_own_cache_entries(part, data):
     """A drawn problem and up to three others that differ from it in ``part`` alone (and what
