@@ -31,8 +31,8 @@ from autoconv.emulator.check import (
     verify_configs,
 )
 from autoconv.errors import AutoconvError
-from autoconv.kernels.families import all_families, get_family
-from autoconv.problems.problem import parse_spec
+from autoconv.kernels.families import Family, all_families, get_family
+from autoconv.problems.problem import ConvProblem, parse_spec
 
 
 def add_parser(commands) -> None:
@@ -113,7 +113,8 @@ def verify_command(spec: str, family_names: Iterable[str] | None, samples: int, 
             unreached[family.name] = [f"{', '.join(names)}: not run (--problem-only)"] if names else []
     for family, reason in skipped:
         print(f"  {family.name:<14s} skipped: {reason}", file=out)
-    runs = [(family, problem, configs) for family, configs in plans]
+    runs: list[tuple[Family, ConvProblem, list[dict[str, object]]]] = [
+        (family, problem, configs) for family, configs in plans]
     runs += [(variant.family, variant.problem, variant.configs) for variant in extra]
     width = max((len(family.kernel_name(case, config)) for family, case, configs in runs for config in configs),
                 default=0)
@@ -149,7 +150,8 @@ def verify_command(spec: str, family_names: Iterable[str] | None, samples: int, 
     return 0 if counts[Status.OK] == len(checks) else 1
 
 
-def _list_unreached(runs, unreached: dict[str, list[str]], out: TextIO) -> None:
+def _list_unreached(runs: list[tuple[Family, ConvProblem, list[dict[str, object]]]], unreached: dict[str, list[str]],
+                    out: TextIO) -> None:
     """Print, per family, the code paths (``unreached``) and the switch values that no check of
     ``runs`` (family, problem, configs) took; nothing when every one was."""
     lines = []
