@@ -1,5 +1,6 @@
 """Verify kernel families on the CPU: render configurations, run them in the emulator,
-compare with the float64 reference.
+compare with the float64 reference; and find the problems like a given one that take the code
+paths it does not (:data:`PROBLEM_PATHS`: dilation, bias, precision, output type).
 
 This is what ``autoconv verify --emulate`` (:mod:`autoconv.commands.verify`) runs, and
 what CI runs for every family: no GPU needed.
@@ -13,7 +14,7 @@ emulation, or runs too long fails with the tools' report.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -21,10 +22,10 @@ import numpy
 
 from autoconv.backends.base import Status
 from autoconv.emulator import EmulatedKernelFault, EmulationTimeout, EmulatorCompileError, default_workers, emulate_plan
-from autoconv.errors import AutoconvError, SearchSpaceError
+from autoconv.errors import AutoconvError, ProblemError, SearchSpaceError
 from autoconv.kernels.families import Family, KernelPlan, get_family
 from autoconv.kernels.limits import H100, DeviceLimits
-from autoconv.problems.problem import ConvProblem
+from autoconv.problems.problem import ConvProblem, ceil_div
 from autoconv.verify.compare import check_result
 from autoconv.verify.reference import conv2d_reference, random_inputs
 from autoconv.verify.tolerance import tolerance as result_tolerance
@@ -114,12 +115,14 @@ def switch_pairs(family: Family, config: Mapping[str, object], problem: ConvProb
 
 
 def sample_configs(family: Family, problem: ConvProblem, samples: int, rng: numpy.random.Generator,
-                   device: DeviceLimits = H100) -> list[dict[str, object]]:
+                   device: DeviceLimits = H100, covered: frozenset[tuple[str, object]] = frozenset()
+                   ) -> list[dict[str, object]]:
     """Distinct valid configurations of ``family`` for ``problem``, stratified: the default
     first; then configurations that together take every value of every switch
-    (:data:`SWITCHES`) that some valid configuration takes; then uniform draws from the rest
-    of the valid space until there are ``samples`` (all of it when it is smaller). So there
-    may be more than ``samples``: coverage of the code paths comes first.
+    (:data:`SWITCHES`) that some valid configuration takes, but those in ``covered`` (switch
+    values checked already, on another problem); then uniform draws from the rest of the valid
+    space until there are ``samples`` (all of it when it is smaller). So there may be more than
+    ``samples``: coverage of the code paths comes first.
 
     The valid space is listed (:meth:`~autoconv.kernels.space.SearchSpace.points`, well
     under a second). Coverage is a greedy set cover in an order drawn from ``rng``: each
@@ -137,7 +140,7 @@ def sample_configs(family: Family, problem: ConvProblem, samples: int, rng: nump
     order = [others[i] for i in rng.permutation(len(others))]
     if switch_values(family):
         pairs = [switch_pairs(family, config, problem, device) for config in order]
-        wanted = frozenset().union(*pairs) - switch_pairs(family, chosen[0], problem, device)
+        wanted = frozenset().union(*pairs) - switch_pairs(family, chosen[0], problem, device) - covered
         while wanted:
             gains = [len(p & wanted) for p in pairs]
             best = int(numpy.argmax(gains))
@@ -272,3 +275,186 @@ def sample_families(problem: ConvProblem, families: Sequence[Family], samples: i
         if reason is not None:
             skipped.append((family, reason))
     return plans, skipped
+
+
+# ---- code paths the problem chooses ---------------------------------------------------------------
+
+#: The reduction length from which a tf32 problem runs its main loops whole trips and a tail: nine K
+#: tiles of the widest BK (64), two trips of four tiles (MMA_OVERLAP quad) and one more.
+DEEP_GEMM_K = 9 * 64
+
+
+@dataclass(frozen=True)
+class ProblemPath:
+    """A code path that the problem selects, not the configuration (the templates branch on the
+    problem's dilation, bias, precision and output type), so that no sample of configurations of
+    one problem takes it and its alternative both.
+
+    ``applies`` says whether a family has the path, ``taken`` whether a problem takes it, and
+    ``reach`` changes a problem as little as it takes to take it (ProblemError when no valid
+    problem does).
+    """
+
+    name: str
+    applies: Callable[[Family], bool]
+    taken: Callable[[ConvProblem], bool]
+    reach: Callable[[ConvProblem], ConvProblem]
+
+
+def _dilated(problem: ConvProblem, axis: int) -> ConvProblem:
+    """``problem`` dilated along ``axis`` (0: height, 1: width) by 2 or 3, unlike the other axis
+    (so that swapped axes differ), with a filter of 2 taps or more along it and an input that
+    holds the dilated filter."""
+    filter_name, size_name = ("R", "H") if axis == 0 else ("S", "W")
+    dilation = list(problem.dilation)
+    dilation[axis] = 3 if dilation[1 - axis] == 2 else 2
+    taps = max(getattr(problem, filter_name), 2)
+    extent = (taps - 1) * dilation[axis] + 1
+    padding = problem.padding[2 * axis] + problem.padding[2 * axis + 1]
+    return problem.with_(**{filter_name: taps, size_name: max(getattr(problem, size_name), extent - padding)},
+                         dilation=(dilation[0], dilation[1]))
+
+
+def _deep_tf32(problem: ConvProblem) -> ConvProblem:
+    """``problem`` in tf32 with at least :data:`DEEP_GEMM_K` reduction steps (more channels)."""
+    problem = problem.in_precision("tf32")
+    if problem.gemm_k < DEEP_GEMM_K:
+        problem = problem.with_(C=problem.C * ceil_div(DEEP_GEMM_K, problem.gemm_k))
+    return problem
+
+
+def _sixteen_bit(problem: ConvProblem) -> ConvProblem:
+    """``problem`` with 16-bit inputs: itself if it has them, else in bf16."""
+    return problem if problem.dtype != "float32" else problem.in_precision("bf16")
+
+
+def _always(family: Family) -> bool:
+    return True
+
+
+def _computes(precisions: Sequence[str]) -> Callable[[Family], bool]:
+    """Whether a family computes any of ``precisions``."""
+    return lambda family: any(precision in family.precisions for precision in precisions)
+
+
+def _precision_path(precision: str) -> ProblemPath:
+    return ProblemPath(precision, _computes([precision]), lambda p: p.precision == precision,
+                       lambda p: p.in_precision(precision))
+
+
+#: The code paths a problem selects, each reached from any problem of a family that has it.
+PROBLEM_PATHS = (
+    ProblemPath("dilation along the height", _always, lambda p: p.dilation[0] > 1 and p.R > 1,
+                lambda p: _dilated(p, 0)),
+    ProblemPath("dilation along the width", _always, lambda p: p.dilation[1] > 1 and p.S > 1,
+                lambda p: _dilated(p, 1)),
+    ProblemPath("bias", _always, lambda p: p.bias, lambda p: p.with_(bias=True)),
+    _precision_path("fp32"),
+    ProblemPath(f"tf32 with {DEEP_GEMM_K}+ reduction steps", _computes(["tf32"]),
+                lambda p: p.precision == "tf32" and p.gemm_k >= DEEP_GEMM_K, _deep_tf32),
+    _precision_path("bf16"),
+    _precision_path("fp16"),
+    ProblemPath("float32 output of 16-bit inputs", _computes(["bf16", "fp16"]),
+                lambda p: p.dtype != "float32" and p.out_dtype == "float32",
+                lambda p: _sixteen_bit(p).with_(out_dtype="float32")),
+    ProblemPath("16-bit output", _computes(["bf16", "fp16"]), lambda p: p.dtype != "float32" and p.out_dtype is None,
+                lambda p: _sixteen_bit(p).with_(out_dtype=None)),
+)
+
+
+def untaken_paths(family: Family, problem: ConvProblem) -> list[ProblemPath]:
+    """The :data:`PROBLEM_PATHS` of ``family`` that ``problem`` does not take."""
+    return [path for path in PROBLEM_PATHS if path.applies(family) and not path.taken(problem)]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A problem like the one verified that takes code paths it does not (``paths``, by name),
+    and the configurations of ``family`` to run on it."""
+
+    family: Family
+    problem: ConvProblem
+    paths: tuple[str, ...]
+    configs: list[dict[str, object]]
+
+
+def problem_variants(family: Family, problem: ConvProblem, covered: frozenset[tuple[str, object]], seed: int,
+                     max_seconds: float = DEFAULT_MAX_SECONDS) -> tuple[list[Variant], list[tuple[str, str]]]:
+    """Problems like ``problem`` that take, together, the paths of :func:`untaken_paths`, and the
+    paths none can take, each with the reason (the family does not support such a problem, or
+    its emulation would take longer than ``max_seconds``).
+
+    Paths are combined into as few variants as keep each of them taken; a combination that
+    fails is tried one path at a time. A variant's configurations are the default and those
+    that take the switch values (:data:`SWITCHES`) not in ``covered``; ``covered`` grows by
+    theirs.
+    """
+    rng = numpy.random.default_rng([seed, 1])
+    variants: list[Variant] = []
+    missed: list[tuple[str, str]] = []
+
+    def attempt(paths: list[ProblemPath]) -> str | None:
+        """Make one variant taking every one of ``paths``; the reason when there is none."""
+        nonlocal covered
+        variant = problem
+        try:
+            for path in paths:
+                variant = path.reach(variant)
+        except ProblemError as err:
+            return str(err)
+        if not all(path.taken(variant) for path in paths):
+            return "no problem takes them together"
+        reason = family.unsupported_reason(variant)
+        if reason is not None:
+            return reason
+        try:
+            configs = sample_configs(family, variant, 1, rng, covered=covered)
+        except SearchSpaceError as err:
+            return str(err)
+        slowest = max(estimated_seconds(family.plan(variant, config)) for config in configs)
+        if slowest > max_seconds:
+            return f"{variant.spec()} would take about {slowest:.0f} s to emulate (limit {max_seconds:.0f} s)"
+        variants.append(Variant(family, variant, tuple(path.name for path in paths), configs))
+        covered = covered.union(*(switch_pairs(family, config, variant) for config in configs))
+        return None
+
+    remaining = untaken_paths(family, problem)
+    while remaining:
+        group = _compatible(problem, remaining)
+        remaining = [path for path in remaining if path not in group]
+        reason = attempt(group)
+        if reason is None:
+            continue
+        if len(group) == 1:
+            missed.append((group[0].name, reason))
+            continue
+        for path in group:
+            reason = attempt([path])
+            if reason is not None:
+                missed.append((path.name, reason))
+    return variants, missed
+
+
+def _compatible(problem: ConvProblem, paths: Sequence[ProblemPath]) -> list[ProblemPath]:
+    """The first of ``paths`` and those after it that one variant of ``problem`` takes with it
+    (tf32 and fp32 exclude each other, as the two output types do)."""
+    group = [paths[0]]
+    for path in paths[1:]:
+        variant = problem
+        try:
+            for member in (*group, path):
+                variant = member.reach(variant)
+        except ProblemError:
+            continue
+        if all(member.taken(variant) for member in (*group, path)):
+            group.append(path)
+    return group
+
+
+def uncovered_switches(family: Family, checked: Iterable[tuple[ConvProblem, Mapping[str, object]]]
+                       ) -> dict[str, list[object]]:
+    """The values of each switch (:data:`SWITCHES`) that no checked (problem, configuration) took:
+    those valid for none of the problems."""
+    taken = frozenset().union(*(switch_pairs(family, config, problem) for problem, config in checked))
+    return {name: missing for name, values in switch_values(family).items()
+            if (missing := [value for value in values if (name, value) not in taken])}
