@@ -43,7 +43,7 @@ from typing import Any
 import yaml
 
 from autoconv import settings
-from autoconv.bench.results import ReportError, geomeans, is_positive
+from autoconv.bench.results import ReportError, geomeans, is_positive, load_results
 from autoconv.errors import AutoconvError, UsageError
 from autoconv.files import path_problem, write_atomically
 
@@ -357,7 +357,10 @@ class TableRow:
         env = _read_json(folder / "env.json")
         if env.get("status") != "ok":
             return cls(benchmark, str(env.get("status")), commit=env.get("git_commit"))
-        problems = _read_json(folder / "results.json").get("problems") or []
+        try:
+            problems = load_results(folder / "results.json")["problems"]
+        except ReportError as err:  # (a file changed since the suite wrote it)
+            return cls(benchmark, f"results unreadable: {_cell(str(err))[:200]}", commit=env.get("git_commit"))
         means = geomeans(problems)
         wall = _read_json(folder / "tune.json").get("wall_s")
         return cls(benchmark, "ok", layers=means["layers"], vs_cudnn=means["speedup_vs_cudnn"],

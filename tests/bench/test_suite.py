@@ -15,6 +15,7 @@ from autoconv.bench.suite import HEADLINE, TABLE_BEGIN, TABLE_END, benchmark_con
 from autoconv.commands import main as cli
 from autoconv.config.load import load_config
 from autoconv.errors import AutoconvError, UsageError
+from tests.bench.test_report import _problem
 
 #: The folder names of ResNet-50 at batch 32 that the README and the record rely on.
 RESNET_NAMES = ("resnet50_n32_fp32", "resnet50_n32_tf32_nchw", "resnet50_n32_tf32_nhwc", "resnet50_n32_bf16_nhwc",
@@ -66,8 +67,9 @@ def test_gpu_folder_name(name, folder):
 # ---- running, with a fake runner ---------------------------------------------------------------
 
 def _problems(speedups, torch=1.5):
-    return [{"name": f"layer{i}|x", "count": 1, "gflop": 1.0, "precision": "fp32", "autoconv_ms": 1.0,
-             "autoconv_tflops": 1.0, "cudnn_ms": s, "torch_ms": torch} for i, s in enumerate(speedups)]
+    """Layers autoconv runs in 1 ms, cuDNN (strict FP32) in each speedup's ms, PyTorch in ``torch``."""
+    return [{**_problem(f"layer{i}|x", 1, 1.0, 1.0, s, torch_ms=torch), "precision": "fp32"}
+            for i, s in enumerate(speedups)]
 
 
 class FakeRunner:
@@ -90,9 +92,9 @@ class FakeRunner:
             (folder / "tune.json").write_text(json.dumps({"wall_s": 31.4}))
         elif step == "bench":
             out = Path(argv[argv.index("--out") + 1])
-            out.write_text(json.dumps({"environment": {"gpu": "NVIDIA H200", "driver": "580.1", "cudnn": "9.19.0",
-                                                       "torch": "2.11.0", "git_commit": "abc1234def",
-                                                       "date": "2026-12-02T10:00:00+00:00"},
+            environment = {"gpu": "NVIDIA H200", "driver": "580.1", "cudnn": "9.19.0", "torch": "2.11.0",
+                           "git_commit": "abc1234def", "date": "2026-12-02T10:00:00+00:00"}
+            out.write_text(json.dumps({"schema": 1, "environment": environment,
                                        "problems": _problems([2.0, 1.5, 0.8])}))
         else:
             (Path(argv[argv.index("--out") + 1]) / "report.md").write_text("# autoconv vs cuDNN on ...\n")
@@ -339,3 +341,14 @@ def test_report_suite_refuses_a_folder_without_the_suites_benchmarks(tmp_path, c
                      str(readme)]) == 2
     assert "holds no benchmark of the headline suite" in capsys.readouterr().err
     assert "old table" in readme.read_text() and not (tmp_path / "results" / "README.md").exists()
+
+
+def test_a_results_file_changed_since_the_run_is_a_row_that_says_so(tmp_path):
+    root = tmp_path / "h200"
+    run_suite(select("headline", ["resnet50_n32_fp32"]), root, command="x", runner=FakeRunner(),
+              log=lambda line: None)
+    results = root / "resnet50_n32_fp32" / "results.json"
+    results.write_text(results.read_text().replace('"autoconv_ms": 1.0', '"autoconv_ms": "fast"'))
+    table = suite.write_tables(root)
+    row = next(line for line in table.splitlines() if "fp32 NCHW" in line)
+    assert "results unreadable" in row and "autoconv_ms" in row
