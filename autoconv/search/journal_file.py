@@ -13,11 +13,10 @@ system's cache, which the next reader sees). After a crash of the host, the reco
 appended since its last fsync, which the next run evaluates again: a second's while it keeps
 writing; those of a process that stopped writing are as durable as the kernel's own writeback
 makes them. A problem's study is forced to the disk when its search ends, however it ends
-(:meth:`GroupCommitJournal.sync`). The length recorded in the lock file
-(:class:`autoconv.search.storage.JournalFlock`, read by
-:func:`autoconv.search.storage.check_journal`) is written only by an append that forced the
-file to the disk, so a journal that lost its unforced tail in a crash is never taken for
-one cut after its writers left it.
+(:meth:`GroupCommitJournal.sync`). The journal's index (:mod:`autoconv.search.journal_index`:
+its length, records and completed trials, read by :func:`autoconv.search.storage.check_journal`)
+is written only by an append that forced the file to the disk, so a journal that lost its
+unforced tail in a crash is never taken for one cut after its writers left it.
 
 Only Optuna's public journal API is used: ``JournalFileBackend`` (public, and documented as a
 ``BaseJournalBackend``) with its ``append_logs`` replaced; its ``read_logs`` reads the file as
@@ -40,7 +39,8 @@ SYNC_INTERVAL_S = 1.0
 
 
 class MarkingLock(Protocol):
-    """The writers' lock (:class:`autoconv.search.storage.JournalFlock`)."""
+    """The writers' lock (:class:`autoconv.search.storage.JournalFlock`); ``release(mark=True)``
+    updates the journal's index first."""
 
     def acquire(self) -> bool: ...
 
@@ -75,7 +75,7 @@ class GroupCommitJournal(JournalFileBackend):
             self._lock_of_writers.release(mark=synced)
 
     def sync(self) -> None:
-        """Force the journal to the disk now, and record its length (a problem's tuning ended)."""
+        """Force the journal to the disk now, and update its index (a problem's tuning ended)."""
         self._lock_of_writers.acquire()
         try:
             with open(self._path, "ab") as journal:

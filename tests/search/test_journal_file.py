@@ -1,25 +1,39 @@
 """The studies' journal file forced to the disk in groups (autoconv.search.journal_file): what
 one process appends another reads at once, an fsync at most every SYNC_INTERVAL_S, and the
-length recorded for check_journal only where the file was forced to the disk."""
+journal's index (its length for check_journal) written only where the file was forced to the disk."""
 
 from __future__ import annotations
+
+import os
 
 import optuna
 import pytest
 
 from autoconv.search import journal_file
 from autoconv.search.journal_file import SYNC_INTERVAL_S, GroupCommitJournal
-from autoconv.search.storage import _read_mark, check_journal, make_storage, sync_storage
+from autoconv.search.journal_index import read_index
+from autoconv.search.storage import check_journal, make_storage, sync_storage
 
 
 @pytest.fixture
 def clock(monkeypatch):
-    """journal_file's time.monotonic, moved by hand; and its fsyncs, counted."""
+    """journal_file's time.monotonic, moved by hand; and the journal's fsyncs, counted (not its
+    index's)."""
     now = [1000.0]
     syncs: list[int] = []
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".journal"):
+            syncs.append(fd)
     monkeypatch.setattr(journal_file.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(journal_file.os, "fsync", lambda fd: syncs.append(fd))
+    monkeypatch.setattr(journal_file.os, "fsync", fsync)
     return now, syncs
+
+
+def _read_mark(journal) -> int | None:
+    """The journal's length as its index records it."""
+    index = read_index(journal)
+    return None if index is None else index.length
 
 
 def _study(storage, name="s"):
@@ -74,5 +88,5 @@ def test_a_journal_that_lost_its_unforced_tail_is_not_taken_for_damage(tmp_path,
     for name in "abc":
         study.set_user_attr(name, 1)
     journal.write_bytes(forced)  # (the crash)
-    assert check_journal(journal) == 0
+    assert check_journal(journal) == []
     assert _study(make_storage(journal)).user_attrs == {}
