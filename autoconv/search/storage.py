@@ -53,14 +53,14 @@ from pathlib import Path
 from autoconv import settings
 from autoconv.errors import StorageError, first_line, quoted
 from autoconv.search.journal_index import (
-    JournalIndex,
+    Tally,
     completes_a_trial,
     forget_index,
     index_applies,
     index_path,
     line_digest,
     read_index,
-    update_index,
+    record_whole,
 )
 from autoconv.urls import is_url, masked_url
 
@@ -265,43 +265,52 @@ def _check_journal(path: Path, locked: bool) -> list[str] | None:
     an index to write) and ``locked`` is False."""
     indexed = fcntl is not None  # (without fcntl, Optuna's own backend writes the journal, and no index)
     index = read_index(path) if indexed else None  # (before the journal: its writers add to both)
-    scan = _scan_journal(path, None if index is None else index.length)
-    info = os.stat(path)
+    promised = None if index is None else index.promised()
+    scan = _scan_journal(path, None if promised is None else promised.length)
+    size = os.stat(path).st_size
     if index is not None and not index_applies(index, scan.first):
-        index = None  # (another journal's: this one was started afresh)
-    if index is not None:
-        _check_against_index(path, info.st_size, scan, index)
-    if scan.complete == info.st_size:
-        if index is not None or not indexed or not scan.records:
-            return []
+        index = promised = None  # (another journal's: this one was started afresh)
+    if index is not None and promised is not None:
+        _check_against_index(path, size, scan, promised)
+    notes = []
+    if scan.complete != size:
         if not locked:
             return None
-        update_index(path)
-        return [f"study journal {path}: no {index_path(path).name} beside it, so a cut between two of its "
-                f"records would not show; it holds {_holding(scan.records, scan.completed)}, and has an index "
-                "from now on"]
-    if not locked:
-        return None
-    with open(path, "rb") as handle:
-        handle.seek(scan.complete)
-        tail = handle.read(_MAX_CUT_RECORD + 1)
-    # A cut record is the start of one Optuna wrote ({"op_code":...}), in the writes since the last
-    # completed one.
-    where = f"line {scan.records + 1} (byte {scan.complete})"
-    if not (len(tail) <= _MAX_CUT_RECORD and _is_cut_record(tail)):
-        raise StorageError(_journal_damage(path, f"{where} is not an Optuna journal record"))
-    if index is None and indexed:
-        raise StorageError(
-            f"study storage {path}: its last line, {where}, is a record cut short, and there is no "
-            f"{index_path(path).name} beside it to tell a write a crash interrupted from a journal cut short, "
-            f"which loses completed trials (it holds {_holding(scan.records, scan.completed)}). If a killed "
-            f"autoconv left it so, remove that line (`truncate -s {scan.complete} {shlex.quote(str(path))}`) "
-            "and run again; if it was cut short, restore it from a copy (with its index), or move it away or "
-            "delete it: `autoconv tune` then starts its studies afresh, and winners already cached stay in the "
-            "cache")
-    os.truncate(path, scan.complete)
-    return [f"study journal {path}: removed an incomplete last record ({info.st_size - scan.complete} bytes) "
-            "left by an interrupted write"]
+        with open(path, "rb") as handle:
+            handle.seek(scan.complete)
+            tail = handle.read(_MAX_CUT_RECORD + 1)
+        # A cut record is the start of one Optuna wrote ({"op_code":...}), in the writes since the
+        # last completed one.
+        where = f"line {scan.records + 1} (byte {scan.complete})"
+        if not (len(tail) <= _MAX_CUT_RECORD and _is_cut_record(tail)):
+            raise StorageError(_journal_damage(path, f"{where} is not an Optuna journal record"))
+        if index is None and indexed:
+            raise StorageError(
+                f"study storage {path}: its last line, {where}, is a record cut short, and there is no "
+                f"{index_path(path).name} beside it to tell a write a crash interrupted from a journal cut "
+                f"short, which loses completed trials (it holds {_holding(scan.records, scan.completed)}). If a "
+                f"killed autoconv left it so, remove that line (`truncate -s {scan.complete} "
+                f"{shlex.quote(str(path))}`) and run again; if it was cut short, restore it from a copy (with its "
+                "index), or move it away or delete it: `autoconv tune` then starts its studies afresh, and "
+                "winners already cached stay in the cache")
+        os.truncate(path, scan.complete)
+        notes.append(f"study journal {path}: removed an incomplete last record ({size - scan.complete} bytes) "
+                     "left by an interrupted write")
+    if index is not None and scan.complete < index.written.length:  # (only after the host restarted)
+        if not locked:
+            return None
+        record_whole(path)
+        lost, lost_completed = index.written.records - scan.records, index.written.completed - scan.completed
+        notes.append(f"study journal {path}: the host restarted before its last writes reached the disk; "
+                     f"{lost} records are lost, with {lost_completed} completed trials, which run again")
+    elif index is None and indexed and scan.records:
+        if not locked:
+            return None
+        record_whole(path)
+        notes.append(f"study journal {path}: no {index_path(path).name} beside it, so a cut between two of its "
+                     f"records would not show; it holds {_holding(scan.records, scan.completed)}, and has an "
+                     "index from now on")
+    return notes
 
 
 def _holding(records: int, completed: int) -> str:
@@ -309,26 +318,26 @@ def _holding(records: int, completed: int) -> str:
             f"trial{'s' if completed != 1 else ''}")
 
 
-def _check_against_index(path: Path, size: int, scan: _Scan, index: JournalIndex) -> None:
-    """StorageError where the journal lost or changed records its index counts."""
+def _check_against_index(path: Path, size: int, scan: _Scan, promised: Tally) -> None:
+    """StorageError where the journal lost or changed records its index counts (``promised``)."""
     name = index_path(path).name
-    left = _holding(index.records, index.completed)
+    left = _holding(promised.records, promised.completed)
     way_out = (f"Restore it from a copy if you have one. Or go on with what is left: delete {name} (the trials "
                f"lost run again). Or move the journal away or delete it (and {name} beside it): `autoconv tune` "
                "then starts its studies afresh, and winners already cached stay in the cache")
-    if size < index.length:
-        lost, lost_completed = index.records - scan.records, index.completed - scan.completed
+    if size < promised.length:
+        lost, lost_completed = promised.records - scan.records, promised.completed - scan.completed
         counted = (f": {lost} records are lost, with {lost_completed} completed trials"
                    if lost >= 0 and lost_completed >= 0 else "")
         raise StorageError(
-            f"study storage {path}: it is {size} bytes long, but its writers left it {index.length} bytes long "
-            f"with {left} (its index, {name}, says so); it holds {_holding(scan.records, scan.completed)}"
+            f"study storage {path}: it is {size} bytes long, but its writers left it {promised.length} bytes "
+            f"long with {left} (its index, {name}, says so); it holds {_holding(scan.records, scan.completed)}"
             f"{counted}. It was cut short or overwritten. {way_out}")
-    if scan.at_length != (index.records, index.completed):
+    if scan.at_length != (promised.records, promised.completed):
         held = "" if scan.at_length is None else f" ({_holding(*scan.at_length)} there)"
         raise StorageError(
-            f"study storage {path}: its first {index.length} bytes are not the {left} its writers left there "
-            f"(its index, {name}, says so){held}: it was changed since. {way_out}")
+            f"study storage {path}: its first {promised.length} bytes are not the {left} its writers left "
+            f"there (its index, {name}, says so){held}: it was changed since. {way_out}")
 
 
 #: How every record of an Optuna journal begins.
@@ -483,27 +492,18 @@ class JournalFlock:
     calls ``acquire`` and ``release``): an exclusive ``flock`` of ``<journal>.flock``. The
     kernel drops it when its process dies, so a killed writer never blocks the next."""
 
-    def __init__(self, path: Path, mark: bool = True):
+    def __init__(self, path: Path):
         self.path = path
-        self.mark = mark  # update the journal's index on release (see release)
         self._held: int | None = None
 
     def acquire(self) -> bool:
         self._held = _acquire_flock(self.path)
         return True
 
-    def release(self, mark: bool | None = None) -> None:
-        """Release the lock; first record the journal's length, records and completed trials in
-        its index (:func:`~autoconv.search.journal_index.update_index`) if ``mark`` (None:
-        :attr:`mark`). A writer that has not forced the journal to the disk passes False
-        (:mod:`autoconv.search.journal_file`)."""
+    def release(self) -> None:
         held, self._held = self._held, None
         if held is not None:
-            try:
-                if self.mark if mark is None else mark:
-                    update_index(self.path)
-            finally:
-                _release_flock(held)
+            _release_flock(held)
 
 
 def _journal_lock(path: Path) -> JournalFlock | None:
@@ -530,9 +530,8 @@ def _release_flock(descriptor: int) -> None:
 
 @contextlib.contextmanager
 def _locked(path: Path):
-    """``with _locked(journal):`` holds the journal writers' lock (nothing without fcntl);
-    it records no length: the holder checks the journal, it does not write records."""
-    lock = JournalFlock(path, mark=False) if fcntl is not None else None
+    """``with _locked(journal):`` holds the journal writers' lock (nothing without fcntl)."""
+    lock = JournalFlock(path) if fcntl is not None else None
     if lock is not None:
         lock.acquire()
     try:

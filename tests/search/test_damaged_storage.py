@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
 from autoconv.config.budget import Budget
 from autoconv.errors import StorageError
+from autoconv.search.journal_index import record_whole
 from autoconv.search.options import SearchSettings
 from autoconv.search.storage import JournalFlock, check_journal, make_storage
 from autoconv.search.study import study_name
@@ -130,9 +131,7 @@ def load_studies_from_bytes(tmp_path: Path, content: bytes) -> dict[str, list]:
 
 def _index(journal: Path) -> None:
     """Record the journal's length, records and completed trials in its index, as its writers do."""
-    lock = JournalFlock(journal)
-    lock.acquire()
-    lock.release()
+    record_whole(journal)
 
 
 def _repaired(journal: Path, cut: int) -> list[str]:

@@ -43,7 +43,7 @@ def test_every_record_optuna_writes_for_a_tune_is_one_check_journal_knows(tmp_pa
     assert check_journal(journal) == [] and journal.stat().st_size == size
     # The index counts the completed trials as Optuna reads them (a trial told, and one added whole).
     completed = [t for t in study.get_trials() if t.state == optuna.trial.TrialState.COMPLETE]
-    assert read_index(journal).completed == len(completed) == 3
+    assert read_index(journal).written.completed == len(completed) == 3
     written = {json.loads(line)["op_code"] for line in journal.read_text().splitlines()}
     known = storage_module._STUDY_OPS.keys() | storage_module._TRIAL_OPS.keys() | storage_module._OTHER_OPS.keys()
     assert written <= known
