@@ -66,8 +66,8 @@ THREE_PROBLEMS = TWO_PROBLEMS.replace("families:", """\
     spec: "N=1,C=5,H=11,W=7,K=9,R=3,S=1,pad=1"
 families:""") + "seed: {seed}\n"
 
-#: What a state folder may hold once runs are over: the cache, the journal and its lock.
-STATE_FILES = {"cache.sqlite", "studies.journal", "studies.journal.flock"}
+#: What a state folder may hold once runs are over: the cache, the journal, its lock and its index.
+STATE_FILES = {"cache.sqlite", "studies.journal", "studies.journal.flock", "studies.journal.index"}
 
 
 # ---- the command ------------------------------------------------------------------------

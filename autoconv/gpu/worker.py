@@ -46,8 +46,11 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING
 
-# This module imports autoconv's others where it uses them, so that a tuning worker can import it
-# and start its GPU worker (:func:`launch_worker`) before it imports the tuner.
+from autoconv.processes import exit_with_parent
+
+# This module imports autoconv's others (but autoconv.processes, which imports none) where it uses
+# them, so that a tuning worker can import it and start its GPU worker (:func:`launch_worker`)
+# before it imports the tuner.
 if TYPE_CHECKING:  # (for the annotations)
     from autoconv.backends.base import TrialResult
     from autoconv.gpu.kernels import LoadedPlan
@@ -115,7 +118,13 @@ def launch_worker(options: WorkerOptions,
 
 
 def worker_main(connection, options: WorkerOptions) -> None:
-    """Entry point of the worker process (spawned; see the module docstring)."""
+    """Entry point of the worker process (spawned; see the module docstring). It ends with the
+    process that started it: at once when a reply finds the pipe closed, and within
+    :data:`~autoconv.processes.PARENT_POLL_S` otherwise (a kernel that hangs included), so a
+    killed tune leaves no GPU worker behind, and no traceback."""
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.pid is not None:
+        exit_with_parent(parent.pid)
     try:
         from autoconv.errors import BackendUnavailable, DeviceMemoryError
         from autoconv.gpu.device import read_device, require_cupy
@@ -163,6 +172,8 @@ def worker_main(connection, options: WorkerOptions) -> None:
                     os._exit(EXIT_CONTEXT_LOST)
             else:
                 raise ValueError(f"unknown request {kind!r}")
+    except (BrokenPipeError, ConnectionResetError):  # the parent is gone: no one to reply to
+        return
     except Exception:  # a bug: report it to the parent, which raises it
         try:
             connection.send(("error", traceback.format_exc()))

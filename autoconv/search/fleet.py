@@ -33,8 +33,9 @@ starting the processes and drawing the combined progress.
 
 A worker that dies (killed, GPU lost) takes nothing with it: its running trials are
 failed and retried by the others (:mod:`autoconv.search.liveness`), the others go on,
-and the summary says which worker ended how. Killing this process ends its workers (they
-watch their parent).
+and the summary says which worker ended how. Killing this process ends its workers, quietly:
+they watch their parent, and a worker whose pipe to it is broken ends at once
+(:class:`~autoconv.search.fleet_worker.WorkerChannel`).
 
 A worker tells the parent what it does through a pipe of its own, as :class:`WorkerMessage`
 objects (small: no kernel sources). Not one queue shared by all: a worker killed while it

@@ -11,6 +11,7 @@ module (and the tuner) is imported.
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import threading
 import traceback
 from dataclasses import dataclass, field
@@ -92,15 +93,29 @@ class WorkerFailed(WorkerMessage):
     error: str
 
 
+#: Exit status of a worker that ends because its parent is gone (as
+#: :func:`autoconv.processes.exit_with_parent` ends it).
+EXIT_PARENT_GONE = 1
+
+
 class WorkerChannel:
-    """The sending end of one worker's pipe to the parent (``put`` is safe from any thread)."""
+    """The sending end of one worker's pipe to the parent (``put`` is safe from any thread).
+
+    A pipe whose other end is closed means the parent is gone (killed: it closes the pipes only
+    after its workers ended otherwise): there is no one left to tell anything, so the worker
+    ends at once, quietly, as its watch on the parent (:func:`autoconv.processes.exit_with_parent`)
+    would end it a moment later. Ending is what a killed worker does too: its running trials are
+    failed and retried by the next run (:mod:`autoconv.search.liveness`)."""
 
     def __init__(self, connection):
         self.connection, self._lock = connection, threading.Lock()
 
     def put(self, message: WorkerMessage) -> None:
         with self._lock:
-            self.connection.send(message)
+            try:
+                self.connection.send(message)
+            except (BrokenPipeError, ConnectionResetError):
+                os._exit(EXIT_PARENT_GONE)
 
 
 class QueueReporter(Reporter):

@@ -13,11 +13,10 @@ system's cache, which the next reader sees). After a crash of the host, the reco
 appended since its last fsync, which the next run evaluates again: a second's while it keeps
 writing; those of a process that stopped writing are as durable as the kernel's own writeback
 makes them. A problem's study is forced to the disk when its search ends, however it ends
-(:meth:`GroupCommitJournal.sync`). The length recorded in the lock file
-(:class:`autoconv.search.storage.JournalFlock`, read by
-:func:`autoconv.search.storage.check_journal`) is written only by an append that forced the
-file to the disk, so a journal that lost its unforced tail in a crash is never taken for
-one cut after its writers left it.
+(:meth:`GroupCommitJournal.sync`). Each append adds itself to the journal's index
+(:mod:`autoconv.search.journal_index`, read by :func:`autoconv.search.storage.check_journal`),
+which also records the part forced to the disk: a journal that lost its unforced tail in a
+crash of the host is not taken for one cut after its writers left it.
 
 Only Optuna's public journal API is used: ``JournalFileBackend`` (public, and documented as a
 ``BaseJournalBackend``) with its ``append_logs`` replaced; its ``read_logs`` reads the file as
@@ -31,27 +30,30 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any, Protocol
 
 from optuna.storages.journal import JournalFileBackend
+
+from autoconv.search.journal_index import record_append, record_forced, tally_of
 
 #: Seconds between two of a process's appends that force the journal to the disk.
 SYNC_INTERVAL_S = 1.0
 
 
-class MarkingLock(Protocol):
+class WritersLock(Protocol):
     """The writers' lock (:class:`autoconv.search.storage.JournalFlock`)."""
 
     def acquire(self) -> bool: ...
 
-    def release(self, mark: bool | None = None) -> None: ...
+    def release(self) -> None: ...
 
 
 class GroupCommitJournal(JournalFileBackend):
     """A journal file at ``path`` whose writers serialise on ``lock`` and force it to the disk
     at most every :data:`SYNC_INTERVAL_S` (see the module docstring)."""
 
-    def __init__(self, path: str, lock: MarkingLock):
+    def __init__(self, path: str, lock: WritersLock):
         # (Optuna's backend calls only acquire and release of its lock, the methods of the lock
         # classes it documents for ``lock_obj``)
         super().__init__(path, lock_obj=lock)  # type: ignore[arg-type]
@@ -62,24 +64,27 @@ class GroupCommitJournal(JournalFileBackend):
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
         text = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode()
         self._lock_of_writers.acquire()
-        synced = False
         try:
             with open(self._path, "ab") as journal:
+                before = os.fstat(journal.fileno()).st_size  # (no other writer appends now)
                 journal.write(text)
                 journal.flush()
                 now = time.monotonic()
-                if now - self._synced >= SYNC_INTERVAL_S:
+                synced = now - self._synced >= SYNC_INTERVAL_S
+                if synced:
                     os.fsync(journal.fileno())
-                    self._synced, synced = now, True
+                    self._synced = now
+            record_append(Path(self._path), before, tally_of(logs, len(text)), forced=synced)
         finally:
-            self._lock_of_writers.release(mark=synced)
+            self._lock_of_writers.release()
 
     def sync(self) -> None:
-        """Force the journal to the disk now, and record its length (a problem's tuning ended)."""
+        """Force the journal to the disk now, and update its index (a problem's tuning ended)."""
         self._lock_of_writers.acquire()
         try:
             with open(self._path, "ab") as journal:
                 os.fsync(journal.fileno())
             self._synced = time.monotonic()
+            record_forced(Path(self._path))
         finally:
-            self._lock_of_writers.release(mark=True)
+            self._lock_of_writers.release()

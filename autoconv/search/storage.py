@@ -23,7 +23,10 @@ Two things can go wrong with a journal that autoconv takes care of:
   :class:`~autoconv.errors.StorageError` naming the file, the line or byte and the way
   out, and the file is left as it is: a line that is not a record, an unknown op code, a
   record for a study or trial no earlier record created, and a file shorter than its
-  writers left it (the lock file records that length), which has lost completed trials.
+  writers left it, which has lost records, maybe completed trials. The length, records and
+  completed trials its writers left are in the journal's index, a file beside it
+  (:mod:`autoconv.search.journal_index`): a cut exactly between two records does not show in
+  the journal itself.
 
 The check reads the journal as the file it is, one JSON record per line, with a parser of its
 own: Optuna's replay skips a cut last record and fails on other damage without naming the
@@ -39,14 +42,26 @@ import contextlib
 import json
 import os
 import random
+import shlex
 import time
 import warnings
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from autoconv import settings
 from autoconv.errors import StorageError, first_line, quoted
+from autoconv.search.journal_index import (
+    Tally,
+    completes_a_trial,
+    forget_index,
+    index_applies,
+    index_path,
+    line_digest,
+    read_index,
+    record_whole,
+)
 from autoconv.urls import is_url, masked_url
 
 # Optuna and SQLAlchemy are imported where they are used: commands that only read the
@@ -63,8 +78,8 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
     is, anything else as the path of a journal file (created with its folder).
 
     A journal file is checked first (:func:`check_journal`): a last record cut short (a
-    write that never completed) is removed, and ``on_repair`` told so; any other damage
-    is an error. Writers serialise on an ``flock`` of ``<journal>.flock``, which the
+    write that never completed) is removed, and ``on_repair`` told so (and of a journal
+    without an index); any other damage is an error. Writers serialise on an ``flock`` of ``<journal>.flock``, which the
     kernel releases when a process dies: a killed ``autoconv tune`` leaves no stale lock
     (Optuna's default lock, a symlink, would make the next run wait 30 s for it).
 
@@ -96,10 +111,11 @@ def make_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | 
 
 def prepare_storage(storage: str | os.PathLike, on_repair: Callable[[str], None] | None = None) -> None:
     """What must happen once before several processes open ``storage`` at once: a database's
-    tables are created (:func:`make_storage`); a journal file's folder is created and a record
-    cut short is removed (:func:`check_journal`, ``on_repair`` told so). A journal is not replayed
-    here: each process that opens it does, and a ResNet-50 tune's journal (12 MB) takes a second
-    to replay, which a fleet's parent process would pay before starting its workers.
+    tables are created (:func:`make_storage`); a journal file's folder is created, and the journal
+    checked and a record cut short removed (:func:`check_journal`, ``on_repair`` given its notes).
+    A journal is not replayed here: each process that opens it does, and a ResNet-50 tune's
+    journal (12 MB) takes a second to replay, which a fleet's parent process would pay before
+    starting its workers.
 
     Raises:
         StorageError: as :func:`make_storage`, for damage that :func:`check_journal` finds.
@@ -110,10 +126,9 @@ def prepare_storage(storage: str | os.PathLike, on_repair: Callable[[str], None]
         return
     path = Path(text).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
-    dropped = check_journal(path)
-    if dropped and on_repair is not None:
-        on_repair(f"study journal {path}: removed an incomplete last record ({dropped} bytes) left by "
-                  "an interrupted write")
+    for note in check_journal(path):
+        if on_repair is not None:
+            on_repair(note)
 
 
 #: The journals make_storage opened, by their storage (JournalStorage has no public accessor).
@@ -203,59 +218,126 @@ def _rdb_storage(url: str):
                                "storage with --storage or `storage:` in the config") from None
 
 
-def check_journal(path: Path) -> int:
-    """Check that ``path`` (if it exists) is an Optuna journal, and repair only what a
-    crash leaves: a last line without its newline that is the start of a record (a write
-    that never completed; Optuna ignores it, but the next append would glue a record to
-    it and make the file unreadable) is cut off, under the writers' lock. Returns the
-    number of bytes cut off.
+def check_journal(path: Path) -> list[str]:
+    """Check that ``path`` (if it exists) is a whole Optuna journal, and repair only what a crash
+    leaves; returns notes for the user.
 
-    Anything else stops with a :class:`~autoconv.errors.StorageError` naming the file and
-    the line or byte offset, and nothing is changed: a line that is not a record, a record
-    with an unknown op code or for a study or trial that no earlier record created, and a
-    file shorter than autoconv's writers last left it (:class:`JournalFlock` records that
-    length in the lock file): cut anywhere but in its last write, it has lost completed
-    trials, maybe whole studies, which a repair would drop without a word.
+    The journal is compared with its index (:mod:`autoconv.search.journal_index`: its length,
+    records and completed trials as its writers last forced it to the disk). A last line without
+    its newline that is the start of a record, after all the index counts, is a write that never
+    completed: Optuna ignores it, but the next append would glue a record to it and make the file
+    unreadable, so it is cut off (under the writers' lock) and a note says so. A whole journal
+    without an index (copied without it, or its index deleted) gets one, and a note says what it
+    holds: a cut between two of its records cannot show in it.
+
+    Anything else stops with a :class:`~autoconv.errors.StorageError` naming the file and the
+    line or byte offset, and nothing is changed: a line that is not a record; a record with an
+    unknown op code or for a study or trial that no earlier record created; a journal shorter than
+    its index says (cut anywhere but in its last write: the message names the records and
+    completed trials lost) or whose first records are not those the index counts; and a record cut
+    short in a journal without an index, where a crash's unfinished write cannot be told from a
+    cut that lost completed trials (the message gives the command that removes it).
 
     Raises:
         StorageError: the file is a folder, unreadable, damaged or cut short.
     """
     if not path.exists():
-        _forget_mark(path)  # (a journal that starts afresh where an inode number is reused)
-        return 0
+        if fcntl is not None and index_path(path).exists():
+            with _locked(path):  # (a journal started afresh is not compared with the old one's index)
+                forget_index(path)
+        return []
     if path.is_dir():
         raise StorageError(f"study storage {path} is a folder; pass the path of a journal file "
                            "(--storage or `storage:` in the config)")
     try:
-        mark = _read_mark(path)  # (before the size: writers only add to both)
-        complete, _ = _valid_journal_prefix(path)
-        size = path.stat().st_size
-        _check_not_shorter(path, size, mark)
-        if complete == size:
-            return 0
-        with _locked(path):  # no autoconv writer is appending now
-            mark = _read_mark(path)
-            complete, lines = _valid_journal_prefix(path)
-            size = path.stat().st_size
-            _check_not_shorter(path, size, mark)
-            if complete == size:
-                return 0
-            with open(path, "rb") as handle:
-                handle.seek(complete)
-                tail = handle.read(_MAX_CUT_RECORD + 1)
-            # A cut record is the start of one Optuna wrote ({"op_code":...}), in the writes
-            # since the last completed one.
-            if not (len(tail) <= _MAX_CUT_RECORD and _is_cut_record(tail)):
-                raise StorageError(_journal_damage(
-                    path, f"line {lines + 1} (byte {complete}) is not an Optuna journal record"))
-            if mark is not None and complete < mark:
-                raise StorageError(_journal_damage(
-                    path, f"it was cut at byte {size}, inside records completed before (the writers "
-                          f"left it {mark} bytes long); completed trials, maybe whole studies, are lost"))
-            os.truncate(path, complete)
-            return size - complete
+        notes = _check_journal(path, locked=False)
+        if notes is None:
+            with _locked(path):  # no autoconv writer is appending now
+                notes = _check_journal(path, locked=True)
+        assert notes is not None  # (locked)
+        return notes
     except OSError as err:
         raise StorageError(f"study storage {path}: cannot read it ({err})") from None
+
+
+def _check_journal(path: Path, locked: bool) -> list[str] | None:
+    """:func:`check_journal`'s check; None where what it found takes the writers' lock (a repair,
+    an index to write) and ``locked`` is False."""
+    indexed = fcntl is not None  # (without fcntl, Optuna's own backend writes the journal, and no index)
+    index = read_index(path) if indexed else None  # (before the journal: its writers add to both)
+    promised = None if index is None else index.promised()
+    scan = _scan_journal(path, None if promised is None else promised.length)
+    size = os.stat(path).st_size
+    if index is not None and not index_applies(index, scan.first):
+        index = promised = None  # (another journal's: this one was started afresh)
+    if index is not None and promised is not None:
+        _check_against_index(path, size, scan, promised)
+    notes = []
+    if scan.complete != size:
+        if not locked:
+            return None
+        with open(path, "rb") as handle:
+            handle.seek(scan.complete)
+            tail = handle.read(_MAX_CUT_RECORD + 1)
+        # A cut record is the start of one Optuna wrote ({"op_code":...}), in the writes since the
+        # last completed one.
+        where = f"line {scan.records + 1} (byte {scan.complete})"
+        if not (len(tail) <= _MAX_CUT_RECORD and _is_cut_record(tail)):
+            raise StorageError(_journal_damage(path, f"{where} is not an Optuna journal record"))
+        if index is None and indexed:
+            raise StorageError(
+                f"study storage {path}: its last line, {where}, is a record cut short, and there is no "
+                f"{index_path(path).name} beside it to tell a write a crash interrupted from a journal cut "
+                f"short, which loses completed trials (it holds {_holding(scan.records, scan.completed)}). If a "
+                f"killed autoconv left it so, remove that line (`truncate -s {scan.complete} "
+                f"{shlex.quote(str(path))}`) and run again; if it was cut short, restore it from a copy (with its "
+                "index), or move it away or delete it: `autoconv tune` then starts its studies afresh, and "
+                "winners already cached stay in the cache")
+        os.truncate(path, scan.complete)
+        notes.append(f"study journal {path}: removed an incomplete last record ({size - scan.complete} bytes) "
+                     "left by an interrupted write")
+    if index is not None and scan.complete < index.written.length:  # (only after the host restarted)
+        if not locked:
+            return None
+        record_whole(path)
+        lost, lost_completed = index.written.records - scan.records, index.written.completed - scan.completed
+        notes.append(f"study journal {path}: the host restarted before its last writes reached the disk; "
+                     f"{lost} records are lost, with {lost_completed} completed trials, which run again")
+    elif index is None and indexed and scan.records:
+        if not locked:
+            return None
+        record_whole(path)
+        notes.append(f"study journal {path}: no {index_path(path).name} beside it, so a cut between two of its "
+                     f"records would not show; it holds {_holding(scan.records, scan.completed)}, and has an "
+                     "index from now on")
+    return notes
+
+
+def _holding(records: int, completed: int) -> str:
+    return (f"{records} record{'s' if records != 1 else ''}, {completed} completed "
+            f"trial{'s' if completed != 1 else ''}")
+
+
+def _check_against_index(path: Path, size: int, scan: _Scan, promised: Tally) -> None:
+    """StorageError where the journal lost or changed records its index counts (``promised``)."""
+    name = index_path(path).name
+    left = _holding(promised.records, promised.completed)
+    way_out = (f"Restore it from a copy if you have one. Or go on with what is left: delete {name} (the trials "
+               f"lost run again). Or move the journal away or delete it (and {name} beside it): `autoconv tune` "
+               "then starts its studies afresh, and winners already cached stay in the cache")
+    if size < promised.length:
+        lost, lost_completed = promised.records - scan.records, promised.completed - scan.completed
+        counted = (f": {lost} records are lost, with {lost_completed} completed trials"
+                   if lost >= 0 and lost_completed >= 0 else "")
+        raise StorageError(
+            f"study storage {path}: it is {size} bytes long, but its writers left it {promised.length} bytes "
+            f"long with {left} (its index, {name}, says so); it holds {_holding(scan.records, scan.completed)}"
+            f"{counted}. It was cut short or overwritten. {way_out}")
+    if scan.at_length != (promised.records, promised.completed):
+        held = "" if scan.at_length is None else f" ({_holding(*scan.at_length)} there)"
+        raise StorageError(
+            f"study storage {path}: its first {promised.length} bytes are not the {left} its writers left "
+            f"there (its index, {name}, says so){held}: it was changed since. {way_out}")
 
 
 #: How every record of an Optuna journal begins.
@@ -269,13 +351,6 @@ _STUDY_OPS = {0: "create study", 1: "delete study", 2: "set study user attr", 3:
 _TRIAL_OPS = {5: "set trial param", 6: "set trial state", 7: "set intermediate value", 8: "set trial user attr",
               9: "set trial system attr"}
 _OTHER_OPS = {10: "discard trials"}
-
-
-def _check_not_shorter(path: Path, size: int, mark: int | None) -> None:
-    if mark is not None and size < mark:
-        raise StorageError(_journal_damage(
-            path, f"it is {size} bytes long, but its writers left it {mark} bytes long; it was cut short "
-                  "(or overwritten), and completed trials, maybe whole studies, are lost"))
 
 
 def _is_cut_record(tail: bytes) -> bool:
@@ -339,11 +414,23 @@ def _is_json_prefix(text: str) -> bool:
     return False
 
 
-def _valid_journal_prefix(path: Path) -> tuple[int, int]:
-    """(bytes, lines) of the complete, well-formed records at the start of the journal;
-    StorageError when a complete line is not a record, has an op code Optuna does not
+@dataclass
+class _Scan:
+    """What :func:`_scan_journal` found."""
+
+    complete: int = 0   # bytes of the whole, well-formed records at the journal's start
+    records: int = 0    # those records
+    completed: int = 0  # those of them that complete a trial
+    first: str = ""     # the first record's digest (journal_index.line_digest)
+    at_length: tuple[int, int] | None = None  # (records, completed) in the first `length` bytes, where one ends
+
+
+def _scan_journal(path: Path, length: int | None = None) -> _Scan:
+    """The complete, well-formed records at the start of the journal, and what they are up to byte
+    ``length``; StorageError when a complete line is not a record, has an op code Optuna does not
     know, or names a study or trial that no earlier record created."""
-    offset = lines = 0
+    scan = _Scan(at_length=(0, 0) if length == 0 else None)
+    offset = 0
     studies = trials = 0  # Optuna numbers studies and trials 0, 1, ... as it creates them
     names: set[object] = set()
     with open(path, "rb") as handle:
@@ -383,15 +470,20 @@ def _valid_journal_prefix(path: Path) -> tuple[int, int]:
             elif op not in _OTHER_OPS:
                 raise StorageError(_journal_damage(
                     path, f"{where} has op code {op}, which this Optuna does not know"))
+            if number == 1:
+                scan.first = line_digest(line)
+            scan.completed += completes_a_trial(record)
             offset += len(line)
-            lines = number
-    return offset, lines
+            scan.complete, scan.records = offset, number
+            if offset == length:
+                scan.at_length = (scan.records, scan.completed)
+    return scan
 
 
 def _journal_damage(path: Path, what: str) -> str:
     return (f"study storage {path}: {what}; the file is damaged or not an Optuna journal. Move it away or "
-            f"delete it (and {path.name}.flock beside it): `autoconv tune` then starts its studies afresh, "
-            "and winners already cached stay in the cache. Or pass another file with --storage or "
+            f"delete it (and {index_path(path).name} beside it): `autoconv tune` then starts its studies "
+            "afresh, and winners already cached stay in the cache. Or pass another file with --storage or "
             "`storage:` in the config")
 
 
@@ -400,26 +492,18 @@ class JournalFlock:
     calls ``acquire`` and ``release``): an exclusive ``flock`` of ``<journal>.flock``. The
     kernel drops it when its process dies, so a killed writer never blocks the next."""
 
-    def __init__(self, path: Path, mark: bool = True):
+    def __init__(self, path: Path):
         self.path = path
-        self.mark = mark  # record the journal's length on release (see _write_mark)
         self._held: int | None = None
 
     def acquire(self) -> bool:
         self._held = _acquire_flock(self.path)
         return True
 
-    def release(self, mark: bool | None = None) -> None:
-        """Release the lock; first record the journal's length in the lock file if ``mark``
-        (None: :attr:`mark`). A writer that has not forced the journal to the disk passes
-        False (:mod:`autoconv.search.journal_file`)."""
+    def release(self) -> None:
         held, self._held = self._held, None
         if held is not None:
-            try:
-                if self.mark if mark is None else mark:
-                    _write_mark(held, self.path)
-            finally:
-                _release_flock(held)
+            _release_flock(held)
 
 
 def _journal_lock(path: Path) -> JournalFlock | None:
@@ -444,59 +528,10 @@ def _release_flock(descriptor: int) -> None:
         os.close(descriptor)
 
 
-#: The lock file holds the journal's length as its writers left it: a file shorter than
-#: that was cut (or overwritten) after a completed write, which no crash does.
-_MARK = b"autoconv journal length"
-
-
-def _write_mark(descriptor: int, journal: Path) -> None:
-    """Record, in the lock file (``descriptor``, held), the journal's length now and which
-    file it is (device and inode: a journal moved away and started afresh is not compared
-    with the old one's length)."""
-    try:
-        info = os.stat(journal)
-    except OSError:
-        return
-    data = _MARK + f" {info.st_dev} {info.st_ino} {info.st_size}\n".encode()
-    os.pwrite(descriptor, data, 0)
-    os.ftruncate(descriptor, len(data))
-
-
-def _forget_mark(journal: Path) -> None:
-    """Clear the recorded length of a journal that does not exist (now, under the lock)."""
-    if fcntl is None or not os.path.exists(f"{journal}.flock"):
-        return
-    try:
-        descriptor = _acquire_flock(journal)
-    except OSError:
-        return
-    try:
-        if not journal.exists():
-            os.ftruncate(descriptor, 0)
-    finally:
-        _release_flock(descriptor)
-
-
-def _read_mark(journal: Path) -> int | None:
-    """The journal's length as its writers last left it, or None (no mark, an old lock
-    file, or a mark of another file at this path)."""
-    try:
-        with open(f"{journal}.flock", "rb") as handle:
-            words = handle.read(200).split()
-        info = os.stat(journal)
-    except OSError:
-        return None
-    if len(words) != 6 or b" ".join(words[:3]) != _MARK or not all(w.isdigit() for w in words[3:]):
-        return None
-    device, inode, size = (int(w) for w in words[3:])
-    return size if (device, inode) == (info.st_dev, info.st_ino) else None
-
-
 @contextlib.contextmanager
 def _locked(path: Path):
-    """``with _locked(journal):`` holds the journal writers' lock (nothing without fcntl);
-    it records no length: the holder checks the journal, it does not write records."""
-    lock = JournalFlock(path, mark=False) if fcntl is not None else None
+    """``with _locked(journal):`` holds the journal writers' lock (nothing without fcntl)."""
+    lock = JournalFlock(path) if fcntl is not None else None
     if lock is not None:
         lock.acquire()
     try:

@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 from autoconv.backends.fake import FAKE_IDENTITY, FakeBackend
 from autoconv.config.budget import Budget
 from autoconv.errors import StorageError
+from autoconv.search.journal_index import record_whole
 from autoconv.search.options import SearchSettings
 from autoconv.search.storage import JournalFlock, check_journal, make_storage
 from autoconv.search.study import study_name
@@ -106,6 +107,8 @@ def test_prepare_storage_repairs_a_journal_without_replaying_it(tmp_path):
     journal = tmp_path / "new" / "studies.journal"
     unreplayable = GOOD_RECORD + b'{"op_code": 0, "worker_id": "w"}\n'
     journal.parent.mkdir()
+    journal.write_bytes(unreplayable)
+    _index(journal)
     journal.write_bytes(unreplayable + GOOD_RECORD[:20])
     notes: list[str] = []
     prepare_storage(journal, notes.append)
@@ -126,13 +129,24 @@ def load_studies_from_bytes(tmp_path: Path, content: bytes) -> dict[str, list]:
     return load_studies(copy)
 
 
+def _index(journal: Path) -> None:
+    """Record the journal's length, records and completed trials in its index, as its writers do."""
+    record_whole(journal)
+
+
+def _repaired(journal: Path, cut: int) -> list[str]:
+    return [f"study journal {journal}: removed an incomplete last record ({cut} bytes) left by an interrupted write"]
+
+
 def test_check_journal_cuts_only_a_record_cut_short(tmp_path):
     journal = tmp_path / "j.journal"
+    journal.write_bytes(GOOD_RECORD)
+    _index(journal)
     journal.write_bytes(GOOD_RECORD + GOOD_RECORD[:20])
-    assert check_journal(journal) == 20 and journal.read_bytes() == GOOD_RECORD
-    assert check_journal(journal) == 0
+    assert check_journal(journal) == _repaired(journal, 20) and journal.read_bytes() == GOOD_RECORD
+    assert check_journal(journal) == []
     journal.write_bytes(GOOD_RECORD + b'{"op_co')  # shorter than a record's start
-    assert check_journal(journal) == 7
+    assert check_journal(journal) == _repaired(journal, 7)
     journal.write_bytes(GOOD_RECORD + b"junk without a newline")
     with pytest.raises(StorageError, match=rf"line 2 \(byte {len(GOOD_RECORD)}\) is not an Optuna journal record"):
         check_journal(journal)
@@ -245,7 +259,7 @@ def test_a_journal_cut_to_half_is_an_error_not_a_repair(tmp_path, capsys, fake_g
     code, out, err = run_cli(capsys, "tune", config)
     assert code == 2, out + err
     assert f"study storage {journal}: it is {half} bytes long, but its writers left it {len(data)} bytes" in err
-    assert "completed trials, maybe whole studies, are lost" in err and "Move it away" in err
+    assert "records are lost, with 3 completed trials" in err and "move the journal away" in err
     assert "removed an incomplete" not in err
     assert journal.read_bytes() == data[:half]  # left as it was
 
@@ -280,7 +294,9 @@ def test_a_lost_first_half_is_an_error(tmp_path):
     trial = _record(op_code=4, worker_id="w", study_id=0, datetime_start=None)
     update = _record(op_code=8, worker_id="w", trial_id=0, user_attr={"a": 1})
     journal.write_bytes(study + trial + update)
-    assert check_journal(journal) == 0
+    assert check_journal(journal) == [f"study journal {journal}: no j.journal.index beside it, so a cut between "
+                                      "two of its records would not show; it holds 3 records, 0 completed trials, "
+                                      "and has an index from now on"]
     journal.write_bytes(update)
     with pytest.raises(StorageError, match=r"line 1 \(byte 0\) \(set trial user attr\) names trial 0"):
         check_journal(journal)
@@ -289,16 +305,14 @@ def test_a_lost_first_half_is_an_error(tmp_path):
         check_journal(journal)
 
 
-def test_only_a_prefix_of_json_after_the_writers_mark_is_repaired(tmp_path):
+def test_only_a_prefix_of_json_after_the_indexed_length_is_repaired(tmp_path):
     journal = tmp_path / "j.journal"
     journal.write_bytes(GOOD_RECORD)
-    lock = JournalFlock(journal)
-    lock.acquire()
-    lock.release()  # records the length the writers left: len(GOOD_RECORD)
+    _index(journal)  # records the length the writers left: len(GOOD_RECORD)
     for tail in (b'{"op_code":0,"worker_id":"w","study_name":"s","direc', b'{"op_code":5,"x":"\\u00',
                  b'{"op_code":0,"worker_id":"w","study_name":"s","directions":[1]}'):
         journal.write_bytes(GOOD_RECORD + tail)
-        assert check_journal(journal) == len(tail), tail
+        assert check_journal(journal) == _repaired(journal, len(tail)), tail
         assert journal.read_bytes() == GOOD_RECORD
     for tail in (b'{"op_code":0,"a"}', b'{"op_code":0]', b'{"op_code":0,"a":xyz', b'{"op_code":0,"\x00'):
         journal.write_bytes(GOOD_RECORD + tail)
@@ -309,14 +323,14 @@ def test_only_a_prefix_of_json_after_the_writers_mark_is_repaired(tmp_path):
     journal.write_bytes(GOOD_RECORD[:30])
     with pytest.raises(StorageError, match="it is 30 bytes long, but its writers left it"):
         check_journal(journal)
-    # A journal moved away (the way out the message gives) or deleted and started afresh
-    # is not compared with the old one's length.
+    # A journal moved away (the way out the message gives), or deleted, and started afresh is not
+    # compared with the old one's index.
+    other = GOOD_RECORD.replace(b'"w"', b'"v"')  # (another process's first record)
     journal.rename(tmp_path / "old.journal")
-    journal.write_bytes(GOOD_RECORD[:30])
-    assert check_journal(journal) == 30
-    lock.acquire()
-    lock.release()
+    journal.write_bytes(other)
+    assert "no j.journal.index beside it" in check_journal(journal)[0]
+    journal.write_bytes(other + GOOD_RECORD[:20])
+    assert check_journal(journal) == _repaired(journal, 20)
     journal.unlink()
-    assert check_journal(journal) == 0  # (forgets the length)
-    journal.write_bytes(GOOD_RECORD[:20])
-    assert check_journal(journal) == 20
+    assert check_journal(journal) == []  # (forgets the index)
+    assert not (tmp_path / "j.journal.index").exists()

@@ -11,7 +11,8 @@ import optuna
 import pytest
 
 from autoconv.search import storage as storage_module
-from autoconv.search.storage import check_journal, make_storage
+from autoconv.search.journal_index import read_index
+from autoconv.search.storage import check_journal, make_storage, sync_storage
 
 
 @pytest.fixture(autouse=True)
@@ -32,11 +33,17 @@ def test_every_record_optuna_writes_for_a_tune_is_one_check_journal_knows(tmp_pa
         trial.suggest_categorical("order", ["rsc", "crs"])
         trial.report(float(tile), step=0)
         study.tell(trial, float(tile) if number else None, state=None if number else optuna.trial.TrialState.FAIL)
+    study.add_trial(optuna.trial.create_trial(params={"tile": 4}, distributions={
+        "tile": optuna.distributions.IntDistribution(1, 64)}, value=4.0))
     optuna.create_study(study_name="dropped", storage=storage)
     optuna.delete_study(study_name="dropped", storage=storage)
+    sync_storage(storage)
 
     size = journal.stat().st_size
-    assert check_journal(journal) == 0 and journal.stat().st_size == size
+    assert check_journal(journal) == [] and journal.stat().st_size == size
+    # The index counts the completed trials as Optuna reads them (a trial told, and one added whole).
+    completed = [t for t in study.get_trials() if t.state == optuna.trial.TrialState.COMPLETE]
+    assert read_index(journal).written.completed == len(completed) == 3
     written = {json.loads(line)["op_code"] for line in journal.read_text().splitlines()}
     known = storage_module._STUDY_OPS.keys() | storage_module._TRIAL_OPS.keys() | storage_module._OTHER_OPS.keys()
     assert written <= known
