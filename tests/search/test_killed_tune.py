@@ -163,6 +163,6 @@ def test_tune_on_the_gpu_killed_mid_search_resumes_and_leaves_no_process(tmp_pat
     ranked = sorted(completed(next(iter(studies.values()))), key=lambda t: t.value)
     won = next(t for t in ranked if t.number == winner["trial"])
     assert won in ranked[:REVERIFY_CANDIDATES]
+    # (its time is the cache's own: a later re-timing may replace it, never the configuration)
     assert config_key(entry.family, entry.config) == trial_key(won) and entry.kernel_name == winner["kernel_name"]
-    assert entry.time_ms == pytest.approx(winner["time_ms"], rel=1e-12)
     assert {p.name for p in cache.parent.iterdir()} <= STATE_FILES
