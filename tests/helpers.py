@@ -147,16 +147,21 @@ def cache_entry(key: CacheKey, time_ms: float = 1.0, **changes) -> CacheEntry:
     return CacheEntry(**values)
 
 
-def descendants(pid: int) -> set[int]:
-    """Processes below ``pid`` (from /proc)."""
-    parents: dict[int, int] = {}
+def process_table() -> dict[int, list[str]]:
+    """Every process's ``/proc/<pid>/stat`` fields after its name: state, parent, process group, ..."""
+    table: dict[int, list[str]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                table[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            parents[int(entry.name)] = int(fields[1])
+    return table
+
+
+def descendants(pid: int) -> set[int]:
+    """Processes below ``pid`` (from /proc)."""
+    parents = {child: int(fields[1]) for child, fields in process_table().items()}
     found: set[int] = set()
     frontier = {pid}
     while frontier:

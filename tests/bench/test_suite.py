@@ -16,6 +16,7 @@ from autoconv.commands import main as cli
 from autoconv.config.load import load_config
 from autoconv.errors import AutoconvError, UsageError
 from tests.bench.test_report import _problem
+from tests.helpers import process_table
 
 #: The folder names of ResNet-50 at batch 32 that the README and the record rely on.
 RESNET_NAMES = ("resnet50_n32_fp32", "resnet50_n32_tf32_nchw", "resnet50_n32_tf32_nhwc", "resnet50_n32_bf16_nhwc",
@@ -299,12 +300,7 @@ def test_a_step_past_its_time_is_stopped_with_everything_it_started(tmp_path):
     assert "(stopped after 3 s)" in (tmp_path / "step.log").read_text()
     pid = int(child_pid.read_text())
     for _ in range(100):  # (the kill is sent; the kernel reaps the orphan shortly)
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        status = Path(f"/proc/{pid}/stat")
-        if status.exists() and status.read_text().split()[2] == "Z":
+        if process_table().get(pid, ["Z"])[0] == "Z":
             break
         __import__("time").sleep(0.1)
     else:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import fake_env, tune_argv
+from tests.helpers import fake_env, process_table, tune_argv
 
 #: Four problems, so that a problem is done while others are still being tuned.
 FOUR_PROBLEMS = """\
@@ -43,16 +43,7 @@ ORPHANS_END_S = 60
 
 def _group_members(group: int) -> list[int]:
     """Live (not zombie) processes of process group ``group``, from /proc."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == group and fields[0] != "Z":
-                members.append(int(entry.name))
-    return members
+    return [pid for pid, fields in process_table().items() if int(fields[2]) == group and fields[0] != "Z"]
 
 
 def _workers_started(group: int) -> bool:
