@@ -12,7 +12,7 @@ from pathlib import Path
 
 from autoconv.bench.report import BASELINE_LABELS, write_report
 from autoconv.bench.results import geomeans_by_precision, load_results
-from autoconv.bench.suite import SUITES, is_suite_folder, readme_table_span, write_tables
+from autoconv.bench.suite import is_suite_folder, readme_table_span, select, write_tables
 from autoconv.errors import UsageError
 
 
@@ -39,9 +39,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--out", None, "with --suite, name the suite's results folder, e.g. results/h200")
         if not Path(args.out).is_dir():
             raise UsageError("--out", args.out, "not a folder; name the suite's results folder, e.g. results/h200")
-        if args.suite not in SUITES:
-            raise UsageError("--suite", args.suite, f"no such suite; known: {', '.join(SUITES)}")
-        if not any(is_suite_folder(Path(args.out) / b.name) for b in SUITES[args.suite]):
+        if not any(is_suite_folder(Path(args.out) / b.name) for b in select(args.suite)):
             raise UsageError("--out", args.out, f"holds no benchmark of the {args.suite} suite; name the GPU's "
                              "folder the suite wrote, e.g. results/h200")
         if args.readme is not None:
