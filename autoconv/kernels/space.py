@@ -64,6 +64,7 @@ def problem_variables(problem: ConvProblem) -> dict[str, int]:
         "FORMAT_F16": int(problem.precision == "fp16"),       # 16-bit inputs are IEEE half (else bf16)
         "OUTPUT_FLOAT32": int(problem.output_dtype == "float32"),
         "OUTPUT_BYTES": DTYPE_SIZES[problem.output_dtype],
+        "LAYOUT_NCHW": int(problem.layout == "NCHW"),         # activations NCHW, weights KCRS (else NHWC, KRSC)
     }
 
 

@@ -64,12 +64,29 @@ FOLDED_FILTER_PROBLEMS = (
     "N=2,C=3,H=35,W=33,K=24,R=16,S=16,stride=16,bias=1,layout=NHWC,precision=tf32",
     "N=2,C=8,H=21,W=30,K=16,R=3,S=2,stride=9x10,pad=1:2:1:0,dilation=2x1,layout=NHWC,precision=bf16",
 )
+#: tf32 in NCHW (x transposed into the workspace as NHWC, y stored in NCHW): a 3 x 3 filter with
+#: stride, padding and bias (x' a transpose, w' copied as KRSC); 1 x 1 filters with stride 2 (x'
+#: holds the pixels the filter reads, w read as it is) and with padding 1 (x' holds zero pixels),
+#: one with C = 36 (a pitch of 64 bytes pads it: w' copied) and split-K over P*Q = 35 (one value
+#: per thread of the reduction) or 16 (float4s); C = 3 with 5 taps along w folded (the padding
+#: kernel gathers x' and w' from NCHW and KCRS), C = 3 with a 7 x 1 filter (x' a transpose with a
+#: padded channel), and a ViT's patches (every tap folded, stride 16).
+NCHW_PROBLEMS = (
+    "N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,precision=tf32",
+    "N=2,C=40,H=7,W=9,K=13,R=1,S=1,stride=2,bias=1,precision=tf32",
+    "N=2,C=36,H=9,W=10,K=40,R=1,S=1,pad=1,bias=1,precision=tf32",
+    "N=3,C=36,H=5,W=7,K=21,R=1,S=1,bias=1,precision=tf32",
+    "N=2,C=64,H=4,W=4,K=72,R=3,S=3,pad=1,bias=1,precision=tf32",
+    "N=2,C=3,H=13,W=17,K=24,R=3,S=5,stride=2x3,pad=2:1:3:1,dilation=1x2,bias=1,precision=tf32",
+    "N=2,C=3,H=12,W=16,K=33,R=7,S=1,stride=2x1,pad=2:6:1:0,bias=1,precision=tf32",
+    "N=2,C=3,H=35,W=33,K=24,R=16,S=16,stride=16,bias=1,precision=tf32",
+)
 SHAPES = (list(PROBLEMS) + list(VECTOR_STORE_PROBLEMS) + list(TF32_PROBLEMS) + list(WIDE_PROBLEMS)
-          + list(FOLDED_FILTER_PROBLEMS))
+          + list(FOLDED_FILTER_PROBLEMS) + list(NCHW_PROBLEMS))
 
 
 def problem_of(shape: str, seed: int):
-    if shape in VECTOR_STORE_PROBLEMS + TF32_PROBLEMS + WIDE_PROBLEMS + FOLDED_FILTER_PROBLEMS:
+    if shape in VECTOR_STORE_PROBLEMS + TF32_PROBLEMS + WIDE_PROBLEMS + FOLDED_FILTER_PROBLEMS + NCHW_PROBLEMS:
         return parse_spec(shape)
     return problem_16bit(shape, seed)
 
@@ -80,7 +97,7 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
         problem = problem_of(shape, seed)
         values = FAMILY.space.context(FAMILY.space.default_config(problem, H100), problem, H100)
         for name in ("PAD_CHANNELS", "FOLD_WIDTH", "FOLD_FILTER", "FORMAT_F16", "PRECISION_TF32", "OUTPUT_FLOAT32",
-                     "HAS_BIAS"):
+                     "HAS_BIAS", "LAYOUT_NCHW", "COPY_X", "COPY_W", "TRANSPOSE_X"):
             taken.setdefault(name, set()).add(values[name])
         taken.setdefault("STORE_VEC > 1", set()).add(int(values["STORE_VEC"] > 1))
     assert all(values == {0, 1} for values in taken.values()), taken
@@ -96,6 +113,13 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
     derived = [FAMILY.space.context(config, problem, H100) for problem, config in sampled]
     for name in ("REUSE_W", "FLAT_STORES"):
         assert {values[name] for values in derived} == {0, 1}, name
+    # NCHW's stores from the accumulators, on either side of wgmma, with and without split-K (whose
+    # reduction adds float4s where P*Q allows); the padding kernel's rows of x' and w', or of w' only
+    nchw = [values for values in derived if values["LAYOUT_NCHW"]]
+    assert {(values["FILTERS_ON_M"], values["SPLIT_K"] > 1) for values in nchw} >= {(0, False), (1, False), (0, True)}
+    assert {values["OUT_VEC"] for values in nchw if values["SPLIT_K"] > 1} == {1, 4}
+    assert {(values["PAD_FIRST_ROW"] > 0, values["PAD_COPY_BYTES"] > 0) for values in nchw} == {
+        (False, True), (True, True), (True, False)}
 
 
 def test_w_is_copied_once_per_stage_only_where_a_stage_always_holds_the_same_box():
@@ -187,6 +211,35 @@ def test_the_maps_describe_the_convolution():
     pingpong = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "pingpong",
                                      "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})
     assert pingpong.tensor_maps["x_map"].pixels == 64 and pingpong.values["BM"] == 64
+
+
+def test_nchw_maps_describe_the_copies_in_the_workspace():
+    """NCHW: x's map describes x' (NHWC) in the workspace; for a 1 x 1 filter x' holds the output
+    pixels only (stride and padding already walked: P x Q pixels, a filter with no stride) and w's
+    map describes w itself (its KCRS rows are KRSC's); for a 3 x 3 filter w' follows x' there. The
+    transpose comes first, one block per 32 pixels x 32 channels of an image."""
+    config = {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "cooperative", "EPILOGUE": "direct",
+              "M_OPERAND": "pixels", "PAD_PITCH": 16}
+    pointwise = FAMILY.plan(parse_spec("N=3,C=72,H=11,W=17,K=136,R=1,S=1,stride=2,precision=tf32"), config)
+    p, q = pointwise.values["P"], pointwise.values["Q"]
+    x_map, w_map = pointwise.tensor_maps["x_map"], pointwise.tensor_maps["w_map"]
+    assert x_map == Im2colMap(buffer="workspace", element="tf32", sizes=(72, q, p, 3), lower=(0, 0), upper=(0, 0),
+                              channels=32, pixels=128, element_strides=(1, 1, 1, 1))
+    assert w_map == TiledMap(buffer="w", element="tf32", sizes=(72, 1, 136), box=(32, 1, 64))
+    assert [(launch.kernel.endswith("_transpose_x"), launch.grid, launch.block, launch.args)
+            for launch in pointwise.launches][0] == (True, (-(-p * q // 32), 3, 3), (32, 8, 1), ("x", "workspace"))
+    assert len(pointwise.launches) == 2 and pointwise.workspace_bytes == 3 * p * q * 72 * 4
+
+    tap = FAMILY.plan(parse_spec("N=3,C=72,H=11,W=17,K=136,R=3,S=3,pad=1,precision=tf32"), config)
+    x_map, w_map = tap.tensor_maps["x_map"], tap.tensor_maps["w_map"]
+    assert x_map.buffer == "workspace" and x_map.sizes == (72, 17, 11, 3) and x_map.lower == (-1, -1)
+    assert w_map == TiledMap(buffer="workspace", element="tf32", sizes=(72, 9, 136), box=(32, 1, 64),
+                             offset=3 * 11 * 17 * 72 * 4)
+    # w' alone first (a weights transform: it reads w only), then x's transpose
+    assert [(launch.kernel.rsplit("_", 2)[-2:], launch.args) for launch in tap.launches[:2]] == [
+        (["pad", "channels"], ("w", "workspace")), (["transpose", "x"], ("x", "workspace"))]
+    assert tap.launches[0].grid == (-(-136 * 9 * 72 * 4 // 16 // 256), 1, 1)
+    assert FAMILY.unsupported_reason(parse_spec("N=1,C=8,H=4,W=4,K=8,R=1,S=1,precision=bf16")) is not None
 
 
 def test_tf32_maps_are_32_channels_of_tf32_elements():

@@ -346,7 +346,7 @@ def brute_force_points(space_doc: dict, problem, device, workspace_limit: int) -
         "GEMM_K": problem.C * problem.R * problem.S, "HAS_BIAS": int(problem.bias),
         "ELEMENT_BYTES": 4 if problem.dtype == "float32" else 2, "PRECISION_TF32": int(problem.precision == "tf32"),
         "FORMAT_F16": int(problem.precision == "fp16"), "OUTPUT_FLOAT32": int(problem.output_dtype == "float32"),
-        "OUTPUT_BYTES": 4 if problem.output_dtype == "float32" else 2,
+        "OUTPUT_BYTES": 4 if problem.output_dtype == "float32" else 2, "LAYOUT_NCHW": int(problem.layout == "NCHW"),
         "workspace_limit_bytes": workspace_limit, **device.variables(),
     }
     derived = [(name, compile(str(text), name, "eval")) for name, text in (space_doc.get("derived") or {}).items()]
