@@ -15,9 +15,9 @@ NHWC kernels, which write a channels_last output (:func:`autoconv.torch.ops.kern
 bfloat16 and float16 kernels read NHWC (KRSC weights) and write channels_last outputs:
 channels_last inputs and weights (``model.to(memory_format=torch.channels_last)``) are read
 without a copy, others are copied to channels_last first. Under ``torch.autocast`` (CUDA),
-float32 arguments of an eager call are cast to the autocast dtype first, as PyTorch's own
-convolution is (traced calls are not: cast before ``torch.compile``, or call autoconv with
-16-bit tensors).
+float32 arguments are cast to the autocast dtype first, as PyTorch's own convolution's are:
+eager calls here, traced calls (``torch.compile``) and direct calls of the operator by its
+autocast kernel.
 
 ``precision`` is for float32 tensors: ``"fp32"`` (float32 accuracy), ``"tf32"`` (inputs rounded
 to TF32, one tensor-core product per multiply, float32 accumulation) or None: what PyTorch does for its

@@ -31,6 +31,8 @@ launches, and autograd differentiates it:
   the weights changed in place is still right. Changes made through ``.data`` bypass the
   version counter (as for any PyTorch cache keyed on it): call
   :func:`autoconv.torch.clear_weight_cache` after such changes.
+- **Autocast** (CUDA): float32 tensors are cast to the autocast dtype before the operator runs,
+  by its autocast kernel, in eager calls and in traced graphs alike, as PyTorch's convolution's are.
 - **Backward**: PyTorch's own convolution backward (``aten.convolution_backward``, so
   it follows ``torch.backends.cudnn`` settings such as ``conv.fp32_precision``, whatever
   the forward's ``precision``), until autoconv tunes backward kernels. Asymmetric padding
@@ -476,7 +478,20 @@ class EagerConv2d(torch.autograd.Function):
         return _backward(ctx, grad_y)
 
 
+def _conv2d_autocast(x, w, bias, stride, padding, dilation, precision="fp32"):
+    """The operator under ``torch.autocast`` (CUDA): float32 tensors cast to the autocast dtype,
+    as autocast casts PyTorch's own convolution's, then the operator below autocast. Traced calls
+    go through it too (Dynamo's graphs run autocast regions as such), so that a compiled model
+    under autocast asks for the 16-bit problems ``tune --model`` tunes, not float32 ones. (Eager
+    calls of :func:`autoconv.torch.conv2d` cast before they reach the operator.)"""
+    dtype = torch.get_autocast_dtype("cuda")
+    x, w, bias = (None if t is None else t.to(dtype) if t.dtype is _FLOAT32 else t for t in (x, w, bias))
+    with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCUDA)):
+        return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation, precision)
+
+
 _library.impl("conv2d", _conv2d_kernel, "CUDA")
 _library.impl("conv2d", conv2d_cpu, "CPU")
+_library.impl("conv2d", _conv2d_autocast, "AutocastCUDA")
 torch.library.register_fake("autoconv::conv2d", conv2d_fake, lib=_library)
 torch.library.register_autograd("autoconv::conv2d", _backward, setup_context=_setup_context, lib=_library)

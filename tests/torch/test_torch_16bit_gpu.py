@@ -15,7 +15,7 @@ from torch import nn  # noqa: E402
 
 import autoconv  # noqa: E402
 import autoconv.torch as ac  # noqa: E402
-from autoconv.problems.problem import ConvProblem  # noqa: E402
+from autoconv.problems.problem import ConvProblem, parse_spec  # noqa: E402
 from autoconv.runtime import UntunedWarning  # noqa: E402
 from autoconv.verify.tolerance import tolerance  # noqa: E402
 from tests.torch.float64 import reference, relative_error  # noqa: E402
@@ -107,6 +107,24 @@ def test_cuda_graph_replays_a_16bit_call():
     x.copy_(torch.randn_like(x))
     graph.replay()
     assert torch.equal(captured, ac.conv2d(x, w, padding=1)) and not torch.equal(captured, eager)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_compiled_model_under_autocast_asks_for_the_16bit_problems(dtype):
+    """torch.compile of a converted float32 model run under torch.autocast: the operator's autocast
+    kernel casts in the traced graph as PyTorch's convolution is cast, so the graph runs the 16-bit
+    NHWC problems that `tune --model` tunes for autocast (not float32 ones), with the output of
+    PyTorch's own compiled model within the format's error."""
+    model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 8, 1)).cuda()
+    model = model.to(memory_format=CHANNELS_LAST)
+    converted, _ = ac.convert(model)
+    x = torch.randn(2, 8, 12, 10, device="cuda").contiguous(memory_format=CHANNELS_LAST)
+    with torch.no_grad(), torch.autocast("cuda", dtype=dtype):
+        got = torch.compile(converted, fullgraph=True)(x)
+        want = model(x)
+    precisions = {parse_spec(kernel["problem"]).precision for kernel in autoconv.runtime.loaded_kernels()}
+    assert precisions == {PRECISION[dtype]} and got.dtype is dtype
+    assert relative_error(got.float(), want.float()) < 1e-2
 
 
 def test_torch_compile_traces_a_16bit_call():

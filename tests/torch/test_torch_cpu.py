@@ -408,6 +408,27 @@ def test_an_unknown_precision_is_refused_naming_the_field(bad):
         assert info.value.field == "precision" and "'fp32'" in str(info.value) and "'tf32'" in str(info.value)
 
 
+def test_the_operator_under_autocast_casts_float32_tensors_to_the_autocast_dtype():
+    """The operator's autocast kernel (what a traced or direct call under torch.autocast runs):
+    float32 x, w and bias become the autocast dtype, so the call is the 16-bit NHWC problem
+    (channels_last output in that dtype); 16-bit tensors stay as they are. Meta tensors: the
+    operator's fake implementation answers below autocast."""
+    from autoconv.torch.ops import _conv2d_autocast
+
+    assert torch._C._dispatch_has_kernel_for_dispatch_key("autoconv::conv2d", "AutocastCUDA")
+    x, w, bias = (torch.randn(*shape, device="meta") for shape in ((2, 8, 9, 9), (16, 8, 3, 3), (16,)))
+    previous = torch.get_autocast_dtype("cuda")
+    try:
+        for dtype in (torch.bfloat16, torch.float16):
+            torch.set_autocast_dtype("cuda", dtype)
+            for given in ((x, w, bias), (x.to(dtype), w, None)):
+                y = _conv2d_autocast(*given, [1, 1], [1, 1, 1, 1], [1, 1], "tf32")
+                assert y.dtype is dtype and y.shape == (2, 16, 9, 9)
+                assert y.is_contiguous(memory_format=torch.channels_last)
+    finally:
+        torch.set_autocast_dtype("cuda", previous)
+
+
 def test_traced_calls_bake_the_resolved_precision_into_the_graph(cudnn_flags):
     graphs = []
 
