@@ -90,10 +90,12 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
     # (x' and w' strides, the channels and K tiles the maps describe); FILTERS_ON_M: derived from
     # M_OPERAND, pixels or filters on wgmma's M side (the descriptors swapped, the accumulators
     # stored transposed); FLAT_STORES: derived (staged 16-byte stores of a tile spanning every
-    # filter, as one contiguous run); REUSE_W: derived (each stage's w box copied once)
+    # filter, as one contiguous run); REUSE_W: derived (each stage's w box copied once); A_SOURCE:
+    # x's operand from the stages or (tf32 NCHW 1 x 1) loaded into wgmma's A registers;
+    # TRANSPOSE_X: derived (NCHW x transposed into the workspace first)
     "implicit_gemm_wgmma_tma": {"BN": None, "CONSUMERS": None, "SPLIT_K": None, "SCHEDULE": None, "EPILOGUE": None,
                                 "STAGED": (0, 1), "PAD_CHANNELS": (0, 1), "PAD_PITCH": None, "FILTERS_ON_M": (0, 1),
-                                "FLAT_STORES": (0, 1), "REUSE_W": (0, 1)},
+                                "FLAT_STORES": (0, 1), "REUSE_W": (0, 1), "A_SOURCE": None, "TRANSPOSE_X": (0, 1)},
 }
 
 

@@ -134,6 +134,14 @@ PLANTS = (
     Plant("tma-filters-on-m-pixel", "only M_OPERAND=filters (epilogue)", "implicit_gemm_wgmma_tma",
           "templates/implicit_gemm_wgmma_tma.cu.j2", "const int m = t.m0 + 8 * j + 2 * quad + e;",
           "const int m = t.m0 + 8 * j + quad + e;"),
+    Plant("tma-transpose-x", "only TRANSPOSE_X (NCHW x copied)", "implicit_gemm_wgmma_tma",
+          "templates/implicit_gemm_wgmma_tma.cu.j2",
+          "x_nhwc[static_cast<long long>(pixel) * X_CHANNELS + c] = tile[lane][i];",
+          "x_nhwc[static_cast<long long>(pixel) * X_CHANNELS + c] = tile[i][lane];"),
+    Plant("tma-a-registers-swizzle", "only A_SOURCE=registers (A loads)", "implicit_gemm_wgmma_tma",
+          "templates/implicit_gemm_wgmma_tma.cu.j2",
+          "fragments[step][i] = box[channel * A_BOX_PIXELS + wg::swizzled_k(channel, pixel0 + 4 * (i % 2))];",
+          "fragments[step][i] = box[channel * A_BOX_PIXELS + pixel0 + 4 * (i % 2)];"),
 )
 
 

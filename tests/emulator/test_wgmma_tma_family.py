@@ -70,7 +70,10 @@ FOLDED_FILTER_PROBLEMS = (
 #: one with C = 36 (a pitch of 64 bytes pads it: w' copied) and split-K over P*Q = 35 (one value
 #: per thread of the reduction) or 16 (float4s); C = 3 with 5 taps along w folded (the padding
 #: kernel gathers x' and w' from NCHW and KCRS), C = 3 with a 7 x 1 filter (x' a transpose with a
-#: padded channel), and a ViT's patches (every tap folded, stride 16).
+#: padded channel), and a ViT's patches (every tap folded, stride 16). 1 x 1 filters of unit stride
+#: and no padding may also read x as it lies, A in registers (A_SOURCE): C = 40 (a second channel
+#: block, partly past C) with bias, and P*Q = 36 (a tile of 64 or more pixels runs past the image's
+#: last one).
 NCHW_PROBLEMS = (
     "N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,precision=tf32",
     "N=2,C=40,H=7,W=9,K=13,R=1,S=1,stride=2,bias=1,precision=tf32",
@@ -80,6 +83,8 @@ NCHW_PROBLEMS = (
     "N=2,C=3,H=13,W=17,K=24,R=3,S=5,stride=2x3,pad=2:1:3:1,dilation=1x2,bias=1,precision=tf32",
     "N=2,C=3,H=12,W=16,K=33,R=7,S=1,stride=2x1,pad=2:6:1:0,bias=1,precision=tf32",
     "N=2,C=3,H=35,W=33,K=24,R=16,S=16,stride=16,bias=1,precision=tf32",
+    "N=2,C=40,H=8,W=10,K=24,R=1,S=1,bias=1,precision=tf32",
+    "N=3,C=72,H=6,W=6,K=40,R=1,S=1,precision=tf32",
 )
 SHAPES = (list(PROBLEMS) + list(VECTOR_STORE_PROBLEMS) + list(TF32_PROBLEMS) + list(WIDE_PROBLEMS)
           + list(FOLDED_FILTER_PROBLEMS) + list(NCHW_PROBLEMS))
@@ -118,8 +123,11 @@ def test_the_shapes_take_every_branch_the_problem_decides(seed):
     nchw = [values for values in derived if values["LAYOUT_NCHW"]]
     assert {(values["FILTERS_ON_M"], values["SPLIT_K"] > 1) for values in nchw} >= {(0, False), (1, False), (0, True)}
     assert {values["OUT_VEC"] for values in nchw if values["SPLIT_K"] > 1} == {1, 4}
-    assert {(values["PAD_FIRST_ROW"] > 0, values["PAD_COPY_BYTES"] > 0) for values in nchw} == {
-        (False, True), (True, True), (True, False)}
+    # (A in registers copies nothing)
+    assert {(values["PAD_FIRST_ROW"] > 0, values["PAD_COPY_BYTES"] > 0) for values in nchw
+            if not values["A_IN_REGISTERS"]} == {(False, True), (True, True), (True, False)}
+    # A in registers (NCHW x read as it lies; its schedules: test_a_in_registers_matches_reference)
+    assert {values["A_IN_REGISTERS"] for values in nchw} == {0, 1}
 
 
 def test_w_is_copied_once_per_stage_only_where_a_stage_always_holds_the_same_box():
@@ -130,7 +138,7 @@ def test_w_is_copied_once_per_stage_only_where_a_stage_always_holds_the_same_box
     expansion = parse_spec("N=64,C=24,H=56,W=56,K=144,R=1,S=1,layout=NHWC,precision=bf16")   # one K tile
     two_k_tiles = expansion.with_(C=72)
     base = {"BN": 192, "CONSUMERS": 2, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "cooperative", "EPILOGUE": "staged",
-            "M_OPERAND": "pixels", "PAD_PITCH": 16}
+            "M_OPERAND": "pixels", "PAD_PITCH": 16, "A_SOURCE": "shared"}
     for problem, change, reused in ((expansion, {}, 1),
                                     (expansion, {"SCHEDULE": "pingpong"}, 1),
                                     (expansion, {"BN": 128, "STAGES": 4}, 0),   # two columns of tiles
@@ -157,7 +165,7 @@ def test_the_maps_describe_the_convolution():
     problem = parse_spec("N=3,C=72,H=11,W=17,K=136,R=3,S=5,stride=2x1,pad=1x2,dilation=1x2,bias=1,"
                          "precision=bf16,layout=NHWC")
     plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "cooperative",
-                                 "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})
+                                 "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16, "A_SOURCE": "shared"})
     x_map, w_map = plan.tensor_maps["x_map"], plan.tensor_maps["w_map"]
     assert x_map == Im2colMap(buffer="x", element="bf16", sizes=(72, 17, 11, 3), lower=(-2, -1),
                               upper=(2 - 2 * 4, 1 - 1 * 2), channels=64, pixels=128, element_strides=(1, 1, 2, 1))
@@ -166,7 +174,8 @@ def test_the_maps_describe_the_convolution():
     assert plan.launches[0].args == ("x_map", "w_map", "bias", "y")
 
     config = {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2,
-              "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16}
+              "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16,
+              "A_SOURCE": "shared"}
     padded = FAMILY.plan(problem.with_(C=3, S=1, dilation=(1, 1)), config)   # one tap along w: padded, not folded
     x_map, w_map = padded.tensor_maps["x_map"], padded.tensor_maps["w_map"]
     assert x_map.buffer == w_map.buffer == "workspace" and x_map.sizes[0] == w_map.sizes[0] == 8
@@ -209,7 +218,8 @@ def test_the_maps_describe_the_convolution():
 
     # ping-pong: each consumer takes whole tiles of 64 rows, so the im2col box is 64 pixels
     pingpong = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "pingpong",
-                                     "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})
+                                     "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16,
+                                     "A_SOURCE": "shared"})
     assert pingpong.tensor_maps["x_map"].pixels == 64 and pingpong.values["BM"] == 64
 
 
@@ -219,7 +229,7 @@ def test_nchw_maps_describe_the_copies_in_the_workspace():
     map describes w itself (its KCRS rows are KRSC's); for a 3 x 3 filter w' follows x' there. The
     transpose comes first, one block per 32 pixels x 32 channels of an image."""
     config = {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "cooperative", "EPILOGUE": "direct",
-              "M_OPERAND": "pixels", "PAD_PITCH": 16}
+              "M_OPERAND": "pixels", "PAD_PITCH": 16, "A_SOURCE": "shared"}
     pointwise = FAMILY.plan(parse_spec("N=3,C=72,H=11,W=17,K=136,R=1,S=1,stride=2,precision=tf32"), config)
     p, q = pointwise.values["P"], pointwise.values["Q"]
     x_map, w_map = pointwise.tensor_maps["x_map"], pointwise.tensor_maps["w_map"]
@@ -241,6 +251,22 @@ def test_nchw_maps_describe_the_copies_in_the_workspace():
     assert tap.launches[0].grid == (-(-136 * 9 * 72 * 4 // 16 // 256), 1, 1)
     assert FAMILY.unsupported_reason(parse_spec("N=1,C=8,H=4,W=4,K=8,R=1,S=1,precision=bf16")) is not None
 
+    # A in registers: no copy at all; x as it lies, [N][C][P*Q], in boxes of 32 pixels x 32
+    # channels; a tile's pixels in one image (11 * 16 = 176 pixels: 2 tiles of 128 per image)
+    pointwise = parse_spec("N=3,C=72,H=11,W=16,K=136,R=1,S=1,precision=tf32")
+    direct = FAMILY.plan(pointwise, {**config, "A_SOURCE": "registers"})
+    assert direct.tensor_maps["x_map"] == TiledMap(buffer="x", element="tf32", sizes=(176, 72, 3), box=(32, 32, 1))
+    assert direct.tensor_maps["w_map"] == TiledMap(buffer="w", element="tf32", sizes=(72, 1, 136), box=(32, 1, 64))
+    assert len(direct.launches) == 1 and direct.workspace_bytes == 0
+    assert direct.values["GRID_M"] == 3 * 2 and check_map(direct.tensor_maps["x_map"]) is None
+    for refused in ("stride=2", "pad=1", "H=11,W=13", "C=70"):   # (P*Q = 143 and C = 70: not whole 16 bytes)
+        spec = "N=3,C=72,H=11,W=16,K=136,R=1,S=1,precision=tf32"
+        for change in refused.split(","):
+            key = change.split("=")[0] + "="
+            spec = ",".join(part for part in spec.split(",") if not part.startswith(key)) + "," + change
+        with pytest.raises(SearchSpaceError):
+            FAMILY.plan(parse_spec(spec), {**config, "A_SOURCE": "registers"})
+
 
 def test_tf32_maps_are_32_channels_of_tf32_elements():
     """A tf32 problem's maps: TF32 elements (the copies round x and w), 32 float32 channels per
@@ -249,7 +275,8 @@ def test_tf32_maps_are_32_channels_of_tf32_elements():
     problem = parse_spec("N=3,C=72,H=11,W=17,K=136,R=3,S=5,stride=2x1,pad=1x2,dilation=1x2,bias=1,"
                          "precision=tf32,layout=NHWC")
     config = {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1,
-              "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16}
+              "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16,
+              "A_SOURCE": "shared"}
     plan = FAMILY.plan(problem, config)
     x_map, w_map = plan.tensor_maps["x_map"], plan.tensor_maps["w_map"]
     assert (x_map.element, x_map.channels, x_map.strides[0]) == ("tf32", 32, 72 * 4)
@@ -273,7 +300,7 @@ def test_tf32_copies_round_the_operands(seed):
 
     problem = parse_spec(TF32_PROBLEMS[2])
     plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "cooperative",
-                                 "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})
+                                 "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16, "A_SOURCE": "shared"})
     x, w, bias = random_inputs(problem, np.random.default_rng(seed))
     # (the copies round ties to even)
     tf32_model = conv2d_reference(problem, round_mantissa(x, 10, "even"), round_mantissa(w, 10, "even"), bias)
@@ -348,10 +375,12 @@ def test_tma_plans_run_through_the_runtime_launcher(seed):
     limits, _ = read_device(0)
     cases = [("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,layout=NHWC,precision=bf16",
               {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1,
-               "SCHEDULE": "pingpong", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16}),
+               "SCHEDULE": "pingpong", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16,
+               "A_SOURCE": "shared"}),
              ("N=2,C=3,H=12,W=16,K=33,R=7,S=1,stride=2x1,pad=2:6:1:0,bias=1,layout=NHWC,precision=fp16",
               {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2,
-               "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})]
+               "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16,
+               "A_SOURCE": "shared"})]
     for spec, config in cases:
         problem = parse_spec(spec)
         runner = _loaded_runner(problem, 0, FAMILY.plan(problem, config, limits), "test", limits)
@@ -371,7 +400,8 @@ def test_runtime_verification_orders_its_fills_before_the_kernels(seed):
     limits, _ = read_device(0)
     problem = parse_spec("N=32,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3,layout=NHWC,precision=fp16")
     plan = FAMILY.plan(problem, {"BN": 64, "CONSUMERS": 3, "STAGES": 4, "SPLIT_K": 1, "SCHEDULE": "cooperative",
-                                 "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16}, limits)
+                                 "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16,
+                                 "A_SOURCE": "shared"}, limits)
     assert plan.values["FOLD_WIDTH"] == 1 and plan.workspace_bytes > 32 * 2 ** 20
     runner = _loaded_runner(problem, 0, plan, "test", limits)
     for attempt in range(3):
@@ -385,9 +415,35 @@ def test_pingpong_consumers_wait_for_their_turn(seed):
     the other consumer's data for its own. One block (a device of one SM) takes all 3 tiles."""
     problem = parse_spec("N=3,C=256,H=6,W=8,K=64,R=3,S=3,pad=1,layout=NHWC,precision=bf16")
     config = {"BN": 64, "CONSUMERS": 2, "STAGES": 3, "SPLIT_K": 1,
-              "SCHEDULE": "pingpong", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16}
+              "SCHEDULE": "pingpong", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16,
+              "A_SOURCE": "shared"}
     plan = FAMILY.plan(problem, config, ONE_SM)
     assert plan.values["K_TILES"] == 36 and plan.values["TILES"] == 3 and plan.values["GRID"] == 1
+    check = verify_plan(plan, np.random.default_rng(seed))
+    assert check.ok, _describe(problem, check)
+
+
+@pytest.mark.parametrize("spec, changes", [
+    # one and two consumers sharing tiles of 64 and 128 pixels (P*Q = 80: the second tile of each
+    # image is mostly past its last pixel), a second channel block partly past C, bias
+    ("N=2,C=40,H=8,W=10,K=24,R=1,S=1,bias=1,precision=tf32", {"BN": 64, "CONSUMERS": 1}),
+    ("N=3,C=72,H=6,W=6,K=40,R=1,S=1,precision=tf32", {"BN": 64, "CONSUMERS": 2, "STAGES": 4}),
+    # ping-pong consumers, and split-K (slices stored NCHW, float4 sums where P*Q allows)
+    ("N=2,C=64,H=10,W=14,K=70,R=1,S=1,bias=1,precision=tf32", {"CONSUMERS": 2, "SCHEDULE": "pingpong"}),
+    ("N=2,C=100,H=12,W=12,K=130,R=1,S=1,bias=1,precision=tf32",
+     {"BN": 128, "SPLIT_K": 2, "EPILOGUE": "staged"}),
+    # three K tiles per tile, many tiles per block: the stages go round several times
+    ("N=4,C=96,H=8,W=8,K=64,R=1,S=1,precision=tf32", {"BN": 64, "CONSUMERS": 1, "STAGES": 4}),
+])
+def test_a_in_registers_matches_reference(spec, changes, seed):
+    """A_SOURCE registers: NCHW x copied as it lies, loaded into wgmma's A registers K tile by K
+    tile, rows mapped to pixels as a_row_pixel says, on a device of one SM (one block takes every
+    tile, so the stages go round; split-K, which one SM's space does not offer, on the H100's)."""
+    problem = parse_spec(spec)
+    config = {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "cooperative", "EPILOGUE": "direct",
+              "M_OPERAND": "pixels", "PAD_PITCH": 16, "A_SOURCE": "registers", **changes}
+    plan = FAMILY.plan(problem, config, H100 if config["SPLIT_K"] > 1 else ONE_SM)
+    assert plan.values["A_IN_REGISTERS"] == 1 and len(plan.launches) == 1 + (config["SPLIT_K"] > 1)
     check = verify_plan(plan, np.random.default_rng(seed))
     assert check.ok, _describe(problem, check)
 
@@ -406,7 +462,7 @@ def test_w_copied_once_per_stage_serves_every_tile_of_a_block(spec, changes, see
     first round read w's box that the stage kept, and must match the reference."""
     problem = parse_spec(spec)
     config = {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 1, "SCHEDULE": "cooperative", "EPILOGUE": "staged",
-              "M_OPERAND": "pixels", "PAD_PITCH": 16, **changes}
+              "M_OPERAND": "pixels", "PAD_PITCH": 16, "A_SOURCE": "shared", **changes}
     plan = FAMILY.plan(problem, config, ONE_SM)
     values = plan.values
     assert values["REUSE_W"] == 1 and values["GRID"] == 1

@@ -195,7 +195,8 @@ def test_wide_tma_tiles_the_space_allows_compile_without_spills():
             for bn, consumers, schedule, epilogue in itertools.product(
                     (192, 208, 224, 256), (1, 2, 3), ("cooperative", "pingpong"), ("staged", "direct")):
                 config = {"BN": bn, "CONSUMERS": consumers, "STAGES": 3, "SPLIT_K": 1,
-                          "SCHEDULE": schedule, "EPILOGUE": epilogue, "M_OPERAND": "pixels", "PAD_PITCH": 16}
+                          "SCHEDULE": schedule, "EPILOGUE": epilogue, "M_OPERAND": "pixels", "PAD_PITCH": 16,
+                          "A_SOURCE": "shared"}
                 if family.space.is_valid(config, problem, H100):
                     jobs.append(Compiled(family.plan(problem, config), is_default=True))
     assert len(jobs) >= 8

@@ -59,7 +59,8 @@ def test_maps_are_encoded_for_their_buffers_and_passed_by_address(recorded):
     encodings, launches = recorded
     plan, run = _launcher("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,layout=NHWC,precision=bf16",
                           {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1,
-                           "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})
+                           "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16,
+                           "A_SOURCE": "shared"})
     assert [launch.args for launch in plan.launches] == [("x_map", "w_map", "bias", "y")]
     run((X, W, BIAS, Y, 0), stream=0)
     assert [(m.buffer, address) for m, address, _ in encodings] == [("x", X), ("w", W)]
@@ -79,7 +80,8 @@ def test_padded_channels_maps_describe_the_workspace_at_their_offsets(recorded):
     encodings, launches = recorded
     plan, run = _launcher("N=2,C=3,H=12,W=16,K=33,R=7,S=1,stride=2x1,pad=2:6:1:0,bias=1,layout=NHWC,precision=fp16",
                           {"BN": 64, "CONSUMERS": 1, "STAGES": 3, "SPLIT_K": 2,
-                           "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})
+                           "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16,
+                           "A_SOURCE": "shared"})
     assert [launch.args for launch in plan.launches] == [
         ("x", "w", "workspace"), ("x_map", "w_map", "workspace"), ("workspace", "bias", "y")]
     run((X, W, BIAS, Y, WORKSPACE), stream=0)
@@ -100,7 +102,8 @@ def test_maps_of_recent_buffers_are_copied_not_encoded_again(recorded):
     encodings, launches = recorded
     _, run = _launcher("N=2,C=16,H=9,W=11,K=24,R=3,S=3,stride=2,pad=1,bias=1,layout=NHWC,precision=bf16",
                        {"BN": 64, "CONSUMERS": 2, "STAGES": 4, "SPLIT_K": 1,
-                        "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16})
+                        "SCHEDULE": "cooperative", "EPILOGUE": "staged", "M_OPERAND": "pixels", "PAD_PITCH": 16,
+                        "A_SOURCE": "shared"})
     remembered = gpu_tensor_maps.MapSlot.REMEMBERED
     inputs = [X + 4096 * i for i in range(remembered)]
     for _ in range(3):   # three "forwards" over the same inputs

@@ -77,7 +77,8 @@ class ImplicitGemmWgmmaTma(Family):
     def tensor_maps(self, values: Mapping[str, Any]) -> dict[str, TensorMap]:
         """x as im2col boxes of TILE_PIXELS output pixels x BOX_CHANNELS channels (128 bytes), w as
         [K][R*S][C] in boxes of TILE_FILTERS filters x BOX_CHANNELS channels (the template's x_map and
-        w_map; BM and BN, or BN and BM where the filters take wgmma's M side)."""
+        w_map; BM and BN, or BN and BM where the filters take wgmma's M side). With A in registers, x
+        as it lies in NCHW, [N][C][P*Q] in boxes of 32 pixels x BOX_CHANNELS channels."""
         # the maps' element type (autoconv.kernels.tensor_maps.ELEMENT_BYTES): tf32 maps round the copies
         element = "tf32" if values["PRECISION_TF32"] else "f16" if values["FORMAT_F16"] else "bf16"
         c, taps, channels = values["X_CHANNELS"], values["MAP_R"] * values["MAP_S"], values["BOX_CHANNELS"]
@@ -85,6 +86,12 @@ class ImplicitGemmWgmmaTma(Family):
         # Q (and P) where the copy folded the taps along w (FOLD_WIDTH; and along h, FOLD_FILTER)
         width, height = values["X_WIDTH"], values["X_HEIGHT"]
         x_bytes = values["N"] * height * width * c * values["ELEMENT_BYTES"]
+        w_map = TiledMap(buffer="workspace" if copy_w else "w", element=element, sizes=(c, taps, values["K"]),
+                         box=(channels, 1, values["TILE_FILTERS"]), offset=x_bytes if copy_w else 0)
+        if values["A_IN_REGISTERS"]:   # NCHW x as it lies, [N][C][P*Q], in boxes of 32 pixels x BK channels
+            return {"x_map": TiledMap(buffer="x", element=element, sizes=(values["P"] * values["Q"], c, values["N"]),
+                                      box=(32, channels, 1)),
+                    "w_map": w_map}
         return {
             "x_map": Im2colMap(
                 buffer="workspace" if copy_x else "x", element=element,
@@ -92,6 +99,5 @@ class ImplicitGemmWgmmaTma(Family):
                 lower=(values["LOWER_W"], values["LOWER_H"]), upper=(values["UPPER_W"], values["UPPER_H"]),
                 channels=channels, pixels=values["TILE_PIXELS"],
                 element_strides=(1, values["MAP_STRIDE_W"], values["MAP_STRIDE_H"], 1)),
-            "w_map": TiledMap(buffer="workspace" if copy_w else "w", element=element, sizes=(c, taps, values["K"]),
-                              box=(channels, 1, values["TILE_FILTERS"]), offset=x_bytes if copy_w else 0),
+            "w_map": w_map,
         }
