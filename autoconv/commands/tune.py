@@ -51,6 +51,9 @@ def add_parser(commands) -> None:
                            "torchvision.models:resnet50 (built without arguments on the meta device and run "
                            "once on --input; needs PyTorch); the config it tunes is written first")
     tune.add_argument("--input", metavar="NxCxHxW", help="with --model: the example input's shape, e.g. 32x3x224x224")
+    tune.add_argument("--fuse", action="store_true",
+                      help="with --model: tune the model as autoconv.torch.convert(model.eval(), fuse=True) runs "
+                           "it, each BatchNorm folded into the convolution before it (convolutions with a bias)")
     tune.add_argument("--write-config", metavar="PATH",
                       help="with --model: where to write the config (default: FACTORY_INPUT.yaml here)")
     tune.add_argument("--precision", choices=PRECISIONS,
@@ -120,9 +123,9 @@ def add_parser(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     options = tune_options(args)  # (checked before a model's config is written)
     config = args.config
-    if args.model is not None or args.input is not None or args.write_config is not None:
+    if args.model is not None or args.input is not None or args.write_config is not None or args.fuse:
         config = write_model_config(args.config, args.model, args.input, args.write_config,
-                                    precision=options.precision, layout=options.layout)
+                                    precision=options.precision, layout=options.layout, fuse=args.fuse)
     elif config is None:
         raise UsageError("config", None, "give a config file, or --model MODULE:FACTORY --input NxCxHxW")
     return tune_command(config, options)
@@ -164,7 +167,8 @@ def summary_target_problem(path: Path) -> str | None:
 
 
 def write_model_config(config: str | None, model: str | None, input_shape: str | None,
-                       path: str | None, *, precision: str | None = None, layout: str | None = None) -> str:
+                       path: str | None, *, precision: str | None = None, layout: str | None = None,
+                       fuse: bool = False) -> str:
     """Write the config of ``model``'s convolutions on an input of ``input_shape`` (see
     :func:`autoconv.torch.problems.model_problems`) and return its path.
 
@@ -173,7 +177,9 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
     PyTorch's current setting gives them (TF32, its default for convolutions, where
     ``torch.backends.cudnn`` allows it), in the layout the runtime computes them in for the example
     input (NCHW: an input given by its shape is contiguous; bf16 and fp16 compute in NHWC). The
-    choice is printed with how to override it, and written into the config."""
+    choice is printed with how to override it, and written into the config. ``fuse``
+    (``--fuse``): the problems of the model with its BatchNorms folded, as ``convert(model,
+    fuse=True)`` runs it."""
     if config is not None:
         raise UsageError("config", config, "give either a config file or --model, not both")
     if model is None or input_shape is None:
@@ -189,7 +195,7 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
     chosen = precision or pytorch_precision()
     sixteen_bit = chosen in ("bf16", "fp16")
     chosen_layout = layout or ("NHWC" if sixteen_bit else "NCHW")
-    problems, skipped = model_problems(model, shape, precision="fp32" if sixteen_bit else chosen)
+    problems, skipped = model_problems(model, shape, precision="fp32" if sixteen_bit else chosen, fuse=fuse)
     problems = list(merge_identical(NamedProblem(item.name, item.problem.in_precision(chosen).with_(
         layout=chosen_layout), item.count) for item in problems))
     if not problems:
@@ -203,7 +209,7 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
         raise UsageError("--write-config", str(target), f"cannot write the config there: {problem}; pass another "
                          "--write-config PATH")
     overrides = "".join(f" --{flag} {value}" for flag, value in (("precision", precision), ("layout", layout))
-                        if value)
+                        if value) + (" --fuse" if fuse else "")
     write_config(problems, target, comment=f"{MODEL_CONFIG_COMMENT}{model} on a {input_shape} input, written by\n"
                  f"  autoconv tune --model {model} --input {input_shape}{overrides}")
     stderr = Console(stderr=True)

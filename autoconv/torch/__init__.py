@@ -6,7 +6,9 @@
   ``precision`` (``"fp32"``, ``"tf32"``, or None: PyTorch's setting for cuDNN convolutions,
   :func:`pytorch_precision`) picks float32 accuracy or TF32 tensor-core products.
 - :class:`Conv2d` and :func:`convert`: run a model's convolutions on autoconv
-  (:mod:`autoconv.torch.modules`).
+  (:mod:`autoconv.torch.modules`); ``convert(model.eval(), fuse=True)`` and
+  :func:`fold_batch_norms` fold each BatchNorm into its convolution for inference
+  (:mod:`autoconv.torch.fusion`).
 - :func:`conv_problems` and :func:`write_config`: the convolution problems of a real
   model, found by running it once, as a tuning config (:mod:`autoconv.torch.problems`).
 
@@ -23,9 +25,10 @@ except ImportError as err:  # pragma: no cover - depends on the environment
                       "or use autoconv.conv2d with CuPy arrays") from None
 
 from autoconv.torch.functional import conv2d, pytorch_precision
+from autoconv.torch.fusion import FusionReport, fold_batch_norms
 from autoconv.torch.modules import Conv2d, ConversionReport, convert
 from autoconv.torch.ops import CaptureError, clear_weight_cache
 from autoconv.torch.problems import config_text, conv_problems, write_config
 
-__all__ = ["CaptureError", "Conv2d", "ConversionReport", "clear_weight_cache", "config_text", "conv2d",
-           "conv_problems", "convert", "pytorch_precision", "write_config"]
+__all__ = ["CaptureError", "Conv2d", "ConversionReport", "FusionReport", "clear_weight_cache", "config_text",
+           "conv2d", "conv_problems", "convert", "fold_batch_norms", "pytorch_precision", "write_config"]

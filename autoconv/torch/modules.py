@@ -3,6 +3,7 @@ it into a model.
 
     model, report = autoconv.torch.convert(model)                      # precision: PyTorch's setting
     model, report = autoconv.torch.convert(model, precision="tf32")    # or one for every layer
+    model, report = autoconv.torch.convert(model.eval(), fuse=True)    # inference: BatchNorm folded
     print(report)          # what was converted, what was left alone and why
 
 :class:`Conv2d` is an ``nn.Conv2d`` (same parameters, state dict, hooks and repr) whose
@@ -64,14 +65,21 @@ class Conv2d(nn.Conv2d):
 
 @dataclass
 class ConversionReport:
-    """What :func:`convert` did: the layers it converted and those it left alone, with why."""
+    """What :func:`convert` did: the layers it converted and those it left alone, with why; with
+    ``fuse``, the BatchNorm layers folded into a convolution (-> which one) and those left, with why."""
     converted: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    folded: dict[str, str] = field(default_factory=dict)
+    unfused: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         lines = [f"autoconv.torch.convert: {len(self.converted)} Conv2d layers run autoconv, "
                  f"{len(self.skipped)} left to PyTorch"]
         lines += [f"  left alone: {name}: {why}" for name, why in self.skipped.items()]
+        if self.folded or self.unfused:
+            lines.append(f"  {len(self.folded)} BatchNorm layers folded into their convolutions, "
+                         f"{len(self.unfused)} not")
+            lines += [f"  not folded: {name}: {why}" for name, why in self.unfused.items()]
         return "\n".join(lines)
 
 
@@ -91,28 +99,43 @@ def ineligible_reason(module: nn.Module) -> str | None:
     return None
 
 
-def convert(model: nn.Module, *, inplace: bool = False,
-            precision: str | None = None) -> tuple[nn.Module, ConversionReport]:
+def convert(model: nn.Module, *, inplace: bool = False, precision: str | None = None,
+            fuse: bool = False) -> tuple[nn.Module, ConversionReport]:
     """Make every eligible ``nn.Conv2d`` of ``model`` (groups=1; float32, bfloat16 or float16 weights) an
     autoconv :class:`Conv2d`.
 
     Args:
         model: any module (the model itself may be an ``nn.Conv2d``).
-        inplace: convert ``model`` itself instead of a deep copy.
+        inplace: convert ``model`` itself instead of a deep copy (with ``fuse``, the model
+            returned is a folded copy, a ``torch.fx.GraphModule``, whatever ``inplace`` says).
         precision: ``"fp32"`` or ``"tf32"`` for every converted layer (autoconv layers
             already in the model included); None (the default) leaves it to PyTorch's setting
             for cuDNN convolutions at each call, and autoconv layers already there keep theirs.
+        fuse: for inference (``model`` in eval mode): fold each BatchNorm2d that only a
+            convolution's output feeds into that convolution first
+            (:func:`autoconv.torch.fusion.fold_batch_norms`); the report lists what was folded and
+            what was not, with why. Tune the folded model's problems (``autoconv tune --model ...
+            --fuse``): its convolutions have a bias.
 
     Returns:
         ``(model, report)``: the converted model and a :class:`ConversionReport`.
+
+    Raises:
+        ProblemError: ``model`` is not a module, ``precision`` is not one, or ``fuse`` on a model in
+            training mode.
     """
     if not isinstance(model, nn.Module):
         raise ProblemError("model", type(model).__name__, "expected a torch.nn.Module")
     if precision is not None:
         precision = check_precision(precision)
-    if not inplace:
-        model = copy.deepcopy(model)
     report = ConversionReport()
+    if fuse:
+        from autoconv.torch.fusion import fold_batch_norms
+
+        model, fusion = fold_batch_norms(model)   # (a copy, folded)
+        report.folded, report.unfused = fusion.folded, fusion.unfused
+    elif not inplace:
+        model = copy.deepcopy(model)
     for name, module in model.named_modules():
         if not isinstance(module, nn.Conv2d):
             continue

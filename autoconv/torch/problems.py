@@ -31,6 +31,7 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
 from autoconv.runtime.arguments import check_precision
 from autoconv.torch.functional import resolve
+from autoconv.torch.fusion import fold_batch_norms
 from autoconv.torch.modules import ineligible_reason
 from autoconv.torch.ops import is_channels_last
 
@@ -156,12 +157,15 @@ def load_model(spec: str) -> nn.Module:
     return model.eval()
 
 
-def model_problems(spec: str, input_shape: tuple[int, ...],
-                   precision: str = "fp32") -> tuple[list[NamedProblem], dict[str, str]]:
+def model_problems(spec: str, input_shape: tuple[int, ...], precision: str = "fp32",
+                   fuse: bool = False) -> tuple[list[NamedProblem], dict[str, str]]:
     """:func:`conv_problems` of the model ``spec`` names on a random input of ``input_shape``,
-    both on the ``meta`` device, as problems of ``precision``."""
+    both on the ``meta`` device, as problems of ``precision``; with ``fuse``, of the model with
+    its BatchNorms folded (:func:`autoconv.torch.fusion.fold_batch_norms`)."""
     precision = check_precision(precision, none_allowed=False)  # (before running the user's code)
     model = load_model(spec)
+    if fuse:
+        model, _ = fold_batch_norms(model)
     try:
         return conv_problems(model, torch.empty(input_shape, device="meta"), precision=precision)
     except (ProblemError, UsageError):
