@@ -91,11 +91,13 @@ SWITCHES: dict[str, dict[str, tuple | None]] = {
     # M_OPERAND, pixels or filters on wgmma's M side (the descriptors swapped, the accumulators
     # stored transposed); FLAT_STORES: derived (staged 16-byte stores of a tile spanning every
     # filter, as one contiguous run); REUSE_W: derived (each stage's w box copied once); A_SOURCE:
-    # x's operand from the stages or (tf32 NCHW 1 x 1) loaded into wgmma's A registers;
-    # TRANSPOSE_X: derived (NCHW x transposed into the workspace first)
+    # x's operand from the stages or (tf32 NCHW 1 x 1) loaded into wgmma's A registers, and
+    # A_IN_REGISTERS, the name the template branches on; TRANSPOSE_X: derived (NCHW x transposed
+    # into the workspace first)
     "implicit_gemm_wgmma_tma": {"BN": None, "CONSUMERS": None, "SPLIT_K": None, "SCHEDULE": None, "EPILOGUE": None,
                                 "STAGED": (0, 1), "PAD_CHANNELS": (0, 1), "PAD_PITCH": None, "FILTERS_ON_M": (0, 1),
-                                "FLAT_STORES": (0, 1), "REUSE_W": (0, 1), "A_SOURCE": None, "TRANSPOSE_X": (0, 1)},
+                                "FLAT_STORES": (0, 1), "REUSE_W": (0, 1), "A_SOURCE": None, "A_IN_REGISTERS": (0, 1),
+                                "TRANSPOSE_X": (0, 1)},
 }
 
 

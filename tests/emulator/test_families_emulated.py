@@ -186,7 +186,8 @@ _PROBLEM_SWITCHES = {"HAS_BIAS", "gemm_adds_bias", "with_bias", "OUT_VEC", "gemm
                      # (tests/emulator/test_wgmma_f16_family.py's shapes take both values of each)
                      "FORMAT_F16", "OUTPUT_FLOAT32", "A_VECTOR", "B_VECTOR", "A_PIXEL_ROWS",
                      # (tests/emulator/test_wgmma_tma_family.py's shapes take both values)
-                     "FOLD_WIDTH", "FOLD_FILTER",
+                     "FOLD_WIDTH", "FOLD_FILTER", "LAYOUT_NCHW", "COPY_X", "COPY_W", "PAD_FIRST_ROW",
+                     "PAD_COPY_BYTES",
                      # the tuner's ranking build (Family.plan's run_time_sizes), not a config's:
                      # tests/emulator/test_run_time_sizes.py takes both builds
                      "RUN_TIME_SIZES"}

@@ -191,6 +191,8 @@ SWITCH_PROBLEMS = (
     "N=1,C=64,H=8,W=8,K=160,R=3,S=3,pad=1,precision=tf32",
     # tf32 in NHWC: float32 outputs, which the TMA family may store directly (EPILOGUE direct)
     "N=1,C=64,H=8,W=8,K=160,R=3,S=3,pad=1,precision=tf32,layout=NHWC",
+    # tf32 NCHW 1x1 at stride 1: the TMA family may read x as it lies (A_SOURCE registers)
+    "N=2,C=64,H=8,W=8,K=96,R=1,S=1,bias=1,precision=tf32",
 )
 
 

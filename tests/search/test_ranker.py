@@ -144,8 +144,9 @@ def test_a_study_name_reads_back():
     requested = ("implicit_gemm", "direct", "implicit_gemm_wgmma_tma", "implicit_gemm_wgmma")
     found = parse_study_name(study_name(tf32, "A GPU/with a slash", requested))
     assert found is not None and found.problem == tf32
-    # (``direct`` computes FP32 only, the TMA family NHWC only: neither is a choice of the study)
-    assert (found.gpu_name, found.families) == ("A GPU/with a slash", ("implicit_gemm", "implicit_gemm_wgmma"))
+    # (``direct`` computes FP32 only: not a choice of the study; the order is the request's)
+    assert (found.gpu_name, found.families) == ("A GPU/with a slash",
+                                                ("implicit_gemm", "implicit_gemm_wgmma_tma", "implicit_gemm_wgmma"))
     assert parse_study_name("someone-else/study") is None
     assert parse_study_name("autoconv/not a spec/GPU/direct/0123") is None
 
