@@ -4,11 +4,13 @@ tables with a fake step runner (no GPU); on a GPU, the measurement of a two-laye
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -368,3 +370,38 @@ def test_measures_a_two_convolution_model_in_every_mode_and_runner(tmp_path, mon
         assert all(low <= high for low, high in record["round_spread"].values())
     assert env["end_to_end"] is True and env["environment"]["torch"] == torch.__version__
     assert env["method"]["rounds"] == 3 and env["environment"]["torch_cudnn"] == torch.backends.cudnn.version()
+
+
+def test_each_converted_layer_is_counted_by_the_problem_it_loaded_or_reused(monkeypatch):
+    """The layer count's bookkeeping (CPU): a fake runtime loads a problem per new call, cuDNN's
+    plan for 1x1 filters; a layer repeating an earlier call reuses its problem."""
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    from autoconv.bench import end_to_end_measure
+
+    loaded: dict[tuple, dict] = {}
+    monkeypatch.setattr(end_to_end_measure, "loaded_kernels", lambda: list(loaded.values()))
+    monkeypatch.setattr(end_to_end_measure, "clear_loaded", loaded.clear)
+
+    class Served(nn.Conv2d):
+        def forward(self, x):
+            key = (tuple(x.shape), tuple(self.weight.shape))
+            loaded.setdefault(key, {"problem": str(key), "origin": "cudnn" if self.kernel_size == (1, 1) else "cache"})
+            return super().forward(x)
+
+    def convert(model):
+        converted = copy.deepcopy(model)
+        names = [name for name, m in converted.named_modules() if isinstance(m, nn.Conv2d) and m.groups == 1]
+        for name in names:
+            converted.get_submodule(name).__class__ = Served
+        return converted, SimpleNamespace(converted=names, skipped={"grouped": "grouped convolution"})
+
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 1), nn.Conv2d(8, 8, 1),
+                          nn.Conv2d(8, 8, 3, padding=1, groups=2))
+    converted, report = convert(model)
+    loaded[("stale",)] = {"problem": "stale", "origin": "default"}  # (forgotten before the count)
+    x = torch.randn(1, 3, 6, 6)
+    layers, problems = end_to_end_measure._count_origins(converted, report, lambda: converted(x))
+    assert layers == {"cache": 1, "default": 0, "cudnn": 2, "pytorch": 1}
+    assert problems == {"cache": 1, "default": 0, "cudnn": 1}
