@@ -13,6 +13,11 @@ then run one after the other:
 3. ``autoconv report`` writes ``report.md``, ``results.csv`` and the plots;
 
 and the suite writes ``env.json`` (GPU, driver, CUDA, cuDNN, PyTorch, commit, the commands).
+The end-to-end benchmark (:class:`EndToEndBenchmark`, ``e2e_resnet50``) runs other steps: for each
+mode and batch ``autoconv tune --model`` (the mode's precision and layout) and ``autoconv bench
+--no-tune`` (which records cuDNN's plan where it beats the winner, as the runtime then runs it),
+then ``autoconv bench --end-to-end`` (:mod:`autoconv.bench.end_to_end`); its ``tune.json`` sums
+the tuning runs.
 Last, the table of every benchmark goes to ``results/<gpu>/README.md`` and between the markers
 :data:`TABLE_BEGIN` and :data:`TABLE_END` of the checkout's README.md: the headline figures are
 this run's output, never copied by hand.
@@ -43,6 +48,7 @@ from typing import Any
 import yaml
 
 from autoconv import settings
+from autoconv.bench.end_to_end import MODES, headline_line, load_records, records_table
 from autoconv.bench.results import ReportError, geomeans, is_positive, load_results
 from autoconv.errors import AutoconvError, UsageError
 from autoconv.files import path_problem, write_atomically
@@ -94,15 +100,41 @@ _PAIRS = (_both_workloads("fp32", "NCHW", "resnet50.yaml"),
           _both_workloads("bf16", "NHWC", "resnet50_bf16.yaml"),
           _both_workloads("fp16", "NHWC", "resnet50_bf16.yaml"))
 
-#: The headline suite: ResNet-50 first (every precision), then the other networks' layers.
-HEADLINE: tuple[Benchmark, ...] = tuple(pair[0] for pair in _PAIRS) + tuple(pair[1] for pair in _PAIRS)
 
-SUITES: dict[str, tuple[Benchmark, ...]] = {"headline": HEADLINE}
+@dataclass(frozen=True)
+class EndToEndBenchmark:
+    """A model's whole forward, PyTorch's against its conversion's, in each mode
+    (:data:`autoconv.bench.end_to_end.MODES`) at each input shape, each mode's problems tuned at
+    each batch first; ``name`` is its results folder."""
+
+    name: str
+    title: str
+    model: str                                  # module:factory
+    shapes: tuple[tuple[int, int, int, int], ...]
+    modes: tuple[str, ...] = tuple(MODES)
+
+    def tuning_runs(self) -> list[tuple[str, str, tuple[int, int, int, int]]]:
+        """(label, mode, input shape) of each tuning run, e.g. ``tf32_nchw_n32``."""
+        return [(f"{mode}_n{shape[0]}", mode, shape) for mode in self.modes for shape in self.shapes]
+
+
+#: ResNet-50 end to end: torchvision's, random weights, batch 32 and 1.
+E2E_RESNET50 = EndToEndBenchmark("e2e_resnet50", "ResNet-50 end to end (torchvision, random weights)",
+                                 "torchvision.models:resnet50", ((32, 3, 224, 224), (1, 3, 224, 224)))
+
+AnyBenchmark = Benchmark | EndToEndBenchmark
+
+#: The headline suite: ResNet-50 first (every precision), then the other networks' layers, then
+#: ResNet-50 end to end.
+HEADLINE: tuple[AnyBenchmark, ...] = (tuple(pair[0] for pair in _PAIRS) + tuple(pair[1] for pair in _PAIRS)
+                                      + (E2E_RESNET50,))
+
+SUITES: dict[str, tuple[AnyBenchmark, ...]] = {"headline": HEADLINE}
 
 
 @dataclass(frozen=True)
 class BenchmarkOutcome:
-    benchmark: Benchmark
+    benchmark: AnyBenchmark
     status: str  # "ok", "kept" (--resume), or "failed: <step> (exit N)"
 
 
@@ -138,7 +170,7 @@ def run_step(argv: Sequence[str], env: Mapping[str, str], log_path: Path, timeou
 
 # ---- choosing and checking --------------------------------------------------------------------
 
-def select(suite: str, only: Sequence[str] | None = None) -> tuple[Benchmark, ...]:
+def select(suite: str, only: Sequence[str] | None = None) -> tuple[AnyBenchmark, ...]:
     """The benchmarks of ``suite``, or of them those named in ``only`` (in the suite's order).
 
     Raises:
@@ -189,7 +221,7 @@ def is_complete(folder: Path) -> bool:
                                              for name in ("tune.json", "results.json", "report.md"))
 
 
-def check_targets(benchmarks: Sequence[Benchmark], gpu_root: Path) -> None:
+def check_targets(benchmarks: Sequence[AnyBenchmark], gpu_root: Path) -> None:
     """Refuse, before any work, to write where something the suite did not write is in the way.
 
     Raises:
@@ -198,7 +230,7 @@ def check_targets(benchmarks: Sequence[Benchmark], gpu_root: Path) -> None:
     if problem:
         raise AutoconvError(f"cannot write the suite's results under {gpu_root}: {problem}; pass another --out")
     for benchmark in benchmarks:
-        if not benchmark.config_path.is_file():
+        if isinstance(benchmark, Benchmark) and not benchmark.config_path.is_file():
             raise AutoconvError(f"the {benchmark.name} benchmark's config {benchmark.config_path} is missing: the "
                                 "suite runs from a source checkout of autoconv (its examples/ folder)")
         folder = gpu_root / benchmark.name
@@ -243,7 +275,40 @@ def fresh_environment(work: Path, base: Mapping[str, str]) -> dict[str, str]:
             "CUPY_CACHE_DIR": str(work / "cupy"), "CUDA_CACHE_PATH": str(work / "cuda"), "PYTHONUNBUFFERED": "1"}
 
 
-def run_benchmark(benchmark: Benchmark, folder: Path, *, suite: str, command: str, runner: StepRunner = run_step,
+def end_to_end_steps(benchmark: EndToEndBenchmark, work: Path, made: Path, python: str) -> dict[str, list[str]]:
+    """The end-to-end benchmark's steps: per mode and batch, ``autoconv tune --model`` (the config
+    written into ``work``, where its studies journal then is too; the winners go to the cache the
+    environment names) and ``autoconv bench --no-tune`` of that config (cuDNN's plan recorded
+    where it is faster); last the measurement into ``made``."""
+    autoconv = [python, "-m", "autoconv"]
+    steps: dict[str, list[str]] = {}
+    for label, mode, shape in benchmark.tuning_runs():
+        config = work / f"{label}.yaml"
+        steps[f"tune_{label}"] = autoconv + ["tune", "--model", benchmark.model, "--input", "x".join(map(str, shape)),
+                                             "--precision", MODES[mode].precision, "--layout", MODES[mode].layout,
+                                             "--write-config", str(config), "--results", str(work / "tune" / label)]
+        steps[f"bench_{label}"] = autoconv + ["bench", str(config), "--no-tune", "--no-trials", "--out",
+                                              str(work / "layers" / f"{label}.json")]
+    steps["measure"] = autoconv + ["bench", "--end-to-end", benchmark.model, "--input",
+                                   ",".join("x".join(map(str, shape)) for shape in benchmark.shapes),
+                                   "--modes", ",".join(benchmark.modes), "--out", str(made)]
+    return steps
+
+
+def tuning_summary(benchmark: EndToEndBenchmark, work: Path) -> dict[str, Any]:
+    """The end-to-end benchmark's ``tune.json``: ``wall_s``, the sum of its tuning runs' wall
+    times, and each run's (None where it wrote no summary)."""
+    runs = {}
+    for label, mode, shape in benchmark.tuning_runs():
+        summary = _read_json(work / "tune" / label / "tune.json")
+        wall = summary.get("wall_s")
+        runs[label] = {"mode": mode, "input": list(shape), "wall_s": wall if is_positive(wall) else None,
+                       "problems": len(summary["problems"]) if isinstance(summary.get("problems"), list) else None}
+    walls = [run["wall_s"] for run in runs.values()]
+    return {"wall_s": sum(walls) if all(w is not None for w in walls) else None, "runs": runs}
+
+
+def run_benchmark(benchmark: AnyBenchmark, folder: Path, *, suite: str, command: str, runner: StepRunner = run_step,
                   python: str = sys.executable, log: Callable[[str], None] = print) -> BenchmarkOutcome:
     """Tune, bench and report one benchmark from empty caches, in a temporary folder, then put
     what it wrote at ``folder`` (replacing the suite's earlier one: a run cut short replaces
@@ -253,12 +318,16 @@ def run_benchmark(benchmark: Benchmark, folder: Path, *, suite: str, command: st
         made = work / "out"
         made.mkdir()
         results_path = made / "results.json"
-        config = benchmark_config(benchmark, work, made)
         env = fresh_environment(work, os.environ)
-        steps = {"tune": [python, "-m", "autoconv", "tune", str(config)],
-                 "bench": [python, "-m", "autoconv", "bench", str(config), "--no-tune", "--no-trials", "--out",
-                           str(results_path)],
-                 "report": [python, "-m", "autoconv", "report", "--results", str(results_path), "--out", str(made)]}
+        if isinstance(benchmark, Benchmark):
+            config = benchmark_config(benchmark, work, made)
+            steps = {"tune": [python, "-m", "autoconv", "tune", str(config)],
+                     "bench": [python, "-m", "autoconv", "bench", str(config), "--no-tune", "--no-trials", "--out",
+                               str(results_path)],
+                     "report": [python, "-m", "autoconv", "report", "--results", str(results_path), "--out",
+                                str(made)]}
+        else:
+            steps = end_to_end_steps(benchmark, work, made, python)
         status, log_tail = "ok", None
         for step, argv in steps.items():
             log(f"{benchmark.name}: {step}")
@@ -269,10 +338,19 @@ def run_benchmark(benchmark: Benchmark, folder: Path, *, suite: str, command: st
                 log_tail = _tail(log_path)
                 log(f"{benchmark.name}: {status}\n{log_tail}")
                 break
-        environment = _read_json(results_path).get("environment", {}) if results_path.is_file() else {}
+        if isinstance(benchmark, Benchmark):
+            environment = _read_json(results_path).get("environment", {}) if results_path.is_file() else {}
+            about: dict[str, Any] = {"config": f"examples/{benchmark.config}", "precision": benchmark.precision,
+                                     "layout": benchmark.layout}
+        else:
+            measured = _read_json(made / "env.json")  # (what the measurement wrote, replaced below)
+            environment = measured.get("environment") or {}
+            about = {"model": benchmark.model, "inputs": ["x".join(map(str, s)) for s in benchmark.shapes],
+                     "modes": list(benchmark.modes), "method": measured.get("method"),
+                     **{key: environment.get(key) for key in ("torch_cuda", "torch_cudnn")}}
+            write_atomically(made / "tune.json", json.dumps(tuning_summary(benchmark, work), indent=1) + "\n")
         env_record = {
-            "suite": suite, "command": command, "benchmark": benchmark.name, "title": benchmark.title,
-            "config": f"examples/{benchmark.config}", "precision": benchmark.precision, "layout": benchmark.layout,
+            "suite": suite, "command": command, "benchmark": benchmark.name, "title": benchmark.title, **about,
             "status": status,
             "steps": {step: "autoconv " + shlex.join(argv[3:]).replace(str(work), "$WORK")
                       for step, argv in steps.items()},
@@ -292,7 +370,7 @@ def run_benchmark(benchmark: Benchmark, folder: Path, *, suite: str, command: st
     return BenchmarkOutcome(benchmark, status)
 
 
-def run_suite(benchmarks: Sequence[Benchmark], gpu_root: Path, *, command: str, resume: bool = False,
+def run_suite(benchmarks: Sequence[AnyBenchmark], gpu_root: Path, *, command: str, resume: bool = False,
               readme: Path | None = None, runner: StepRunner = run_step,
               log: Callable[[str], None] = print) -> list[BenchmarkOutcome]:
     """Run ``benchmarks`` into ``gpu_root`` (``results/<gpu>``), then write the tables
@@ -401,7 +479,7 @@ def _cell(text: str | None) -> str:
     return (text or "").replace("|", "/").replace("\n", " ")
 
 
-def environment_line(gpu_root: Path, benchmarks: Sequence[Benchmark]) -> str:
+def environment_line(gpu_root: Path, benchmarks: Sequence[AnyBenchmark]) -> str:
     """Where and with what the rows were measured (every distinct value, if they differ)."""
     envs = [_read_json(gpu_root / b.name / "env.json") for b in benchmarks]
     envs = [env for env in envs if env.get("status") == "ok"]
@@ -423,7 +501,8 @@ def write_tables(gpu_root: Path, *, readme: Path | None = None, suite: str = "he
     benchmarks = SUITES[suite]
     if (gpu_root / "README.md").exists() and not _is_suite_readme(gpu_root / "README.md"):
         raise AutoconvError(f"{gpu_root / 'README.md'} is not a table the suite wrote, and it does not replace it")
-    rows = [TableRow.read(b, gpu_root / b.name) for b in benchmarks]
+    rows = [TableRow.read(b, gpu_root / b.name) for b in benchmarks if isinstance(b, Benchmark)]
+    end_to_end = [b for b in benchmarks if isinstance(b, EndToEndBenchmark)]
     gpu = gpu_root.name
     about = environment_line(gpu_root, benchmarks)
     note = ("Kernel time per layer by CUDA-graph replay over operand sets larger than the L2, median, each "
@@ -431,9 +510,10 @@ def write_tables(gpu_root: Path, *, readme: Path | None = None, suite: str = "he
             "PyTorch: `F.conv2d` on the same tensors with `cudnn.benchmark` on, in the same precision "
             "(autocast for bf16 and fp16) and layout.")
     local = table_markdown(rows, "")
+    sections = "".join(f"\n{end_to_end_section(b, gpu_root / b.name)}\n" for b in end_to_end)
     text = (f"{SUITE_README_HEAD}{gpu} GPU\n\nWritten by `autoconv bench --suite {suite}`; each folder holds "
             f"`results.json`, `tune.json`, `report.md`, the plots and `env.json` (the environment and the exact "
-            f"commands).\n\n{local}\n\n{about}.\n\n{note}\n")
+            f"commands).\n\n{local}\n\n{about}.\n\n{note}\n{sections}")
     gpu_root.mkdir(parents=True, exist_ok=True)
     write_atomically(gpu_root / "README.md", text)
     if readme is None:
@@ -443,9 +523,49 @@ def write_tables(gpu_root: Path, *, readme: Path | None = None, suite: str = "he
     table = table_markdown(rows, prefix)
     original = _read_as_is(readme)
     newline = "\r\n" if original[:begin].endswith("\r\n") else "\n"  # (the file's own line ends)
-    block = f"{table}\n\n{about}; `autoconv bench --suite {suite}`, [{prefix}]({prefix}README.md).\n"
+    lines = "".join(f"\n{end_to_end_line(b, gpu_root / b.name, prefix)}\n" for b in end_to_end)
+    block = f"{table}\n{lines}\n{about}; `autoconv bench --suite {suite}`, [{prefix}]({prefix}README.md).\n"
     write_atomically(readme, (original[:begin] + block.replace("\n", newline) + original[end:]).encode("utf-8"))
     return table
+
+
+def _end_to_end_state(folder: Path) -> tuple[str, list[dict[str, Any]]]:
+    """(status, records) of an end-to-end benchmark's folder: ``ok`` with its records, or why
+    there are none (not run, failed, results unreadable)."""
+    if not is_suite_folder(folder):
+        return "not run", []
+    env = _read_json(folder / "env.json")
+    if env.get("status") != "ok":
+        return str(env.get("status")), []
+    try:
+        return "ok", load_records(folder / "results.json")
+    except ReportError as err:  # (a file changed since the suite wrote it)
+        return f"results unreadable: {_cell(str(err))[:200]}", []
+
+
+END_TO_END_NOTE = ("Whole forwards, PyTorch's model against `autoconv.torch.convert(model)`: each side's median "
+                   "over rounds alternating in one process, every mode's problems tuned from an empty cache at "
+                   "each batch first; errors are relative L2 distances from a float64 forward.")
+
+
+def end_to_end_section(benchmark: EndToEndBenchmark, folder: Path) -> str:
+    """The end-to-end benchmark's section of ``results/<gpu>/README.md``: its table of records."""
+    status, records = _end_to_end_state(folder)
+    if status != "ok":
+        return f"## {benchmark.title}\n\n{status}\n"
+    wall = _read_json(folder / "tune.json").get("wall_s")
+    tuned = f" Tuned in {wall:.0f} s." if is_positive(wall) else ""
+    return (f"## [{benchmark.title}]({benchmark.name}/report.md)\n\n{records_table(records)}\n\n"
+            f"{END_TO_END_NOTE}{tuned}\n")
+
+
+def end_to_end_line(benchmark: EndToEndBenchmark, folder: Path, link_prefix: str) -> str:
+    """The end-to-end benchmark's line under the README's table: PyTorch's defaults' speedups."""
+    status, records = _end_to_end_state(folder)
+    if status != "ok":
+        return f"{benchmark.title}: {status}."
+    return (f"[{benchmark.title}]({link_prefix}{benchmark.name}/report.md), `autoconv.torch.convert(model)` "
+            f"against the model, PyTorch's defaults (tf32 NCHW): {headline_line(records)}.")
 
 
 def readme_table_span(readme: Path) -> tuple[int, int]:

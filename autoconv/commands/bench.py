@@ -4,11 +4,15 @@
 
 ``autoconv bench --suite headline``: every headline benchmark tuned from an empty cache and
 measured, written as ``results/<gpu>/<benchmark>/`` with the README's table
-(:mod:`autoconv.bench.suite`)."""
+(:mod:`autoconv.bench.suite`).
+
+``autoconv bench --end-to-end MODULE:FACTORY --input NxCxHxW[,...]``: a PyTorch model's forward
+against its conversion, in each mode and runner (:mod:`autoconv.bench.end_to_end`)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -16,6 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from autoconv.bench.benchmark import run_bench
+from autoconv.bench.end_to_end import (
+    FILES,
+    MODES,
+    RUNNERS,
+    Request,
+    parse_names,
+    parse_shapes,
+    records_table,
+    report_markdown,
+    target_problem,
+)
 from autoconv.bench.results import (
     OTHER_CUDNN_MODES,
     ReportError,
@@ -30,6 +45,7 @@ from autoconv.bench.results import (
 )
 from autoconv.bench.suite import CHECKOUT_ROOT, TABLE_BEGIN, gpu_folder_name, run_suite, select
 from autoconv.errors import AutoconvError, UsageError
+from autoconv.files import write_atomically
 from autoconv.problems.problem import LAYOUTS, PRECISIONS
 from autoconv.search.session import TuneSession
 
@@ -51,6 +67,20 @@ def add_parser(commands) -> None:
     bench.add_argument("--readme", metavar="FILE",
                        help="with --suite: the README whose headline table is rewritten (default: README.md "
                             "of the checkout, if it has the markers)")
+    bench.add_argument("--end-to-end", metavar="MODULE:FACTORY",
+                       help="instead of a config: time a PyTorch model's whole forward (e.g. "
+                            "torchvision.models:resnet50, built with random weights) against "
+                            "autoconv.torch.convert(model), alternating, in each --modes and --runners, and write "
+                            "results.json, env.json and report.md into --out (default e2e_FACTORY); tune the "
+                            "model's problems first (autoconv tune --model)")
+    bench.add_argument("--input", metavar="NxCxHxW[,...]",
+                       help="with --end-to-end: the input shapes, one per batch, e.g. 32x3x224x224,1x3x224x224")
+    bench.add_argument("--modes", metavar="M[,M...]",
+                       help=f"with --end-to-end: the modes ({', '.join(MODES)}; default all)")
+    bench.add_argument("--runners", metavar="R[,R...]",
+                       help=f"with --end-to-end: the runners ({', '.join(RUNNERS)}; default both)")
+    bench.add_argument("--iterations", type=int, metavar="N",
+                       help=f"with --end-to-end: forwards per side per round (default {Request.iterations})")
     bench.add_argument("--no-tune", action="store_true",
                        help="refuse to tune: a problem without a cached winner is an error")
     bench.add_argument("--out", metavar="FILE|DIR",
@@ -73,6 +103,11 @@ def add_parser(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.end_to_end is not None:
+        return end_to_end_command(args)
+    for flag in ("input", "modes", "runners", "iterations"):
+        if getattr(args, flag) is not None:
+            raise UsageError(f"--{flag}", getattr(args, flag), "goes with --end-to-end only")
     if args.suite is not None:
         if args.config is not None:
             raise UsageError("config", args.config, "give either a config or --suite, not both")
@@ -115,6 +150,47 @@ def bench_command(config_path: str, *, tune: bool = True, out: str | None = None
     print()
     print(format_table(results))
     print(f"\nwrote {path}; the report: autoconv report --results {path}")
+    return 0
+
+
+def end_to_end_command(args: argparse.Namespace) -> int:
+    """``autoconv bench --end-to-end``: the request and the output folder checked before any
+    work, the measurement, the files written and the table printed."""
+    if args.config is not None or args.suite is not None:
+        raise UsageError("--end-to-end", args.end_to_end, "give one of a config, --suite or --end-to-end")
+    given = [flag for flag, value in (("--no-tune", args.no_tune), ("--no-torch", args.no_torch),
+                                      ("--no-trials", args.no_trials), ("--precision", args.precision),
+                                      ("--layout", args.layout), ("--samples", args.samples), ("--only", args.only),
+                                      ("--resume", args.resume), ("--readme", args.readme))
+             if value not in (None, False)]
+    if given:
+        raise UsageError(given[0], True, "does not go with --end-to-end: its modes (--modes) say the precision "
+                         "and layout, and it tunes nothing")
+    if args.input is None:
+        raise UsageError("--input", None, "--end-to-end needs the input shapes, e.g. --input 32x3x224x224,1x3x224x224")
+    settings = {name: value for name, value in (("rounds", args.rounds), ("iterations", args.iterations))
+                if value is not None}
+    request = Request(args.end_to_end, parse_shapes(args.input), modes=parse_names(args.modes, tuple(MODES)),
+                      runners=parse_names(args.runners, RUNNERS), **settings)
+    out = Path(args.out or f"e2e_{request.name}")
+    problem = target_problem(out)
+    if problem:
+        raise UsageError("--out", str(out), f"cannot write there: {problem}; pass another --out")
+    try:
+        from autoconv.bench.end_to_end_measure import measure
+        from autoconv.torch import convert
+    except ImportError as err:
+        raise UsageError("--end-to-end", args.end_to_end, f"needs PyTorch ({err}); pip install 'autoconv[torch]'") \
+            from None
+    command = "autoconv " + shlex.join(sys.argv[1:])
+    records, env = measure(request, convert=convert, command=command, log=print)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomically(out / "results.json", json.dumps(records, indent=1) + "\n")
+    write_atomically(out / "env.json", json.dumps(env, indent=1) + "\n")
+    write_atomically(out / "report.md", report_markdown(records, env))
+    print()
+    print(records_table(records))
+    print(f"\nwrote {', '.join(str(out / name) for name in FILES)}")
     return 0
 
 

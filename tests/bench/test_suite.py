@@ -11,7 +11,16 @@ import pytest
 
 from autoconv.bench import suite
 from autoconv.bench.results import ReportError
-from autoconv.bench.suite import HEADLINE, TABLE_BEGIN, TABLE_END, benchmark_config, gpu_folder_name, run_suite, select
+from autoconv.bench.suite import (
+    HEADLINE,
+    TABLE_BEGIN,
+    TABLE_END,
+    Benchmark,
+    benchmark_config,
+    gpu_folder_name,
+    run_suite,
+    select,
+)
 from autoconv.commands import main as cli
 from autoconv.config.load import load_config
 from autoconv.errors import AutoconvError, UsageError
@@ -22,20 +31,23 @@ from tests.helpers import process_table
 RESNET_NAMES = ("resnet50_n32_fp32", "resnet50_n32_tf32_nchw", "resnet50_n32_tf32_nhwc", "resnet50_n32_bf16_nhwc",
                 "resnet50_n32_fp16_nhwc")
 
+#: The per-layer benchmarks of the suite (the end-to-end one is tested in test_end_to_end.py).
+LAYER_BENCHMARKS = tuple(b for b in HEADLINE if isinstance(b, Benchmark))
+
 
 def test_headline_names_and_modes():
     names = [b.name for b in HEADLINE]
-    assert names[:5] == list(RESNET_NAMES)
-    assert len(set(names)) == len(names) == 10
-    assert {(b.precision, b.layout) for b in HEADLINE} == {
+    assert names[:5] == list(RESNET_NAMES) and names[-1] == "e2e_resnet50"
+    assert len(set(names)) == len(names) == 11 and len(LAYER_BENCHMARKS) == 10
+    assert {(b.precision, b.layout) for b in LAYER_BENCHMARKS} == {
         ("fp32", "NCHW"), ("tf32", "NCHW"), ("tf32", "NHWC"), ("bf16", "NHWC"), ("fp16", "NHWC")}
-    for benchmark in HEADLINE:
+    for benchmark in LAYER_BENCHMARKS:
         suffix = benchmark.precision if benchmark.precision == "fp32" else \
             f"{benchmark.precision}_{benchmark.layout.lower()}"
         assert benchmark.name.endswith(suffix)
 
 
-@pytest.mark.parametrize("benchmark", HEADLINE, ids=lambda b: b.name)
+@pytest.mark.parametrize("benchmark", LAYER_BENCHMARKS, ids=lambda b: b.name)
 def test_each_benchmark_config_loads_with_its_precision_layout_and_fresh_places(benchmark, tmp_path):
     work, folder = tmp_path / "work", tmp_path / "out" / benchmark.name
     work.mkdir()
