@@ -361,23 +361,20 @@ def _refuse_devices(x, w, bias) -> None:
 
 class _CastParameters:
     """16-bit copies of float32 weights and biases for calls under autocast, kept while the
-    tensor lives and is unchanged (same version counter and storage), so that a forward does not
+    tensor lives and is unchanged (same version counter and storage), so that inference does not
     cast every layer's weights at every call (PyTorch's autocast keeps its casts for an autocast
-    region likewise). A cast that autograd must see (grad enabled, a leaf tensor that requires
-    grad: a parameter) is kept apart, with its grad_fn: its backward saves no tensor, so the
-    graphs of later calls may pass through it again, and an optimizer step (an in-place change)
-    makes the next call cast afresh. A non-leaf tensor's cast is made at every call."""
+    region likewise). A cast that autograd must see (grad enabled, a tensor that requires grad)
+    is made afresh each call."""
 
     def __init__(self) -> None:
-        self._casts: dict[tuple[int, torch.dtype, bool], tuple] = {}
+        self._casts: dict[tuple[int, torch.dtype], tuple] = {}
 
     def get(self, tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         if tensor.dtype is dtype:
             return tensor
-        tracked = tensor.requires_grad and torch.is_grad_enabled()
-        if tracked and not tensor.is_leaf:
+        if tensor.requires_grad and torch.is_grad_enabled():
             return tensor.to(dtype)
-        key = (id(tensor), dtype, tracked)
+        key = (id(tensor), dtype)
         kept = self._casts.get(key)
         if kept is not None and kept[0]() is tensor and kept[1] == tensor._version and kept[2] == tensor.data_ptr():
             return kept[3]

