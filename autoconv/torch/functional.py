@@ -121,7 +121,8 @@ def _autocast(x, w, bias):
     arguments (a layer's float32 weights, and its input where the layer before was not cast)."""
     dtype = torch.get_autocast_dtype("cuda")
     kept = ops.CAST_PARAMETERS
-    return x.to(dtype), kept.get(w, dtype), None if bias is None else kept.get(bias, dtype)
+    return (x.to(dtype) if ops.autocast_casts(x, dtype) else x, kept.get(w, dtype),
+            None if bias is None else kept.get(bias, dtype))
 
 
 @torch.compiler.assume_constant_result

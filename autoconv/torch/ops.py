@@ -364,15 +364,19 @@ class _CastParameters:
     tensor lives and is unchanged (same version counter and storage), so that inference does not
     cast every layer's weights at every call (PyTorch's autocast keeps its casts for an autocast
     region likewise). A cast that autograd must see (grad enabled, a tensor that requires grad)
-    is made afresh each call."""
+    is made afresh each call, as are casts during CUDA graph capture (their memory is the graph's)
+    and where autocast's own cache is off (``torch.autocast(cache_enabled=False)``, which
+    ``torch.cuda.make_graphed_callables`` asks for). Tensors autocast would not cast
+    (:func:`autocast_casts`) come back as they are."""
 
     def __init__(self) -> None:
         self._casts: dict[tuple[int, torch.dtype], tuple] = {}
 
     def get(self, tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        if tensor.dtype is dtype:
+        if not autocast_casts(tensor, dtype):
             return tensor
-        if tensor.requires_grad and torch.is_grad_enabled():
+        if ((tensor.requires_grad and torch.is_grad_enabled()) or not torch.is_autocast_cache_enabled()
+                or (tensor.is_cuda and torch.cuda.is_current_stream_capturing())):
             return tensor.to(dtype)
         key = (id(tensor), dtype)
         kept = self._casts.get(key)
@@ -386,6 +390,12 @@ class _CastParameters:
 
     def clear(self) -> None:
         self._casts.clear()
+
+
+def autocast_casts(tensor: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether autocast casts ``tensor`` to ``dtype`` for a convolution, as PyTorch's autocast does
+    its own: a floating-point tensor other than float64, not already of ``dtype``."""
+    return tensor.is_floating_point() and tensor.dtype is not torch.float64 and tensor.dtype is not dtype
 
 
 #: The kept casts of :func:`autoconv.torch.conv2d` under autocast.
@@ -482,7 +492,7 @@ def _conv2d_autocast(x, w, bias, stride, padding, dilation, precision="fp32"):
     under autocast asks for the 16-bit problems ``tune --model`` tunes, not float32 ones. (Eager
     calls of :func:`autoconv.torch.conv2d` cast before they reach the operator.)"""
     dtype = torch.get_autocast_dtype("cuda")
-    x, w, bias = (None if t is None else t.to(dtype) if t.dtype is _FLOAT32 else t for t in (x, w, bias))
+    x, w, bias = (t.to(dtype) if t is not None and autocast_casts(t, dtype) else t for t in (x, w, bias))
     with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCUDA)):
         return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation, precision)
 

@@ -596,6 +596,17 @@ def test_16bit_casts_of_parameters_are_kept_while_unchanged():
     with torch.enable_grad():
         cast = CAST_PARAMETERS.get(w, torch.bfloat16)
         assert cast.grad_fn is not None and cast is not CAST_PARAMETERS.get(w, torch.bfloat16)
+    # So it is where autocast's own cache is off (torch.cuda.make_graphed_callables asks for that)
+    torch.set_autocast_cache_enabled(False)
+    try:
+        with torch.no_grad():
+            assert CAST_PARAMETERS.get(w, torch.bfloat16) is not CAST_PARAMETERS.get(w, torch.bfloat16)
+    finally:
+        torch.set_autocast_cache_enabled(True)
+    # What autocast does not cast stays as it is: float64, and a tensor already of the dtype
+    double = torch.randn(3, dtype=torch.float64)
+    assert CAST_PARAMETERS.get(double, torch.bfloat16) is double
+    assert CAST_PARAMETERS.get(second, torch.bfloat16) is second
     ac.clear_weight_cache()
     with torch.no_grad():
         assert CAST_PARAMETERS.get(w, torch.bfloat16) is not second
