@@ -10,10 +10,11 @@ scale folded into its weights and the shift into its bias
 added in the kernel's epilogue. The model's dataflow comes from ``torch.fx.symbolic_trace``;
 the result is a ``torch.fx.GraphModule`` with the BatchNorms gone. What cannot be proven safe
 stays as it is, and the report says why: a BatchNorm that does not read a convolution's output
-(DenseNet's and pre-activation blocks normalise a block's input), a convolution whose output
-something else also reads, a convolution module called in several places, a BatchNorm without
-running statistics, or a model torch.fx cannot trace. Training mode is refused: its statistics
-change every step.
+(DenseNet's and pre-activation blocks normalise a block's input), a convolution whose output or
+parameters something else also reads, a convolution module called in several places, one in
+training mode or with hooks or parametrizations (which would bypass the folded weights), a
+BatchNorm without running statistics, or a model torch.fx cannot trace. A model in training mode
+is refused: its statistics change every step. 16-bit layers are folded in float32.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class FusionReport:
 def fold_batch_norms(model: nn.Module) -> tuple[nn.Module, FusionReport]:
     """A copy of ``model`` (in eval mode) with each BatchNorm2d that only a convolution's output
     feeds folded into that convolution, as a ``torch.fx.GraphModule``; ``model`` itself is not
-    changed. A model torch.fx cannot trace comes back as a plain copy.
+    changed. A model torch.fx cannot trace comes back as a plain copy, one that cannot be copied
+    as it is (the report says why).
 
     Raises:
         ProblemError: ``model`` is not a module, or is in training mode.
@@ -60,7 +62,11 @@ def fold_batch_norms(model: nn.Module) -> tuple[nn.Module, FusionReport]:
         raise ProblemError("model", "training mode", "folding BatchNorm needs its running statistics fixed: call "
                            "model.eval() first (training is never fused)")
     report = FusionReport()
-    model = copy.deepcopy(model)   # (the traced module shares its submodules, which folding replaces)
+    try:
+        model = copy.deepcopy(model)   # (the traced module shares its submodules, which folding replaces)
+    except Exception as err:  # any model: old-style weight_norm's tensors refuse deepcopy, say
+        report.unfused[WHOLE_MODEL] = f"it cannot be copied ({type(err).__name__}: {err}); nothing folded"
+        return model, report
     try:
         traced = fx.symbolic_trace(model)
     except Exception as err:  # any model: what torch.fx cannot trace is left as it is, and said
@@ -82,9 +88,11 @@ def fold_batch_norms(model: nn.Module) -> tuple[nn.Module, FusionReport]:
         conv_node = node.args[0]
         assert isinstance(conv_node, fx.Node)   # (_why_not_foldable checked it)
         conv_name = str(conv_node.target)
-        conv = modules[conv_name]
-        assert isinstance(conv, nn.Conv2d)
-        folded = fuse_conv_bn_eval(conv, modules[name])
+        conv, batch_norm = modules[conv_name], modules[name]
+        assert isinstance(conv, nn.Conv2d) and isinstance(batch_norm, nn.BatchNorm2d)
+        # (folded in float32, then in the weights' dtype: 16-bit arithmetic on the statistics cancels)
+        folded = fuse_conv_bn_eval(copy.deepcopy(conv).float(), copy.deepcopy(batch_norm).float())
+        folded = folded.to(conv.weight.dtype)
         folded.__class__ = type(conv)   # (an autoconv Conv2d stays one)
         _set_submodule(traced, conv_name, folded)
         node.replace_all_uses_with(conv_node)
@@ -101,20 +109,31 @@ def _why_not_foldable(node: fx.Node, modules: dict[str, nn.Module], calls: dict[
     batch_norm = modules[str(node.target)]
     source = node.args[0] if node.args else None
     conv = modules[str(source.target)] if isinstance(source, fx.Node) and source.op == "call_module" else None
-    if not isinstance(source, fx.Node) or not isinstance(conv, nn.Conv2d) or type(conv) not in (nn.Conv2d, Conv2d):
+    if not isinstance(source, fx.Node) or not isinstance(conv, nn.Conv2d):
         return "its input is not a convolution's output (it normalises a block's input or a concatenation)"
     if len(node.args) != 1 or node.kwargs:
         return "it is called with more than its input"
+    if conv.training or batch_norm.training:
+        return "it or its convolution is in training mode (call eval() on the whole model)"
+    if type(conv) not in (nn.Conv2d, Conv2d) or any(_has_hooks(module) for module in (conv, batch_norm)):
+        return ("it or its convolution has hooks, parametrizations (weight norm, say) or a forward of its own, "
+                "which folding would bypass")
     if len(source.users) != 1:
         return f"the output of {source.target} is read elsewhere too"
     if calls[str(source.target)] != 1 or calls[str(node.target)] != 1:
         return f"{source.target} or the BatchNorm is called in more than one place"
+    if any(reader.op == "get_attr" and str(reader.target).startswith(f"{source.target}.")
+           for reader in node.graph.nodes):
+        return f"the parameters of {source.target} are read elsewhere too"
     running_mean = batch_norm.running_mean
     if not isinstance(running_mean, torch.Tensor) or batch_norm.running_var is None:
         return "it has no running statistics (track_running_stats=False)"
-    if conv.weight.dtype != running_mean.dtype:
-        return "the convolution's weights and the statistics differ in dtype"
     return None
+
+
+def _has_hooks(module: nn.Module) -> bool:
+    """Whether ``module`` has forward hooks, pre-hooks or parametrizations of its own."""
+    return bool(module._forward_hooks or module._forward_pre_hooks or getattr(module, "parametrizations", None))
 
 
 def _set_submodule(root: nn.Module, target: str, module: nn.Module) -> None:

@@ -132,7 +132,8 @@ def convert(model: nn.Module, *, inplace: bool = False, precision: str | None = 
     if fuse:
         from autoconv.torch.fusion import fold_batch_norms
 
-        model, fusion = fold_batch_norms(model)   # (a copy, folded)
+        folded, fusion = fold_batch_norms(model)   # (a copy, folded)
+        model = copy.deepcopy(model) if folded is model and not inplace else folded   # (it could not copy it)
         report.folded, report.unfused = fusion.folded, fusion.unfused
     elif not inplace:
         model = copy.deepcopy(model)

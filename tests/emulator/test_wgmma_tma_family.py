@@ -245,9 +245,10 @@ def test_nchw_maps_describe_the_copies_in_the_workspace():
     assert x_map.buffer == "workspace" and x_map.sizes == (72, 17, 11, 3) and x_map.lower == (-1, -1)
     assert w_map == TiledMap(buffer="workspace", element="tf32", sizes=(72, 9, 136), box=(32, 1, 64),
                              offset=3 * 11 * 17 * 72 * 4)
-    # w' alone first (a weights transform: it reads w only), then x's transpose
+    # w' alone first (not a weights transform that callers skip: they would keep x' with it), then
+    # x's transpose
     assert [(launch.kernel.rsplit("_", 2)[-2:], launch.args) for launch in tap.launches[:2]] == [
-        (["pad", "channels"], ("w", "workspace")), (["transpose", "x"], ("x", "workspace"))]
+        (["pad", "channels"], ("x", "w", "workspace")), (["transpose", "x"], ("x", "workspace"))]
     assert tap.launches[0].grid == (-(-136 * 9 * 72 * 4 // 16 // 256), 1, 1)
     assert FAMILY.unsupported_reason(parse_spec("N=1,C=8,H=4,W=4,K=8,R=1,S=1,precision=bf16")) is not None
 

@@ -76,6 +76,23 @@ def test_only_provably_safe_batch_norms_are_folded_and_the_output_stays():
     assert all(torch.equal(value, before[name]) for name, value in model.state_dict().items())
 
 
+def test_what_folding_would_bypass_or_change_stays_unfolded():
+    """A convolution with a hook (weight norm's pre-hook recomputes the weights each call), a
+    BatchNorm left in training mode inside an eval model, and 16-bit layers, folded in float32."""
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.Conv2d(8, 8, 1), nn.BatchNorm2d(8),
+                          nn.Conv2d(8, 4, 1), nn.BatchNorm2d(4)).eval()
+    model[0] = torch.nn.utils.parametrizations.weight_norm(model[0])
+    model[3].train()
+    _, report = ac.fold_batch_norms(model)
+    assert set(report.unfused) == {"1", "3"} and report.folded == {"5": "4"}
+    assert "hooks, parametrizations" in report.unfused["1"] and "training mode" in report.unfused["3"]
+    half = blocks().eval().to(torch.bfloat16)
+    folded, report = ac.fold_batch_norms(half)
+    assert report.folded == {"bn": "conv"} and folded.conv.weight.dtype is torch.bfloat16
+    want = ac.fold_batch_norms(blocks().eval())[0].conv   # (the same statistics: blocks() is seeded below)
+    assert want.weight.shape == folded.conv.weight.shape
+
+
 def test_torchvision_models_fold_what_follows_a_convolution():
     torchvision = pytest.importorskip("torchvision")
     x = torch.randn(1, 3, 64, 64)

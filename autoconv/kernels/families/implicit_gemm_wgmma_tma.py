@@ -49,15 +49,13 @@ class ImplicitGemmWgmmaTma(Family):
 
     def launches(self, name: str, values: Mapping[str, Any]) -> tuple[Launch, ...]:
         """The copies into the workspace first: the padding of x and w (or, where NCHW x is
-        transposed, of w alone: a weights transform, first, which callers with unchanged weights
-        skip), NCHW x's transpose; the GEMM (tensor maps of x and w, by value); with split-K the
-        reduction of its slices."""
+        transposed, of w alone), NCHW x's transpose; the GEMM (tensor maps of x and w, by value);
+        with split-K the reduction of its slices."""
         has_bias, split_k, threads = values["HAS_BIAS"], values["SPLIT_K"], values["REDUCE_THREADS"]
         launches = []
         if values["PAD_COPY_BYTES"]:
-            copied = ("w", "workspace") if values["PAD_FIRST_ROW"] else ("x", "w", "workspace")
             launches.append(Launch(f"{name}_pad_channels", grid_for(values["PAD_COPY_BYTES"] // 16, threads),
-                                   dim3(threads), copied))
+                                   dim3(threads), ("x", "w", "workspace")))
         if values["TRANSPOSE_X"]:
             tile = 32   # the template's TRANSPOSE_TILE: 32 pixels x 32 channels, 32 x 8 threads
             launches.append(Launch(f"{name}_transpose_x",
