@@ -265,7 +265,7 @@ class Tuner:
             history = SearchHistory.of(study, SIGNIFICANT_IMPROVEMENT)
             ended_by_search = patience_spent(self.budget, history, 0) or study.study_name in self.context.transferred
             if not ended_by_search or (self.budget.trials is not None and history.evaluated >= self.budget.trials) \
-                    or outcomes[index].stop_reason == seconds_spent(self.budget):
+                    or (self.budget.seconds is not None and outcomes[index].stop_reason == seconds_spent(self.budget)):
                 continue  # (ended by its trials or its seconds: the budget is spent)
             known = history.known()
             untried = [origin for family, config, origin in self.starts.neighbour_starts(item.problem, points)
