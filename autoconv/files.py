@@ -3,14 +3,21 @@
 :func:`write_atomically` writes a temporary sibling, flushes it to disk and renames it
 over the target: readers (and the next run) see the old file or the new one, never a
 part. A temporary file whose writer died before the rename is removed by the next
-write of the same target.
+write of the same target. A write that fails names its file, and where it found no room
+(a full disk, a quota, ``ulimit -f``) says which and how to make room (:func:`room_reason`).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
+
+try:
+    import resource
+except ImportError:  # (not on Windows: no file-size limit to report there)
+    resource = None  # type: ignore[assignment]
 
 from autoconv.processes import process_alive
 
@@ -33,6 +40,9 @@ def write_atomically(path: str | os.PathLike, text: str | bytes) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, target)
+    except OSError as err:  # (named: a failed write names no file, and a full disk says how to make room)
+        temporary.unlink(missing_ok=True)
+        raise OSError(err.errno, room_reason(err, target), str(target)) from None
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
@@ -107,3 +117,51 @@ def write_problem(path: str | os.PathLike) -> str | None:
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"its folder {folder} is not writable"
     return None
+
+
+# ---- a write that found no room -------------------------------------------------------------
+
+#: A file system with less free space than this is reported full when a write there fails.
+LOW_SPACE_BYTES = 1 << 20
+
+#: The errors of a write that found no room.
+ROOM_ERRORS = (errno.EFBIG, errno.ENOSPC, errno.EDQUOT)
+
+
+def space_problem(path: str | os.PathLike) -> str | None:
+    """Why a write at ``path`` may have found no room, and the way out: this process's file-size
+    limit (``ulimit -f``), or a file system with less than :data:`LOW_SPACE_BYTES` free; None when
+    neither is the case (errors that do not say why, such as SQLite's "disk I/O error", are
+    explained by this)."""
+    return _size_limit() or _low_space(Path(path).parent)
+
+
+def room_reason(err: OSError, path: str | os.PathLike) -> str:
+    """``err``'s reason, with why there was no room at ``path`` and the way out where it is a
+    full disk, a quota or a file-size limit (:data:`ROOM_ERRORS`)."""
+    reason = err.strerror or str(err)
+    if err.errno not in ROOM_ERRORS:
+        return reason
+    why = _size_limit() if err.errno == errno.EFBIG else _low_space(Path(path).parent)
+    return f"{reason}: {why or 'make room on its file system'}, then run again"
+
+
+def _size_limit() -> str | None:
+    """This process's file-size limit and how to raise it, or None when it has none."""
+    if resource is None:
+        return None
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return None
+    return (f"this process may write no file larger than {limit} bytes (its file-size limit, `ulimit -f`); "
+            "raise the limit (`ulimit -f unlimited`)")
+
+
+def _low_space(folder: Path) -> str | None:
+    """How little room the file system of ``folder`` has left, or None when it has enough."""
+    try:
+        status = os.statvfs(folder)
+    except (OSError, AttributeError):  # (no statvfs: not on Windows)
+        return None
+    free = status.f_bavail * status.f_frsize
+    return f"the file system of {folder} has {free} bytes free; make room there" if free < LOW_SPACE_BYTES else None

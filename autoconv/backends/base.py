@@ -175,6 +175,9 @@ class Backend(ABC):
       exactly once, in any order. ``first_done(tickets)`` says which of several submitted
       tickets to redeem first: one whose result is ready (the GPU backend's candidates
       finish in the order their compilations do).
+    - ``withdraw(ticket)`` takes back a submitted candidate that has not reached the device
+      (a study whose seconds are spent): True if it is withdrawn (nothing of it runs, and its
+      ticket is never redeemed), False if the device runs or ran it (redeem it).
     - A candidate's failure is a result; a backend stays usable after any candidate
       (a crashed worker is replaced). Exceptions mean a bug or an unusable device.
     - ``prepare(plan)`` may start compiling a plan that may be submitted later (a
@@ -198,6 +201,11 @@ class Backend(ABC):
         """The index in ``tickets`` (submitted, not yet redeemed) of one whose result is ready,
         waiting until one is. The default: the first (results computed when redeemed)."""
         return 0
+
+    def withdraw(self, ticket: Ticket) -> bool:
+        """Take back ``ticket`` (submitted, not redeemed) unless the device runs or ran it: True
+        if it is withdrawn, and then never redeemed. The default: False (redeem it)."""
+        return False
 
     def evaluate(self, plan: KernelPlan, *, seed: int | None = None, screening: bool = False) -> TrialResult:
         """Submit one plan and wait for its result."""

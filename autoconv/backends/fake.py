@@ -74,6 +74,10 @@ class FakeBackend(Backend):
                cutoff_ms: float | None = None, priority: float | None = None) -> Ticket:
         return Ticket(plan, screening, cutoff_ms)
 
+    def withdraw(self, ticket: Ticket) -> bool:
+        """Always: nothing of a candidate runs before its result is asked for."""
+        return True
+
     def result(self, ticket: Ticket) -> TrialResult:
         plan = ticket.plan
         self.evaluated.append(plan)

@@ -16,6 +16,7 @@ creates anything: a missing file (or a SQLite URL's missing file) raises
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sqlite3
 import time
@@ -24,13 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from autoconv.errors import CacheError, first_line
-from autoconv.files import path_problem
+from autoconv.files import path_problem, space_problem
 from autoconv.urls import masked_url
 
 #: Seconds a writer waits for another process's transaction before giving up.
 BUSY_TIMEOUT_S = 60.0
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+#: What SQLite says when a write found no room (a full disk or a file-size limit: it reports the
+#: latter as an I/O error).
+ROOM_MESSAGES = ("disk I/O error", "database or disk is full")
 
 #: The format name in the ``meta`` table: what makes a file or tables autoconv's.
 FORMAT = "autoconv-winners-cache"
@@ -84,6 +89,16 @@ class SqliteFile:
     def error(self, what: str) -> CacheError:
         return CacheError(f"cache {self.path}: {what}; {self.recovery()}")
 
+    def _failure(self, what: str, err: sqlite3.Error) -> CacheError:
+        """The error of ``err`` while ``what`` ("cannot write"...): where SQLite found no room (a
+        full disk, ``ulimit -f``: it says "disk I/O error" or "database or disk is full"), how to
+        make room, not the recovery of a damaged file."""
+        room = space_problem(self.path) if str(err) in ROOM_MESSAGES else None
+        if room:
+            return CacheError(f"cache {self.path}: {what} ({err}): {room}, then run again; the entries it "
+                              "held stay")
+        return self.error(f"{what} ({err})")
+
     def foreign(self, what: str) -> CacheError:
         """The error of a file that is not an autoconv cache (never written, never deleted)."""
         return CacheError(f"cache {self.path}: {what}; {not_ours_advice(self.path)}")
@@ -93,8 +108,12 @@ class SqliteFile:
             problem = path_problem(self.path)
             if problem:
                 raise CacheError(f"cache {self.path}: {problem}; pass the path of a cache file")
-            with open(self.path, "rb") as handle:
-                head = handle.read(len(SQLITE_MAGIC))
+            try:
+                with open(self.path, "rb") as handle:
+                    head = handle.read(len(SQLITE_MAGIC))
+            except OSError as err:  # e.g. /proc/self/mem: a "regular" file whose reads fail
+                raise CacheError(f"cache {self.path}: cannot be read ({err.strerror or err}); pass the path of a "
+                                 "cache file") from None
             if head and head != SQLITE_MAGIC:
                 raise self.foreign("not an SQLite database (it does not start with the SQLite header), "
                                    "so not an autoconv cache")
@@ -116,7 +135,7 @@ class SqliteFile:
             check = connection.execute("PRAGMA quick_check").fetchone()
         except sqlite3.DatabaseError as err:
             connection.close()
-            raise self.error(f"the database is unreadable ({err})") from None
+            raise self._failure("the database is unreadable", err) from None
         if check is None or check[0] != "ok":
             connection.close()
             raise self.error(f"the database is corrupt ({check[0] if check else 'no answer'})")
@@ -139,18 +158,18 @@ class SqliteFile:
                 return
             except sqlite3.OperationalError as err:
                 if not lock_conflict(str(err)):
-                    raise self.error(f"the database is unreadable ({err})") from None
+                    raise self._failure("the database is unreadable", err) from None
                 if time.monotonic() > deadline:
                     raise still_locked(self.path) from None
                 time.sleep(random.uniform(0.005, 0.05))  # staggered, so the racers do not meet again
             except sqlite3.DatabaseError as err:
-                raise self.error(f"the database is unreadable ({err})") from None
+                raise self._failure("the database is unreadable", err) from None
 
     def query(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[tuple]:
         try:
             return self.connection.execute(sql, parameters or {}).fetchall()
         except sqlite3.DatabaseError as err:
-            raise self.error(f"the database is unreadable ({err})") from None
+            raise self._failure("the database is unreadable", err) from None
 
     def write(self, sql: str, parameters: Mapping[str, Any]) -> int:
         """Run one statement in its own transaction; the rows it changed."""
@@ -171,14 +190,15 @@ class SqliteFile:
                     changed = connection.execute(sql, parameters).rowcount
                 connection.execute("COMMIT")
             except BaseException:
-                connection.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):  # (SQLite may have rolled back already)
+                    connection.execute("ROLLBACK")
                 raise
         except sqlite3.OperationalError as err:
             if lock_conflict(str(err)):
                 raise still_locked(self.path) from None
-            raise self.error(f"cannot write ({err})") from None
+            raise self._failure("cannot write", err) from None
         except sqlite3.DatabaseError as err:
-            raise self.error(f"cannot write ({err})") from None
+            raise self._failure("cannot write", err) from None
         return changed
 
     def close(self) -> None:

@@ -71,7 +71,9 @@ def add_parser(commands) -> None:
     tune.add_argument("--trials", type=argument_type(BUDGET_RULES["trials"]), metavar="N",
                       help="evaluated trials per problem (overrides the config)")
     tune.add_argument("--seconds", type=argument_type(BUDGET_RULES["seconds"], float), metavar="S",
-                      help="wall seconds per problem (overrides the config)")
+                      help="wall seconds per problem, from its study's opening to its winner's caching (the winner's "
+                           "re-verification included): it ends within about one candidate's time of S, candidates "
+                           "not yet on the GPU then withdrawn (overrides the config)")
     tune.add_argument("--patience", type=argument_type(BUDGET_RULES["patience"]), metavar="N",
                       help="stop a problem after N trials without improvement (overrides the config)")
     tune.add_argument("--pipeline-depth", type=argument_type(count_problem), metavar="N",

@@ -255,6 +255,14 @@ class ReadyFirst(Generic[T]):
             self._closed = True
             self._changed.notify()
 
+    def remove(self, item: T) -> bool:
+        """Take ``item`` out unless it was taken: whether it was still there."""
+        with self._changed:
+            if any(waiting is item for waiting in self._items):
+                self._items = [waiting for waiting in self._items if waiting is not item]
+                return True
+            return False
+
     def close_and_drain(self) -> list[T]:
         """Close, and take every item left at once."""
         with self._changed:
@@ -406,6 +414,22 @@ class CupyBackend(Backend):
             raise ticket.error
         assert ticket.value is not None  # (done: a value or an error)
         return ticket.value
+
+    def withdraw(self, ticket: Ticket) -> bool:
+        """Take ``ticket`` off the GPU's queue, unless the GPU has taken it; its compilation is
+        dropped if no compiler process has started it (one that has finishes, unused)."""
+        assert isinstance(ticket, CupyTicket)  # (submit's)
+        if not self._pending.remove(ticket):
+            return False
+        job = ticket.job
+        if job is not None:
+            if isinstance(self._compiler, CompilePool):
+                self._compiler.cancel(job)
+            def take_outcome() -> None:  # (once it comes, so that the compiler keeps no record of it)
+                self._compiler.result(job)
+
+            job.when_finished(take_outcome)
+        return True
 
     def first_done(self, tickets: Sequence[Ticket]) -> int:
         """The index of the first of ``tickets`` whose result is ready, once one is."""

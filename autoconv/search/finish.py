@@ -11,6 +11,7 @@ rebuilt, verified and timed, and the fastest of them wins.
 
 from __future__ import annotations
 
+import time
 from typing import cast
 
 from autoconv.backends.base import TrialResult
@@ -30,7 +31,8 @@ REVERIFY_CANDIDATES = 3
 REVERIFY_SEED_OFFSET = 7919
 
 
-def finish(context: SearchContext, study, problem: ConvProblem, outcome: ProblemOutcome) -> None:
+def finish(context: SearchContext, study, problem: ConvProblem, outcome: ProblemOutcome,
+           deadline: float | None = None) -> None:
     """Re-verify ``study``'s fastest ok trials, built as users run them (sizes compiled in), on
     fresh inputs, and cache the winner (a faster entry of its key stays, unless this autoconv
     cannot use it); ``outcome`` gets the winner and the work (see the module docstring).
@@ -38,7 +40,10 @@ def finish(context: SearchContext, study, problem: ConvProblem, outcome: Problem
     Where the search ranked a family with sizes at run time (its slower ranking build), the
     :data:`REVERIFY_CANDIDATES` fastest and the fastest of each such family are built with
     constants, verified and timed, and the fastest that passes wins: the two builds' speeds differ
-    from one configuration to another, which may reorder the top."""
+    from one configuration to another, which may reorder the top.
+
+    Past ``deadline`` (:func:`time.monotonic`: the end of the problem's seconds), no further
+    trial is timed in full once one has passed."""
     backend, settings = context.backend, context.settings
     ranked = ok_trials(study)
     fastest = ranked[:REVERIFY_CANDIDATES]
@@ -64,6 +69,8 @@ def finish(context: SearchContext, study, problem: ConvProblem, outcome: Problem
     for index, (trial, plan) in enumerate(zip(fastest, plans)):
         if not rebuilt and cast(float, trial.value) >= fastest_in_full_ms:
             break  # (going by its time in the search, it cannot beat the fastest in full)
+        if not rebuilt and passed and deadline is not None and time.monotonic() >= deadline:
+            break  # (the problem's seconds are spent: the fastest in full so far wins)
         check = backend.result(tickets[index]) if rebuilt else backend.evaluate(plan, seed=seed)
         outcome.compile_s += check.compile_s
         outcome.compile_cpu_s += check.compile_cpu_s
@@ -101,3 +108,23 @@ def finish(context: SearchContext, study, problem: ConvProblem, outcome: Problem
     if rejected:
         outcome.message = "; ".join(filter(None, [outcome.message, "re-verification failed for "
                                                   + " | ".join(rejected)]))
+
+
+def report_cached(context: SearchContext, outcome: ProblemOutcome) -> None:
+    """Make ``outcome`` (tuned in this run) say what the cache holds for its problem now that the
+    run is over: where another run cached a faster winner (two runs tuning one problem with one
+    cache: the cache keeps the fastest), that winner becomes the outcome's, and this run's own
+    best is kept as :attr:`~autoconv.search.outcome.ProblemOutcome.this_run_best`."""
+    if context.cache is None or outcome.source != "tuned" or outcome.kernel_name is None:
+        return
+    entry = context.cache.get(context.cache_key(outcome.problem))
+    if entry is None or (entry.kernel_name == outcome.kernel_name and entry.time_ms == outcome.time_ms):
+        return
+    outcome.this_run_best = {"family": outcome.family, "config": outcome.config, "kernel_name": outcome.kernel_name,
+                             "time_ms": outcome.time_ms, "tflops": outcome.tflops,
+                             "workspace_bytes": outcome.workspace_bytes}
+    outcome.message = (f"the cache holds {entry.kernel_name} at {entry.time_ms:.4f} ms, cached by another run "
+                       f"(measured {entry.measured_at}); this run's best (this_run_best): {outcome.kernel_name} at "
+                       f"{outcome.time_ms:.4f} ms, {outcome.message}")
+    outcome.family, outcome.config, outcome.kernel_name = entry.family, dict(entry.config), entry.kernel_name
+    outcome.time_ms, outcome.tflops, outcome.workspace_bytes = entry.time_ms, entry.tflops, entry.workspace_bytes

@@ -66,7 +66,7 @@ class FullStudy:
                 or self.polish(search, history, flying, fastest) \
                 or queue_runners_up(search, fastest, history, flying, self.context.backend.device)
         stop = stop_reason(budget, history, in_flight, search.started,
-                           patience_over=patience_over and not self.polishing)
+                           patience_over=patience_over and not self.polishing, reserve_s=search.slowest_s)
         # (the variations all in flight: wait for them, ask nothing else)
         return Step(stop=stop, wait=bool(self.polishing) and self.polishing <= flying)
 

@@ -16,7 +16,8 @@ makes them. A problem's study is forced to the disk when its search ends, howeve
 (:meth:`GroupCommitJournal.sync`). Each append adds itself to the journal's index
 (:mod:`autoconv.search.journal_index`, read by :func:`autoconv.search.storage.check_journal`),
 which also records the part forced to the disk: a journal that lost its unforced tail in a
-crash of the host is not taken for one cut after its writers left it.
+crash of the host is not taken for one cut after its writers left it. An append that fails (a
+full disk, ``ulimit -f``) is taken back whole and raised naming the journal and how to make room.
 
 Only Optuna's public journal API is used: ``JournalFileBackend`` (public, and documented as a
 ``BaseJournalBackend``) with its ``append_logs`` replaced; its ``read_logs`` reads the file as
@@ -27,6 +28,7 @@ keeps no snapshot. (A database storage, ``--storage sqlite:///FILE``, is not rep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -35,6 +37,8 @@ from typing import Any, Protocol
 
 from optuna.storages.journal import JournalFileBackend
 
+from autoconv.errors import StorageError
+from autoconv.files import room_reason
 from autoconv.search.journal_index import record_append, record_forced, tally_of
 
 #: Seconds between two of a process's appends that force the journal to the disk.
@@ -62,29 +66,57 @@ class GroupCommitJournal(JournalFileBackend):
         self._synced = -SYNC_INTERVAL_S  # time.monotonic() of this process's last fsync
 
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        """Append ``logs`` as one write, or raise naming the journal and leave it as it was.
+
+        Raises:
+            StorageError: the write failed (a full disk, ``ulimit -f``...): the records appended
+                before stay whole, and the message says how to make room."""
         text = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode()
         self._lock_of_writers.acquire()
         try:
-            with open(self._path, "ab") as journal:
-                before = os.fstat(journal.fileno()).st_size  # (no other writer appends now)
-                journal.write(text)
-                journal.flush()
+            journal = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                before = os.fstat(journal).st_size  # (no other writer appends now)
                 now = time.monotonic()
                 synced = now - self._synced >= SYNC_INTERVAL_S
-                if synced:
-                    os.fsync(journal.fileno())
-                    self._synced = now
+                try:
+                    written = memoryview(text)
+                    while written:
+                        written = written[os.write(journal, written):]
+                    if synced:
+                        os.fsync(journal)
+                        self._synced = now
+                except OSError as err:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(journal, before)  # (no record cut short: the journal stays whole)
+                    raise self._failure(err) from None
+            finally:
+                os.close(journal)
             record_append(Path(self._path), before, tally_of(logs, len(text)), forced=synced)
+        except OSError as err:
+            raise self._failure(err) from None
         finally:
             self._lock_of_writers.release()
 
     def sync(self) -> None:
-        """Force the journal to the disk now, and update its index (a problem's tuning ended)."""
+        """Force the journal to the disk now, and update its index (a problem's tuning ended).
+
+        Raises:
+            StorageError: as :meth:`append_logs`."""
         self._lock_of_writers.acquire()
         try:
             with open(self._path, "ab") as journal:
                 os.fsync(journal.fileno())
             self._synced = time.monotonic()
             record_forced(Path(self._path))
+        except OSError as err:
+            raise self._failure(err) from None
         finally:
             self._lock_of_writers.release()
+
+    def _failure(self, err: OSError) -> StorageError:
+        """The error of a write to the journal (or its index) that failed with ``err``."""
+        where = self._path if err.filename is None else str(err.filename)
+        what = "cannot append to it" if where == self._path else f"cannot write {where}"
+        return StorageError(f"study storage {self._path}: {what} ({room_reason(err, where)}); the trials "
+                            "recorded before stay, and the same command resumes from them")

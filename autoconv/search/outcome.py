@@ -168,6 +168,10 @@ class ProblemOutcome:
     phases_s: dict[str, float] = field(default_factory=dict)  # this process's wall time by phase (PHASES)
     valid_points: int = 0
     workers: int = 1           # processes whose trials are counted here (``tune --gpus``)
+    #: This run's own winner (family, config, kernel_name, time_ms, tflops, workspace_bytes) where
+    #: the cache holds another after the run (a faster one that another run cached), else None:
+    #: the fields above say what the cache holds (:func:`autoconv.search.finish.report_cached`).
+    this_run_best: dict[str, Any] | None = None
 
     @property
     def failed(self) -> int:

@@ -8,9 +8,10 @@ a result is taken as soon as it is ready, whichever study it is of.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 
-from autoconv.errors import AutoconvError
+from autoconv.errors import AutoconvError, StorageError
 from autoconv.problems.models import NamedProblem
 from autoconv.search.outcome import ProblemOutcome
 from autoconv.search.points import ValidPoints
@@ -36,7 +37,8 @@ def search_in_turn(loop: StudyLoop, jobs: Iterable[tuple[int, NamedProblem, Vali
     ask nothing until a result comes and hold fewer than :data:`OVERLAP_BELOW` candidates, so that
     the host's compilers work on it while they wait on their last ones. ``ended`` hears of each as
     it ends: its tag, item, points, and its outcome or the error that ended it (its candidates in
-    flight then abandoned and queued again). Any other exception abandons every study in flight
+    flight then abandoned and queued again). Any other exception, and a failure of the studies'
+    storage (:class:`~autoconv.errors.StorageError`: a full disk), abandons every study in flight
     likewise, and is raised."""
     jobs = iter(jobs)
     active: list[Search] = []
@@ -54,6 +56,8 @@ def search_in_turn(loop: StudyLoop, jobs: Iterable[tuple[int, NamedProblem, Vali
                 try:
                     loop.ask(search, depth - sum(len(other.in_flight) for other in active if other is not search))
                     outcome = None if search.in_flight else loop.end(search)
+                except StorageError:
+                    raise  # (the storage of every study: the run ends)
                 except AutoconvError as err:  # e.g. its problem does not fit on the GPU
                     drop(search, err)
                     continue
@@ -71,6 +75,8 @@ def search_in_turn(loop: StudyLoop, jobs: Iterable[tuple[int, NamedProblem, Vali
                 tag, item, points = job
                 try:
                     begun = loop.begin(item, points)
+                except StorageError:
+                    raise
                 except AutoconvError as err:
                     ended(tag, item, points, err)
                     continue
@@ -87,11 +93,14 @@ def search_in_turn(loop: StudyLoop, jobs: Iterable[tuple[int, NamedProblem, Vali
             for search in active:
                 search.clock.enter("wait")
             # (the first whose result is ready: a slow compilation holds back no other result)
+            waiting_since = time.monotonic()
             flying = [(search, index) for search in active for index in range(len(search.in_flight))]
             search, index = flying[loop.context.backend.first_done([search.in_flight[index][2]
                                                                     for search, index in flying])]
             try:
-                loop.record(search, index)
+                loop.record(search, index, waiting_since)
+            except StorageError:
+                raise
             except AutoconvError as err:
                 drop(search, err)
     except BaseException:

@@ -239,7 +239,8 @@ def check_journal(path: Path) -> list[str]:
     cut that lost completed trials (the message gives the command that removes it).
 
     Raises:
-        StorageError: the file is a folder, unreadable, damaged or cut short.
+        StorageError: the file is a folder, a device or another file that is not a regular one,
+            unreadable, damaged or cut short.
     """
     if not path.exists():
         if fcntl is not None and index_path(path).exists():
@@ -249,6 +250,10 @@ def check_journal(path: Path) -> list[str]:
     if path.is_dir():
         raise StorageError(f"study storage {path} is a folder; pass the path of a journal file "
                            "(--storage or `storage:` in the config)")
+    if not path.is_file():  # (read, it might block or never end; its lock would be a file beside it)
+        raise StorageError(f"study storage {path}: not a regular file (a device, FIFO or socket), so not a journal, "
+                           f"and autoconv creates no file beside it ({path.name}.flock); pass the path of a journal "
+                           "file or a database URL (--storage or `storage:` in the config)")
     try:
         notes = _check_journal(path, locked=False)
         if notes is None:

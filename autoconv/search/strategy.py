@@ -71,6 +71,7 @@ class Search:
     prefilter: PreFilter | None = None    # keeps the candidates the history's model predicts slow from compiling
     in_flight: deque = field(default_factory=deque)  # (trial, plan, ticket), in submission order
     best: TrialResult | None = None                  # the fastest result it received
+    slowest_s: float = 0.0                # the longest wait for one of its results (its seconds keep this much)
     #: Bests whose variations were queued -> the study's point then (each strategy's polish).
     polished: dict[str, int] = field(default_factory=dict)
     #: Configurations of other tiles whose other splits were queued (:func:`queue_runners_up`).

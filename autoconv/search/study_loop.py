@@ -43,7 +43,7 @@ from autoconv.search.full_study import FullStudy
 from autoconv.search.outcome import PhaseClock, ProblemOutcome
 from autoconv.search.points import ValidPoints, config_key
 from autoconv.search.proposals import next_candidate
-from autoconv.search.stopping import SIGNIFICANT_IMPROVEMENT
+from autoconv.search.stopping import SIGNIFICANT_IMPROVEMENT, out_of_time, seconds_spent
 from autoconv.search.storage import retry_trial, sync_storage
 from autoconv.search.strategy import Search, Strategy
 from autoconv.search.study import SearchHistory, mark_problem, record_evaluation, refuse
@@ -161,6 +161,8 @@ class StudyLoop:
                 continue  # (asked again, of the strategy it became)
             if step.stop or step.wait:
                 search.stop = step.stop
+                if out_of_time(self.context.settings.budget, search.started, search.slowest_s):
+                    self.withdraw(search)
                 return
             candidate = next_candidate(self.context, study, problem, points, history, in_flight, search.outcome,
                                        search.workspace_limit, search.prefilter)
@@ -172,13 +174,17 @@ class StudyLoop:
             # are what its end waits for)
             self.submit(study, trial, plan, history, in_flight, priority=search.started)
 
-    def record(self, search: Search, index: int) -> None:
-        """Tell ``search``'s study the result of its ``index``-th candidate in flight (ready)."""
+    def record(self, search: Search, index: int, waiting_since: float | None = None) -> None:
+        """Tell ``search``'s study the result of its ``index``-th candidate in flight (ready);
+        ``waiting_since``: when the wait for it began (:func:`time.monotonic`), for
+        :attr:`Search.slowest_s`."""
         backend = self.context.backend
         study, outcome, in_flight = search.study, search.outcome, search.in_flight
         trial, plan, ticket = in_flight[index]
         result = backend.result(ticket)
         self.last_result_at = time.time()
+        if waiting_since is not None:
+            search.slowest_s = max(search.slowest_s, time.monotonic() - waiting_since)
         search.clock.enter("record")
         del in_flight[index]  # only now: an interrupted wait leaves it to the cleanup (:meth:`abandon`)
         self.tell(study, trial, plan, result)
@@ -213,6 +219,24 @@ class StudyLoop:
         search.in_flight.clear()
         sync_storage(self.context.storage)  # (the study's trials on the disk, however the search ended)
 
+    def withdraw(self, search: Search) -> None:
+        """``search``'s seconds are spent (:func:`~autoconv.search.stopping.out_of_time`): its
+        candidates in flight that have not reached the GPU are withdrawn from the backend and ended
+        unevaluated (abandoned, not queued again: the seconds that would evaluate them are spent);
+        those the GPU runs or ran stay, to be told, and so does the first while the study has no
+        winner (seconds spent before any result still give the problem one candidate)."""
+        kept: list[tuple] = []
+        for entry in search.in_flight:
+            trial, _plan, ticket = entry
+            if (search.best is None and not kept) or not self.context.backend.withdraw(ticket):
+                kept.append(entry)
+                continue
+            refuse(search.study, trial, Status.ABANDONED,
+                   f"not evaluated: the problem's {seconds_spent(self.context.settings.budget)} were spent")
+            self.context.liveness.done(search.study, trial.number)
+        search.in_flight.clear()
+        search.in_flight.extend(kept)
+
     def end(self, search: Search) -> ProblemOutcome:
         """``search``'s outcome, its winner re-verified and cached (:func:`~autoconv.search.finish.finish`)."""
         study, outcome = search.study, search.outcome
@@ -220,7 +244,9 @@ class StudyLoop:
         sync_storage(self.context.storage)  # (the study's trials on the disk)
         outcome.trials_total = SearchHistory.of(study).evaluated
         search.clock.enter("finish")
-        finish(self.context, study, search.item.problem, outcome)
+        budget = self.context.settings.budget
+        finish(self.context, study, search.item.problem, outcome,
+               deadline=None if budget.seconds is None else search.started + budget.seconds)
         sync_storage(self.context.storage)  # (the study on the disk, whatever happens to the host next)
         search.clock.enter(None)
         outcome.phases_s = {phase: round(seconds, 3) for phase, seconds in search.clock.seconds.items()}

@@ -60,7 +60,7 @@ class TransferStudy:
 
     def next_candidates(self, search: Search, history: SearchHistory, flying: set[str]) -> Step:
         stop = stop_reason(self.context.settings.budget, history, len(search.in_flight), search.started,
-                           patience_over=False) or self.step(search, history, flying)
+                           patience_over=False, reserve_s=search.slowest_s) or self.step(search, history, flying)
         return WAIT if stop == WAIT_FOR_RESULTS else Step(stop=stop)
 
     def step(self, search: Search, history: SearchHistory, flying: set[str]) -> str | None:

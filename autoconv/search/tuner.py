@@ -42,14 +42,14 @@ from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
 from autoconv.processes import process_owner
 from autoconv.search.context import SearchContext
-from autoconv.search.finish import finish
+from autoconv.search.finish import finish, report_cached
 from autoconv.search.liveness import Liveness
 from autoconv.search.options import SearchSettings
 from autoconv.search.outcome import Milestones, ProblemOutcome, Reporter, merge_outcomes
 from autoconv.search.points import ValidPoints, config_key, enumerate_in_turn, enumerate_points
 from autoconv.search.resume import cached_outcome, unfinished
 from autoconv.search.scheduler import search_in_turn
-from autoconv.search.stopping import SIGNIFICANT_IMPROVEMENT, patience_spent
+from autoconv.search.stopping import SIGNIFICANT_IMPROVEMENT, patience_spent, seconds_spent
 from autoconv.search.storage import make_storage
 from autoconv.search.study import SearchHistory, ok_trials
 from autoconv.search.study_loop import StudyLoop
@@ -211,6 +211,8 @@ class Tuner:
             tuned.sort(key=lambda entry: entry[0])
             self._settle(tuned, outcomes)
         ordered = [outcomes[i] for i in range(len(problems))]
+        for outcome in ordered:  # (what the cache holds now: another run may have cached a faster winner)
+            report_cached(self.context, outcome)
         self.reporter.run_finished(ordered)
         return ordered
 
@@ -262,7 +264,8 @@ class Tuner:
             study = self.context.load_study(item.problem)
             history = SearchHistory.of(study, SIGNIFICANT_IMPROVEMENT)
             ended_by_search = patience_spent(self.budget, history, 0) or study.study_name in self.context.transferred
-            if not ended_by_search or (self.budget.trials is not None and history.evaluated >= self.budget.trials):
+            if not ended_by_search or (self.budget.trials is not None and history.evaluated >= self.budget.trials) \
+                    or (self.budget.seconds is not None and outcomes[index].stop_reason == seconds_spent(self.budget)):
                 continue  # (ended by its trials or its seconds: the budget is spent)
             known = history.known()
             untried = [origin for family, config, origin in self.starts.neighbour_starts(item.problem, points)

@@ -28,6 +28,17 @@ def test_the_first_ready_item_is_taken_whatever_was_submitted_before_it():
     assert items.take() == "slow"
 
 
+def test_a_withdrawn_item_is_never_taken_and_a_taken_one_cannot_be_withdrawn():
+    """(How the GPU backend withdraws the candidates of a study whose seconds are spent.)"""
+    items = ReadyFirst(lambda item: True)
+    for name in ("running", "waiting", "next"):
+        items.put(name)
+    assert items.take() == "running"
+    assert not items.remove("running")  # (the GPU has it: its result is awaited)
+    assert items.remove("waiting") and not items.remove("waiting")
+    assert items.take() == "next"
+
+
 def test_a_take_waits_until_an_item_is_made_ready_and_woken():
     ready: set[str] = set()
     items = ReadyFirst(lambda item: item in ready)
