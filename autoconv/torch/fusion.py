@@ -27,10 +27,13 @@ from torch import fx, nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from autoconv.errors import ProblemError
-from autoconv.torch.modules import Conv2d
 
 #: The module that stands for the whole model in a report (the model cannot be traced).
 WHOLE_MODEL = "(model)"
+
+#: The convolution classes whose forward computes ``nn.Conv2d``'s from its weight and bias, so
+#: that folding into them is folding into a convolution (autoconv.torch.modules adds its Conv2d).
+FOLDABLE_CONVOLUTIONS: set[type[nn.Conv2d]] = {nn.Conv2d}
 
 
 @dataclass
@@ -115,7 +118,7 @@ def _why_not_foldable(node: fx.Node, modules: dict[str, nn.Module], calls: dict[
         return "it is called with more than its input"
     if conv.training or batch_norm.training:
         return "it or its convolution is in training mode (call eval() on the whole model)"
-    if type(conv) not in (nn.Conv2d, Conv2d) or any(_has_hooks(module) for module in (conv, batch_norm)):
+    if type(conv) not in FOLDABLE_CONVOLUTIONS or any(_has_hooks(module) for module in (conv, batch_norm)):
         return ("it or its convolution has hooks, parametrizations (weight norm, say) or a forward of its own, "
                 "which folding would bypass")
     if len(source.users) != 1:

@@ -32,6 +32,7 @@ from torch import nn
 from autoconv.errors import ProblemError
 from autoconv.runtime.arguments import check_precision
 from autoconv.torch.functional import conv2d
+from autoconv.torch.fusion import FOLDABLE_CONVOLUTIONS, fold_batch_norms
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +63,9 @@ class Conv2d(nn.Conv2d):
             return conv2d(input, weight, bias, self.stride, 0, self.dilation, precision=self.precision)
         return conv2d(input, weight, bias, self.stride, self.padding, self.dilation, precision=self.precision)
 
+
+
+FOLDABLE_CONVOLUTIONS.add(Conv2d)   # (its forward is nn.Conv2d's on the GPU's kernels)
 
 @dataclass
 class ConversionReport:
@@ -130,8 +134,6 @@ def convert(model: nn.Module, *, inplace: bool = False, precision: str | None = 
         precision = check_precision(precision)
     report = ConversionReport()
     if fuse:
-        from autoconv.torch.fusion import fold_batch_norms
-
         folded, fusion = fold_batch_norms(model)   # (a copy, folded)
         model = copy.deepcopy(model) if folded is model and not inplace else folded   # (it could not copy it)
         report.folded, report.unfused = fusion.folded, fusion.unfused
