@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +31,7 @@ from torch import nn
 from autoconv.bench.benchmark import alternate_rounds, collect_environment
 from autoconv.bench.end_to_end import MODES, Mode, Request
 from autoconv.errors import UsageError
+from autoconv.problems.factories import resolve_factory
 from autoconv.runtime.api import clear_loaded, loaded_kernels
 
 #: ``convert(model) -> (converted copy, report)``; the report's ``converted`` lists the layers
@@ -42,7 +42,7 @@ Convert = Callable[[nn.Module], tuple[nn.Module, Any]]
 def measure(request: Request, *, convert: Convert, command: str, device: int = 0,
             log: Callable[[str], None] = print) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The records of ``request`` and the environment record (``env.json``)."""
-    factory = _factory(request.model)
+    factory = resolve_factory(request.model, "--end-to-end")
     torch.cuda.set_device(device)
     records = []
     for shape in request.shapes:
@@ -61,21 +61,6 @@ def measure(request: Request, *, convert: Convert, command: str, device: int = 0
                           "torch.no_grad, eval mode, random weights and input, cudnn.benchmark on; CUDA graphs: "
                           "each side captured once and replayed.")}
     return records, {"end_to_end": True, "command": command, "environment": environment, "method": method}
-
-
-def _factory(spec: str) -> Callable[[], nn.Module]:
-    module_name, _, attribute = spec.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as err:
-        raise UsageError("--end-to-end", spec, f"cannot import {module_name} ({err})") from None
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise UsageError("--end-to-end", spec, f"{module_name} has no attribute {attribute}")
-        target = getattr(target, part)
-    if not callable(target):
-        raise UsageError("--end-to-end", spec, f"{attribute} is not callable")
-    return target
 
 
 @contextlib.contextmanager

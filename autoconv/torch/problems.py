@@ -16,7 +16,6 @@ setting gives layers whose precision is None). The config names it in each spec 
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from torch import nn
 
 from autoconv.errors import ProblemError, UsageError
 from autoconv.files import write_atomically
+from autoconv.problems.factories import resolve_factory
 from autoconv.problems.models import NamedProblem
 from autoconv.problems.problem import ConvProblem
 from autoconv.runtime.arguments import check_precision
@@ -134,19 +134,8 @@ def load_model(spec: str) -> nn.Module:
     """The model ``spec`` names, ``module:factory`` (e.g. ``torchvision.models:resnet50``),
     built by calling the factory without arguments on the ``meta`` device (shapes only:
     no memory is allocated and no weights are initialised or downloaded)."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise UsageError("--model", spec, "expected module:factory, e.g. torchvision.models:resnet50")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as err:
-        raise UsageError("--model", spec, f"cannot import {module_name} ({err})") from None
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise UsageError("--model", spec, f"{module_name} has no attribute {attribute}")
-        target = getattr(target, part)
-    if not callable(target):
-        raise UsageError("--model", spec, f"{attribute} is not callable")
+    target = resolve_factory(spec, "--model")
+    attribute = spec.partition(":")[2]
     try:
         with torch.device("meta"):
             model = target()
