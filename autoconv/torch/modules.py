@@ -64,8 +64,8 @@ class Conv2d(nn.Conv2d):
         return conv2d(input, weight, bias, self.stride, self.padding, self.dilation, precision=self.precision)
 
 
-
 FOLDABLE_CONVOLUTIONS.add(Conv2d)   # (its forward is nn.Conv2d's on the GPU's kernels)
+
 
 @dataclass
 class ConversionReport:

@@ -31,8 +31,9 @@ launches, and autograd differentiates it:
   the weights changed in place is still right. Changes made through ``.data`` bypass the
   version counter (as for any PyTorch cache keyed on it): call
   :func:`autoconv.torch.clear_weight_cache` after such changes.
-- **Autocast** (CUDA): float32 tensors are cast to the autocast dtype before the operator runs,
-  by its autocast kernel, in eager calls and in traced graphs alike, as PyTorch's convolution's are.
+- **Autocast** (CUDA): floating-point tensors but float64 are cast to the autocast dtype before
+  the operator runs, by its autocast kernel, in eager calls and in traced graphs alike, as
+  PyTorch's convolution's are (:func:`autocast_casts`).
 - **Backward**: PyTorch's own convolution backward (``aten.convolution_backward``, so
   it follows ``torch.backends.cudnn`` settings such as ``conv.fp32_precision``, whatever
   the forward's ``precision``), until autoconv tunes backward kernels. Asymmetric padding
@@ -486,8 +487,9 @@ class EagerConv2d(torch.autograd.Function):
 
 
 def _conv2d_autocast(x, w, bias, stride, padding, dilation, precision="fp32"):
-    """The operator under ``torch.autocast`` (CUDA): float32 tensors cast to the autocast dtype,
-    as autocast casts PyTorch's own convolution's, then the operator below autocast. Traced calls
+    """The operator under ``torch.autocast`` (CUDA): its tensors cast to the autocast dtype where
+    autocast casts PyTorch's own convolution's (:func:`autocast_casts`), then the operator below
+    autocast. Traced calls
     go through it too (Dynamo's graphs run autocast regions as such), so that a compiled model
     under autocast asks for the 16-bit problems ``tune --model`` tunes, not float32 ones. (Eager
     calls of :func:`autoconv.torch.conv2d` cast before they reach the operator.)"""

@@ -19,7 +19,7 @@ import pytest
 from optuna.trial import TrialState
 
 from autoconv.cache.winners import WinnerCache
-from tests.helpers import ONE_PROBLEM, load_studies, run_cli
+from tests.helpers import ONE_PROBLEM, TWO_PROBLEMS, load_studies, run_cli
 
 CANDIDATE_S = 0.3
 SECONDS = 1.0
@@ -29,19 +29,8 @@ PIPELINE_DEPTH = 8
 #: withdrawn candidates and caching the winner (tens of milliseconds on an idle host).
 MARGIN_S = 1.0
 
-SECONDS_CONFIG = """\
-problems:
-  - name: odd
-    spec: "N=2,C=13,H=31,W=29,K=17,R=3,S=3,stride=2x1,pad=1"
-  - name: pointwise
-    spec: "N=1,C=8,H=9,W=9,K=12,R=1,S=1,bias=1"
-families: [direct, im2col_gemm]
-budget: {{seconds: {seconds}}}
-cache: state/cache.sqlite
-storage: state/studies.journal
-results: results
-seed: {seed}
-"""
+#: ``TWO_PROBLEMS`` with a time budget and a seed (``.format(seconds=..., seed=...)``).
+SECONDS_CONFIG = TWO_PROBLEMS.replace("{{trials: {trials}}}", "{{seconds: {seconds}}}") + "seed: {seed}\n"
 
 
 def test_seconds_hold_within_one_candidate_finals_included(tmp_path, monkeypatch, capsys, fake_gpu, seed):
