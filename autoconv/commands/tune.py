@@ -54,6 +54,10 @@ def add_parser(commands) -> None:
     tune.add_argument("--fuse", action="store_true",
                       help="with --model: tune the model as autoconv.torch.convert(model.eval(), fuse=True) runs "
                            "it, each BatchNorm folded into the convolution before it (convolutions with a bias)")
+    tune.add_argument("--compile", action="store_true",
+                      help="with --model: tune the problems torch.compile(autoconv.torch.convert(model)) runs: "
+                           "Inductor hands autoconv channels_last tensors where it computes NHWC (bf16, fp16, and "
+                           "tf32 on a GPU with an NHWC tf32 family), so those are tuned in NHWC")
     tune.add_argument("--write-config", metavar="PATH",
                       help="with --model: where to write the config (default: FACTORY_INPUT.yaml here)")
     tune.add_argument("--precision", choices=PRECISIONS,
@@ -125,9 +129,11 @@ def add_parser(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     options = tune_options(args)  # (checked before a model's config is written)
     config = args.config
-    if args.model is not None or args.input is not None or args.write_config is not None or args.fuse:
+    if (args.model is not None or args.input is not None or args.write_config is not None or args.fuse
+            or args.compile):
         config = write_model_config(args.config, args.model, args.input, args.write_config,
-                                    precision=options.precision, layout=options.layout, fuse=args.fuse)
+                                    precision=options.precision, layout=options.layout, fuse=args.fuse,
+                                    compiled=args.compile)
     elif config is None:
         raise UsageError("config", None, "give a config file, or --model MODULE:FACTORY --input NxCxHxW")
     return tune_command(config, options)
@@ -170,7 +176,7 @@ def summary_target_problem(path: Path) -> str | None:
 
 def write_model_config(config: str | None, model: str | None, input_shape: str | None,
                        path: str | None, *, precision: str | None = None, layout: str | None = None,
-                       fuse: bool = False) -> str:
+                       fuse: bool = False, compiled: bool = False) -> str:
     """Write the config of ``model``'s convolutions on an input of ``input_shape`` (see
     :func:`autoconv.torch.problems.model_problems`) and return its path.
 
@@ -181,7 +187,8 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
     input (NCHW: an input given by its shape is contiguous; bf16 and fp16 compute in NHWC). The
     choice is printed with how to override it, and written into the config. ``fuse``
     (``--fuse``): the problems of the model with its BatchNorms folded, as ``convert(model,
-    fuse=True)`` runs it."""
+    fuse=True)`` runs it. ``compiled`` (``--compile``): in the layout a compiled graph runs them in
+    (:func:`autoconv.torch.inductor.compiled_layout`)."""
     if config is not None:
         raise UsageError("config", config, "give either a config file or --model, not both")
     if model is None or input_shape is None:
@@ -193,10 +200,13 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
         raise UsageError("--model", model, f"needs PyTorch ({err}); pip install 'autoconv[torch]'") from None
     from autoconv.torch.settings import pytorch_precision
 
+    if compiled and layout:
+        raise UsageError("--layout", layout, "--compile tunes the layout a compiled graph runs in; give one of "
+                         "--compile and --layout")
     shape = parse_input_shape(input_shape)
     chosen = precision or pytorch_precision()
     sixteen_bit = chosen in ("bf16", "fp16")
-    chosen_layout = layout or ("NHWC" if sixteen_bit else "NCHW")
+    chosen_layout = layout or (_compiled_layout(chosen) if compiled else "NHWC" if sixteen_bit else "NCHW")
     problems, skipped = model_problems(model, shape, precision="fp32" if sixteen_bit else chosen, fuse=fuse)
     problems = list(merge_identical(NamedProblem(item.name, item.problem.in_precision(chosen).with_(
         layout=chosen_layout), item.count) for item in problems))
@@ -211,7 +221,7 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
         raise UsageError("--write-config", str(target), f"cannot write the config there: {problem}; pass another "
                          "--write-config PATH")
     overrides = "".join(f" --{flag} {value}" for flag, value in (("precision", precision), ("layout", layout))
-                        if value) + (" --fuse" if fuse else "")
+                        if value) + (" --fuse" if fuse else "") + (" --compile" if compiled else "")
     write_config(problems, target, comment=f"{MODEL_CONFIG_COMMENT}{model} on a {input_shape} input, written by\n"
                  f"  autoconv tune --model {model} --input {input_shape}{overrides}")
     stderr = Console(stderr=True)
@@ -221,10 +231,21 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
         stderr.print(f"  left to PyTorch: {name}: {why}")
     why_precision = ("--precision" if precision else "what PyTorch's convolutions compute now: "
                      "torch.backends.cudnn.conv.fp32_precision; --precision overrides")
-    why_layout = ("--layout" if layout else "the layout 16-bit convolutions compute in" if sixteen_bit
+    why_layout = ("--layout" if layout else "the layout torch.compile's graph runs them in" if compiled
+                  else "the layout 16-bit convolutions compute in" if sixteen_bit
                   else "the example input's layout; --layout NHWC for channels_last")
     stderr.print(f"tuning in {chosen} ({why_precision}), {chosen_layout} ({why_layout})")
     return str(target)
+
+
+def _compiled_layout(precision: str) -> str:
+    """The layout a compiled graph runs ``precision`` in on this host's first CUDA device (where
+    there is none, as on the fake backend: on a GPU with an NHWC tf32 family)."""
+    import torch
+
+    from autoconv.torch.inductor import compiled_layout
+
+    return compiled_layout(precision, 0 if torch.cuda.is_available() else None)
 
 
 def tune_command(config_path: str, options: TuneOptions | None = None) -> int:

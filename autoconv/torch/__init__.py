@@ -2,7 +2,8 @@
 
 - :func:`conv2d`: :func:`torch.nn.functional.conv2d`'s signature on autoconv's tuned
   kernels; the operator ``torch.ops.autoconv.conv2d`` behind it works under autograd,
-  CUDA graphs and ``torch.compile(fullgraph=True)`` (:mod:`autoconv.torch.ops`).
+  CUDA graphs and ``torch.compile(fullgraph=True)`` (:mod:`autoconv.torch.ops`; how Inductor
+  lays out its tensors: :mod:`autoconv.torch.inductor`).
   ``precision`` (``"fp32"``, ``"tf32"``, or None: PyTorch's setting for cuDNN convolutions,
   :func:`pytorch_precision`) picks float32 accuracy or TF32 tensor-core products.
 - :class:`Conv2d` and :func:`convert`: run a model's convolutions on autoconv
@@ -24,11 +25,14 @@ except ImportError as err:  # pragma: no cover - depends on the environment
     raise ImportError(f"autoconv.torch needs PyTorch ({err}); install it (https://pytorch.org) "
                       "or use autoconv.conv2d with CuPy arrays") from None
 
+from autoconv.torch import inductor
 from autoconv.torch.functional import conv2d, pytorch_precision
 from autoconv.torch.fusion import FusionReport, fold_batch_norms
 from autoconv.torch.modules import Conv2d, ConversionReport, convert
 from autoconv.torch.ops import CaptureError, clear_weight_cache
 from autoconv.torch.problems import config_text, conv_problems, write_config
+
+inductor.register_layout_if_inductor_is_loaded()  # (else the operator's fake implementation does, later)
 
 __all__ = ["CaptureError", "Conv2d", "ConversionReport", "FusionReport", "clear_weight_cache", "config_text",
            "conv2d", "conv_problems", "convert", "fold_batch_norms", "pytorch_precision", "write_config"]

@@ -17,7 +17,8 @@ channels_last float32 ``x`` on a Hopper GPU, where a family computes tf32 in NHW
 (:func:`kernel_layout`); other float32 inputs are read NCHW (copied to it if need be).
 
 Registered with :mod:`torch.library`, so ``torch.compile(fullgraph=True)`` traces it as
-one node (the fake implementation gives the output's shape), CUDA graphs capture its
+one node (the fake implementation gives the output's shape; Inductor hands it channels_last
+tensors where it computes NHWC: :mod:`autoconv.torch.inductor`), CUDA graphs capture its
 launches, and autograd differentiates it:
 
 - **Forward** (CUDA): the tuned kernel for the problem (see :mod:`autoconv.runtime.selection`),
@@ -269,10 +270,19 @@ def kernel_layout(x: torch.Tensor, precision: str) -> str:
     "NCHW". The fake implementation gives the output this layout's memory format."""
     if x.dtype in _PRECISIONS:
         return "NHWC"
-    if (precision == "tf32" and x.dtype is _FLOAT32 and x.is_cuda and is_channels_last(x)
-            and _computes_tf32_in_nhwc(x.get_device())):
+    if x.is_cuda and is_channels_last(x) and computes_nhwc(x.dtype, precision, x.get_device()):
         return "NHWC"
     return "NCHW"
+
+
+def computes_nhwc(dtype: torch.dtype, precision: str, device: int | None) -> bool:
+    """Whether calls on ``dtype`` tensors at ``precision`` run NHWC kernels when x is channels_last:
+    16-bit tensors always, float32 ones at tf32 where CUDA device ``device`` has a family that
+    computes tf32 in NHWC (None: assume it has)."""
+    if dtype in _PRECISIONS:
+        return True
+    return (dtype is _FLOAT32 and precision == "tf32"
+            and (device is None or _computes_tf32_in_nhwc(device)))
 
 
 def _conv2d_kernel(x, w, bias, stride, padding, dilation, precision="fp32"):
@@ -424,7 +434,9 @@ on_clear_loaded(forget_calls)
 def conv2d_fake(x, w, bias, stride, padding, dilation, precision="fp32"):
     """The output's shape, dtype and memory format, on x's device (no data): what tracing sees.
     The arguments are checked as the CUDA kernel checks them (shapes, channels, strides, padding),
-    so that meta tensors and tracing refuse what a GPU call would.
+    so that meta tensors and tracing refuse what a GPU call would. Tracing for Inductor passes
+    here after loading Inductor's lowering: the operator's layout constraint is registered then
+    (:mod:`autoconv.torch.inductor`).
 
     Raises:
         ProblemError: naming the argument that is wrong.
@@ -432,6 +444,8 @@ def conv2d_fake(x, w, bias, stride, padding, dilation, precision="fp32"):
     check_precision(precision, none_allowed=False)
     check_shapes(tuple(x.shape), tuple(w.shape), None if bias is None else tuple(bias.shape))
     check_geometry(stride, padding, dilation)
+    from autoconv.torch.inductor import register_layout_if_inductor_is_loaded  # (it imports this module)
+    register_layout_if_inductor_is_loaded()
     N, K = x.shape[0], w.shape[0]
     P, Q = output_size(tuple(x.shape), tuple(w.shape), stride, padding, dilation)
     if kernel_layout(x, precision) == "NHWC":  # NHWC kernels write channels_last outputs

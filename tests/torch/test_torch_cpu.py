@@ -261,7 +261,27 @@ def test_tune_model_follows_pytorchs_setting_and_the_overrides(tmp_path, monkeyp
     assert "--precision bf16" in (tmp_path / "mixed_model_2x3x20x18.yaml").read_text().splitlines()[1]
 
 
+@pytest.mark.parametrize("precision, layout", [("fp32", "NCHW"), ("tf32", "NHWC"), ("bf16", "NHWC")])
+def test_tune_model_compile_tunes_the_layout_the_compiled_graph_runs(tmp_path, monkeypatch, capsys, precision,
+                                                                    layout):
+    """--compile: the layouts Inductor hands the operator (autoconv.torch.inductor), on a GPU with an
+    NHWC tf32 family (what the fake backend stands for), and the flag in the config's command line."""
+    from autoconv.commands.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
+    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
+    assert main(["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x20x18", "--trials", "2",
+                 "--precision", precision, "--compile"]) == 0
+    written = tmp_path / "mixed_model_2x3x20x18.yaml"
+    assert {(p.problem.precision, p.problem.layout) for p in load_config(written).problems} == {(precision, layout)}
+    assert written.read_text().splitlines()[1].endswith("--compile")
+    assert "(the layout torch.compile's graph runs them in)" in " ".join(capsys.readouterr().err.split())
+
+
 @pytest.mark.parametrize("argv, message", [
+    (["tune", "--model", f"{THIS}:mixed_model", "--input", "1x3x8x8", "--compile", "--layout", "NCHW"],
+     "give one of --compile and --layout"),
     (["tune", "--model", f"{THIS}:mixed_model"], "--model MODULE:FACTORY and --input NxCxHxW go together"),
     (["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x0x4"], "--input='2x3x0x4'"),
     (["tune", "--model", "no_such_module:net", "--input", "1x3x8x8"], "cannot import no_such_module"),

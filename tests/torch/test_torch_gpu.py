@@ -3,6 +3,7 @@ graphs, torch.compile, the kept weights transform, streams and devices."""
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
@@ -320,6 +321,29 @@ def test_tf32_layers_train_and_compile():
     loss.backward()
     assert torch.isfinite(x.grad).all() and all(torch.isfinite(p.grad).all() for p in model.parameters())
     assert {kernel["problem"].endswith("precision=tf32") for kernel in autoconv.runtime.loaded_kernels()} == {True}
+
+
+def test_a_compiled_nchw_model_runs_its_tf32_layers_in_nhwc():
+    """torch.compile of a converted NCHW model in tf32: Inductor hands every layer channels_last
+    tensors (autoconv.torch.inductor) on a Hopper GPU, so the graph runs the NHWC problems that
+    `tune --model --compile` tunes; elsewhere NCHW ones. fp32 layers stay NCHW."""
+    from autoconv.problems.problem import parse_spec
+    from autoconv.torch.inductor import compiled_layout
+
+    torch._dynamo.reset()
+    net = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.Conv2d(16, 12, 3, stride=2),
+                        nn.ReLU(), nn.Conv2d(12, 8, 1)).cuda().eval()
+    x = torch.randn(2, 8, 15, 13, device="cuda")
+    for precision in ("tf32", "fp32"):
+        autoconv.runtime.clear_loaded()
+        model, _ = ac.convert(net, precision=precision)
+        with torch.no_grad():
+            got = torch.compile(model, fullgraph=True)(x)
+            want = copy.deepcopy(net).double()(x.double())
+        layouts = {parse_spec(kernel["problem"]).layout for kernel in autoconv.runtime.loaded_kernels()}
+        assert layouts == {compiled_layout(precision, 0)}, precision
+        assert relative_error(got, want) < (TF32_TOLERANCE if precision == "tf32" else TOLERANCE)
+    assert compiled_layout("tf32", 0) == ("NHWC" if torch.cuda.get_device_capability() == (9, 0) else "NCHW")
 
 
 def test_tf32_on_channels_last_runs_nhwc_kernels_and_returns_channels_last():
