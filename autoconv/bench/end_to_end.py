@@ -40,19 +40,26 @@ class Mode:
     autocast: str | None      # torch.autocast's dtype ("bfloat16"), or None: float32 throughout
     tf32: bool                # cuDNN convolutions of float32 tensors may use TF32 (PyTorch's default)
     label: str
+    #: The layout torch.compile's graph runs the layers in on a GPU with an NHWC tf32 family
+    #: (``autoconv tune --model --compile``: autoconv.torch.inductor.compiled_layout).
+    compiled_layout: str
 
 
 #: The modes, in the order they are measured and tabled.
 MODES: dict[str, Mode] = {mode.name: mode for mode in (
-    Mode("tf32_nchw", "tf32", "NCHW", False, None, True, "PyTorch's defaults: float32 NCHW, TF32 allowed"),
-    Mode("tf32_nhwc", "tf32", "NHWC", True, None, True, "float32 channels_last, TF32 allowed"),
-    Mode("bf16_nhwc_autocast", "bf16", "NHWC", True, "bfloat16", True, "torch.autocast bf16, channels_last"),
-    Mode("fp32_nchw_strict", "fp32", "NCHW", False, None, False, "float32 NCHW, TF32 off"),
+    Mode("tf32_nchw", "tf32", "NCHW", False, None, True, "PyTorch's defaults: float32 NCHW, TF32 allowed", "NHWC"),
+    Mode("tf32_nhwc", "tf32", "NHWC", True, None, True, "float32 channels_last, TF32 allowed", "NHWC"),
+    Mode("bf16_nhwc_autocast", "bf16", "NHWC", True, "bfloat16", True, "torch.autocast bf16, channels_last", "NHWC"),
+    Mode("fp32_nchw_strict", "fp32", "NCHW", False, None, False, "float32 NCHW, TF32 off", "NCHW"),
 )}
 
 #: ``eager``: the forward called as it is; ``cuda_graph``: each side captured once in a CUDA graph
-#: and replayed.
-RUNNERS = ("eager", "cuda_graph")
+#: and replayed; ``compile``: each side through ``torch.compile`` (Inductor, its default mode), the
+#: compiled forward called; ``compile_graph``: that compiled forward captured in a CUDA graph.
+RUNNERS = ("eager", "cuda_graph", "compile", "compile_graph")
+
+#: The runners that call ``torch.compile``'s forward.
+COMPILED_RUNNERS = ("compile", "compile_graph")
 
 #: The fields of every record of ``results.json``.
 RECORD_FIELDS = ("model", "batch", "input", "mode", "runner", "torch_ms", "autoconv_ms", "speedup", "errors",
@@ -230,7 +237,8 @@ def load_records(path: Path) -> list[dict[str, Any]]:
 
 # ---- the tables -------------------------------------------------------------------------------
 
-RUNNER_LABELS = {"eager": "eager", "cuda_graph": "CUDA graph"}
+RUNNER_LABELS = {"eager": "eager", "cuda_graph": "CUDA graph", "compile": "torch.compile",
+                 "compile_graph": "torch.compile, CUDA graph"}
 
 
 def _ordered(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -241,16 +249,20 @@ def _ordered(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def records_table(records: Sequence[Mapping[str, Any]]) -> str:
     """The markdown table of the records: one line per (batch, mode, runner); the layers column
-    counts the converted model's convolution layers by what served them."""
+    counts the converted model's convolution layers by what served them (under ``torch.compile``,
+    whose graph hides the layers, the distinct problems its graph loaded)."""
     lines = ["| batch | mode | runner | PyTorch ms | autoconv ms | speedup | layers: tuned / cuDNN / default"
              " | rel. error PyTorch / autoconv |",
              "|---|---|---|---|---|---|---|---|"]
     for r in _ordered(records):
-        layers = r["layers"]
+        compiled = r["runner"] in COMPILED_RUNNERS
+        layers = r["problems"] if compiled else r["layers"]
         counts = f"{layers.get('cache', 0)} / {layers.get('cudnn', 0)} / {layers.get('default', 0)}"
         extra = [f"{layers[o]} {o}" for o in ("pytorch", "unknown") if layers.get(o)]
         if extra:
             counts += f" ({', '.join(extra)})"
+        if compiled:
+            counts += " problems"
         lines.append(f"| {r['batch']} | {r['mode']} | {RUNNER_LABELS[r['runner']]} | {r['torch_ms']:.3f} | "
                      f"{r['autoconv_ms']:.3f} | **{r['speedup']:.2f}x** | {counts} | {r['errors']['torch']:.1e} / "
                      f"{r['errors']['autoconv']:.1e} |")

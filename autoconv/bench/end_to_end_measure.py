@@ -7,10 +7,11 @@ float64 copy of the model gives the reference output on the GPU. The first conve
 runs after :func:`~autoconv.runtime.clear_loaded`, with hooks that note which problem each layer
 loads, so every layer is counted by what serves it (the runtime's ``origin``). Then for each
 runner (``eager``; ``cuda_graph``: each side captured once, after a warm-up on a side stream,
-and replayed) both sides warm up, their outputs are checked against the reference, and
-``rounds`` rounds alternate them (the first side rotating), each side timing ``iterations``
-forwards between two synchronisations (no side's host time hides behind the other's queued
-work); each side's time is the median over the rounds.
+and replayed; ``compile`` and ``compile_graph``: the same with each side's ``torch.compile``,
+compiled once per batch and mode, Dynamo's caches reset in between) both sides warm up, their
+outputs are checked against the reference, and ``rounds`` rounds alternate them (the first side
+rotating), each side timing ``iterations`` forwards between two synchronisations (no side's host
+time hides behind the other's queued work); each side's time is the median over the rounds.
 
 ``convert`` is given by the caller (``autoconv.torch.convert``): the benchmark package and
 ``autoconv.torch`` import none of each other.
@@ -29,7 +30,7 @@ import torch
 from torch import nn
 
 from autoconv.bench.benchmark import alternate_rounds, collect_environment
-from autoconv.bench.end_to_end import MODES, Mode, Request
+from autoconv.bench.end_to_end import COMPILED_RUNNERS, MODES, Mode, Request
 from autoconv.errors import UsageError
 from autoconv.problems.factories import resolve_factory
 from autoconv.runtime.api import clear_loaded, loaded_kernels
@@ -59,7 +60,8 @@ def measure(request: Request, *, convert: Convert, command: str, device: int = 0
                           f"(the first side rotating), each side timing {request.iterations} forwards between two "
                           f"synchronisations after {request.warmup} warm-up forwards; the median over the rounds. "
                           "torch.no_grad, eval mode, random weights and input, cudnn.benchmark on; CUDA graphs: "
-                          "each side captured once and replayed.")}
+                          "each side captured once and replayed; torch.compile: Inductor's default mode, each "
+                          "side compiled once per batch and mode.")}
     return records, {"end_to_end": True, "command": command, "environment": environment, "method": method}
 
 
@@ -113,18 +115,32 @@ def _measure_mode(request: Request, factory, shape, mode: Mode, convert: Convert
     del reference
     x = x.contiguous(memory_format=memory_format)
 
-    def forward(net: nn.Module, capturing: bool = False):
+    def forward(net: Callable[..., Any], capturing: bool = False):
         def run():
             with _autocast(mode, capturing=capturing):
                 return net(x)
         return run
 
+    torch._dynamo.reset()  # (each mode and batch compiled afresh: no recompilation limit reached)
+    compiled: dict[str, Callable[..., Any]] = {}
     with torch.no_grad():
         layers, problems = _count_origins(converted, report, forward(converted))
+        compiled_problems = None
         records = []
         for runner in request.runners:
-            sides = {"torch": _runner(runner, forward, model, request.warmup),
-                     "autoconv": _runner(runner, forward, converted, request.warmup)}
+            sides = {}
+            for name, net in (("torch", model), ("autoconv", converted)):
+                if runner not in COMPILED_RUNNERS:
+                    sides[name] = _runner(runner, forward, net, request.warmup)
+                    continue
+                if name not in compiled:
+                    compiled[name] = torch.compile(net)
+                    if name == "autoconv":  # what its graph loads: the problems Inductor's layouts ask for
+                        clear_loaded()
+                sides[name] = _runner("cuda_graph" if runner == "compile_graph" else "eager", forward,
+                                      compiled[name], request.warmup)
+                if name == "autoconv" and compiled_problems is None:
+                    compiled_problems = _problem_origins()
             errors = {name: _relative_error(call(), expected) for name, call in sides.items()}
             timers = {name: _timer(call, request.iterations) for name, call in sides.items()}
             per_round, _ = alternate_rounds(timers, request.rounds)
@@ -135,11 +151,12 @@ def _measure_mode(request: Request, factory, shape, mode: Mode, convert: Convert
                 "errors": errors,
                 "round_spread": {name: [min(times), max(times)] for name, times in per_round.items()},
                 "conv_layers": len(report.converted) + len(report.skipped), "layers": layers,
-                "problems": problems})
+                "problems": compiled_problems if runner in COMPILED_RUNNERS else problems})
             log(f"  {runner}: PyTorch {torch_ms:.3f} ms, autoconv {autoconv_ms:.3f} ms "
                 f"({torch_ms / autoconv_ms:.2f}x); errors {errors['torch']:.1e} / {errors['autoconv']:.1e}")
             del sides
-    del model, converted
+    del model, converted, compiled
+    torch._dynamo.reset()
     torch.cuda.empty_cache()
     return records
 
@@ -190,15 +207,21 @@ def _count_origins(converted: nn.Module, report, first_forward: Callable[[], Any
         layers[origin] = layers.get(origin, 0) + 1
     if report.skipped:
         layers["pytorch"] = len(report.skipped)
+    return layers, _problem_origins()
+
+
+def _problem_origins() -> dict[str, int]:
+    """The problems loaded since :func:`clear_loaded`, counted by what serves them."""
     problems = {origin: 0 for origin in ("cache", "default", "cudnn")}
     for entry in loaded_kernels():
         problems[entry["origin"]] = problems.get(entry["origin"], 0) + 1
-    return layers, problems
+    return problems
 
 
-def _runner(runner: str, forward, net: nn.Module, warmup: int) -> Callable[[], torch.Tensor]:
-    """The call one side times: the forward itself (``eager``), or the replay of a CUDA graph
-    captured once (``cuda_graph``); either warmed up ``warmup`` times."""
+def _runner(runner: str, forward, net: Callable[..., Any], warmup: int) -> Callable[[], torch.Tensor]:
+    """The call one side times: the forward of ``net`` (a model, or its ``torch.compile``) itself
+    (``eager``), or the replay of a CUDA graph captured once (``cuda_graph``); either warmed up
+    ``warmup`` times."""
     if runner == "eager":
         call = forward(net)
         for _ in range(warmup):

@@ -43,7 +43,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -113,9 +113,22 @@ class EndToEndBenchmark:
     shapes: tuple[tuple[int, int, int, int], ...]
     modes: tuple[str, ...] = tuple(MODES)
 
-    def tuning_runs(self) -> list[tuple[str, str, tuple[int, int, int, int]]]:
-        """(label, mode, input shape) of each tuning run, e.g. ``tf32_nchw_n32``."""
-        return [(f"{mode}_n{shape[0]}", mode, shape) for mode in self.modes for shape in self.shapes]
+    def tuning_runs(self) -> list[TuningRun]:
+        """Each tuning run: per mode and batch (``tf32_nchw_n32``), then, for a mode whose layers
+        torch.compile's graph runs in another layout (:attr:`Mode.compiled_layout`), the same
+        with ``--compile`` (``tf32_nchw_n32_compiled``)."""
+        runs = [TuningRun(f"{mode}_n{shape[0]}", mode, shape, False) for mode in self.modes for shape in self.shapes]
+        return runs + [TuningRun(f"{run.label}_compiled", run.mode, run.shape, True) for run in runs
+                       if MODES[run.mode].compiled_layout != MODES[run.mode].layout]
+
+
+class TuningRun(NamedTuple):
+    """One ``autoconv tune --model`` run of an end-to-end benchmark (``compiled``: with ``--compile``)."""
+
+    label: str
+    mode: str
+    shape: tuple[int, int, int, int]
+    compiled: bool
 
 
 #: ResNet-50 end to end: torchvision's, random weights, batch 32 and 1.
@@ -282,10 +295,11 @@ def end_to_end_steps(benchmark: EndToEndBenchmark, work: Path, made: Path, pytho
     where it is faster); last the measurement into ``made``."""
     autoconv = [python, "-m", "autoconv"]
     steps: dict[str, list[str]] = {}
-    for label, mode, shape in benchmark.tuning_runs():
+    for label, mode, shape, compiled in benchmark.tuning_runs():
         config = work / f"{label}.yaml"
+        layout = ["--compile"] if compiled else ["--layout", MODES[mode].layout]
         steps[f"tune_{label}"] = autoconv + ["tune", "--model", benchmark.model, "--input", "x".join(map(str, shape)),
-                                             "--precision", MODES[mode].precision, "--layout", MODES[mode].layout,
+                                             "--precision", MODES[mode].precision, *layout,
                                              "--write-config", str(config), "--results", str(work / "tune" / label)]
         steps[f"bench_{label}"] = autoconv + ["bench", str(config), "--no-tune", "--no-trials", "--out",
                                               str(work / "layers" / f"{label}.json")]
@@ -299,7 +313,7 @@ def tuning_summary(benchmark: EndToEndBenchmark, work: Path) -> dict[str, Any]:
     """The end-to-end benchmark's ``tune.json``: ``wall_s``, the sum of its tuning runs' wall
     times, and each run's (None where it wrote no summary)."""
     runs = {}
-    for label, mode, shape in benchmark.tuning_runs():
+    for label, mode, shape, _ in benchmark.tuning_runs():
         summary = _read_json(work / "tune" / label / "tune.json")
         wall = summary.get("wall_s")
         runs[label] = {"mode": mode, "input": list(shape), "wall_s": wall if is_positive(wall) else None,

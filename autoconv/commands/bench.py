@@ -78,7 +78,7 @@ def add_parser(commands) -> None:
     bench.add_argument("--modes", metavar="M[,M...]",
                        help=f"with --end-to-end: the modes ({', '.join(MODES)}; default all)")
     bench.add_argument("--runners", metavar="R[,R...]",
-                       help=f"with --end-to-end: the runners ({', '.join(RUNNERS)}; default both)")
+                       help=f"with --end-to-end: the runners ({', '.join(RUNNERS)}; default all)")
     bench.add_argument("--iterations", type=int, metavar="N",
                        help=f"with --end-to-end: forwards per side per round (default {Request.iterations})")
     bench.add_argument("--no-tune", action="store_true",

@@ -36,8 +36,10 @@ def _record(batch=32, mode="tf32_nchw", runner="eager", torch_ms=5.5, autoconv_m
 
 def _records():
     """Every (batch, mode, runner) of ResNet-50's benchmark: tf32 NCHW eager 1.10x at batch 32,
-    the CUDA graph 1.25x; 0.80x and 1.50x at batch 1; 1.0x elsewhere."""
-    speeds = {(32, "eager"): 1.10, (32, "cuda_graph"): 1.25, (1, "eager"): 0.80, (1, "cuda_graph"): 1.50}
+    the CUDA graph 1.25x, torch.compile 1.20x and 1.15x in a graph; 0.80x, 1.50x, 0.90x and 1.30x at
+    batch 1; 1.0x elsewhere."""
+    speeds = {(32, "eager"): 1.10, (32, "cuda_graph"): 1.25, (32, "compile"): 1.20, (32, "compile_graph"): 1.15,
+              (1, "eager"): 0.80, (1, "cuda_graph"): 1.50, (1, "compile"): 0.90, (1, "compile_graph"): 1.30}
     return [_record(batch, mode, runner, torch_ms=speeds[batch, runner] if mode == "tf32_nchw" else 1.0,
                     autoconv_ms=1.0)
             for batch in (32, 1) for mode in MODES for runner in end_to_end.RUNNERS]
@@ -48,7 +50,7 @@ def _records():
 def test_a_request_takes_every_mode_and_runner_by_default():
     request = Request("torchvision.models:resnet50", ((32, 3, 224, 224), (1, 3, 224, 224)))
     assert request.modes == ("tf32_nchw", "tf32_nhwc", "bf16_nhwc_autocast", "fp32_nchw_strict")
-    assert request.runners == ("eager", "cuda_graph") and request.name == "resnet50"
+    assert request.runners == ("eager", "cuda_graph", "compile", "compile_graph") and request.name == "resnet50"
     assert end_to_end.parse_shapes("32x3x224x224, 1x3x224x224") == ((32, 3, 224, 224), (1, 3, 224, 224))
 
 
@@ -56,7 +58,7 @@ def test_a_request_takes_every_mode_and_runner_by_default():
     ({"modes": ("tf32_nchw", "fp64_nchw")}, "--modes='fp64_nchw': unknown; known: tf32_nchw"),
     ({"modes": ()}, "--modes.*name at least one"),
     ({"modes": ("tf32_nchw", "tf32_nchw")}, "each name once"),
-    ({"runners": ("compile",)}, "--runners='compile': unknown; known: eager, cuda_graph"),
+    ({"runners": ("compiled",)}, "--runners='compiled': unknown; known: eager, cuda_graph, compile, compile_graph"),
     ({"shapes": ((0, 3, 224, 224),)}, "--input='0x3x224x224'.*positive integers"),
     ({"shapes": ((-1, 3, 224, 224),)}, "--input.*positive integers"),
     ({"shapes": ((32, 3, 224),)}, "--input.*NxCxHxW"),
@@ -136,7 +138,7 @@ def test_the_command_writes_records_env_and_report_and_replaces_only_its_own(mea
 
 def test_hand_written_records_pass_the_check_and_every_field_is_required():
     records = _records()
-    assert check_records(records) is records and len(records) == 16
+    assert check_records(records) is records and len(records) == 32
     for field in RECORD_FIELDS:
         broken = _records()
         del broken[3][field]
@@ -178,11 +180,13 @@ def test_the_table_orders_by_batch_mode_and_runner_and_the_line_quotes_pytorchs_
     table = records_table(records).splitlines()
     assert table[2].startswith("| 32 | tf32_nchw | eager | 1.100 | 1.000 | **1.10x** | 37 / 16 / 0 |")
     assert table[3].startswith("| 32 | tf32_nchw | CUDA graph | 1.250 | 1.000 | **1.25x** |")
-    assert table[-1].startswith("| 1 | fp32_nchw_strict | CUDA graph |")
-    assert len(table) == 2 + 16
-    assert headline_line(records) == ("batch 32 eager **1.10x**, CUDA graph **1.25x**; "
-                                      "batch 1 eager **0.80x**, CUDA graph **1.50x**")
-    assert headline_line([r for r in records if r["runner"] == "eager"]).endswith("CUDA graph -")
+    assert table[4].startswith("| 32 | tf32_nchw | torch.compile | 1.200 | 1.000 | **1.20x** | 15 / 8 / 0 problems |")
+    assert table[-1].startswith("| 1 | fp32_nchw_strict | torch.compile, CUDA graph |")
+    assert len(table) == 2 + 32
+    assert headline_line(records) == (
+        "batch 32 eager **1.10x**, CUDA graph **1.25x**, torch.compile **1.20x**, torch.compile, CUDA graph **1.15x**; "
+        "batch 1 eager **0.80x**, CUDA graph **1.50x**, torch.compile **0.90x**, torch.compile, CUDA graph **1.30x**")
+    assert headline_line([r for r in records if r["runner"] == "eager"]).endswith("torch.compile, CUDA graph -")
 
 
 def test_layers_left_to_pytorch_or_not_told_are_named():
@@ -201,15 +205,17 @@ def test_the_suite_runs_the_end_to_end_benchmark_last_and_selects_it_by_name():
 
 def test_each_mode_is_tuned_at_each_batch_with_its_precision_and_layout_then_measured(tmp_path):
     steps = end_to_end_steps(E2E_RESNET50, tmp_path, tmp_path / "out", "python")
-    labels = [label for label, _, _ in E2E_RESNET50.tuning_runs()]
+    labels = [run.label for run in E2E_RESNET50.tuning_runs()]
     assert labels == ["tf32_nchw_n32", "tf32_nchw_n1", "tf32_nhwc_n32", "tf32_nhwc_n1", "bf16_nhwc_autocast_n32",
-                      "bf16_nhwc_autocast_n1", "fp32_nchw_strict_n32", "fp32_nchw_strict_n1"]
+                      "bf16_nhwc_autocast_n1", "fp32_nchw_strict_n32", "fp32_nchw_strict_n1",
+                      "tf32_nchw_n32_compiled", "tf32_nchw_n1_compiled"]  # (NHWC under torch.compile)
     assert list(steps) == [f"{kind}_{label}" for label in labels for kind in ("tune", "bench")] + ["measure"]
     parser = cli.build_parser()
-    for label, mode, shape in E2E_RESNET50.tuning_runs():
+    for label, mode, shape, compiled in E2E_RESNET50.tuning_runs():
         tune = parser.parse_args(steps[f"tune_{label}"][3:])  # (the real command line accepts each step)
         assert (tune.model, tune.input) == ("torchvision.models:resnet50", f"{shape[0]}x3x224x224")
-        assert (tune.precision, tune.layout) == (MODES[mode].precision, MODES[mode].layout)
+        assert (tune.precision, tune.layout, tune.compile) == (
+            MODES[mode].precision, None if compiled else MODES[mode].layout, compiled)
         assert Path(tune.write_config).parent == tmp_path
         bench = parser.parse_args(steps[f"bench_{label}"][3:])
         assert bench.config == tune.write_config and bench.no_tune and bench.no_trials
@@ -261,7 +267,7 @@ def test_the_suite_writes_the_end_to_end_folder_and_tables_beside_the_layer_benc
     outcomes = run_suite(select("headline", ["resnet50_n32_fp32", "e2e_resnet50"]), root, command="x",
                          readme=readme, runner=runner, log=lambda line: None)
     assert [o.status for o in outcomes] == ["ok", "ok"]
-    assert [step for step, _ in runner.calls] == ["tune", "bench", "report"] + ["tune", "bench"] * 8 + ["measure"]
+    assert [step for step, _ in runner.calls] == ["tune", "bench", "report"] + ["tune", "bench"] * 10 + ["measure"]
     caches = {env["AUTOCONV_CACHE"] for step, env in runner.calls[3:]}
     assert len(caches) == 1 and caches != {runner.calls[0][1]["AUTOCONV_CACHE"]}  # (its own, empty)
     folder = root / "e2e_resnet50"
@@ -275,19 +281,20 @@ def test_the_suite_writes_the_end_to_end_folder_and_tables_beside_the_layer_benc
         "autoconv tune --model torchvision.models:resnet50 --input 1x3x224x224 --precision bf16 --layout NHWC "
         "--write-config $WORK/bf16_nhwc_autocast_n1.yaml --results $WORK/tune/bf16_nhwc_autocast_n1")
     tune = json.loads((folder / "tune.json").read_text())
-    assert tune["wall_s"] == 80.0 and tune["runs"]["tf32_nhwc_n1"] == {"mode": "tf32_nhwc", "input": [1, 3, 224, 224],
+    assert tune["wall_s"] == 100.0 and tune["runs"]["tf32_nhwc_n1"] == {"mode": "tf32_nhwc", "input": [1, 3, 224, 224],
                                                                        "wall_s": 10.0, "problems": 23}
     local = (root / "README.md").read_text()
     assert "**1.34x** cuDNN strict FP32" in local  # (the layer benchmarks' table as before)
     assert "## [ResNet-50 end to end (torchvision, random weights)](e2e_resnet50/report.md)" in local
-    assert "| 32 | tf32_nchw | eager | 1.100 | 1.000 | **1.10x** |" in local and "Tuned in 80 s." in local
+    assert "| 32 | tf32_nchw | eager | 1.100 | 1.000 | **1.10x** |" in local and "Tuned in 100 s." in local
     text = readme.read_text()
     assert text.endswith(f"{TABLE_END}\nafter\n") and "old" not in text
     line = next(line for line in text.splitlines() if "e2e_resnet50" in line)
     assert line.startswith("[ResNet-50 end to end (torchvision, random weights)](results/h200/e2e_resnet50/"
                            "report.md)")
-    assert line.endswith("PyTorch's defaults (tf32 NCHW): batch 32 eager **1.10x**, CUDA graph **1.25x**; "
-                         "batch 1 eager **0.80x**, CUDA graph **1.50x**.")
+    assert line.endswith("PyTorch's defaults (tf32 NCHW): batch 32 eager **1.10x**, CUDA graph **1.25x**, "
+                         "torch.compile **1.20x**, torch.compile, CUDA graph **1.15x**; batch 1 eager **0.80x**, "
+                         "CUDA graph **1.50x**, torch.compile **0.90x**, torch.compile, CUDA graph **1.30x**.")
     assert not any("e2e" in row for row in text.splitlines() if row.startswith("| "))  # (not a layer row)
 
 
