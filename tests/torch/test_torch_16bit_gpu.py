@@ -115,14 +115,18 @@ def test_a_compiled_model_under_autocast_asks_for_the_16bit_problems(dtype):
     kernel casts in the traced graph as PyTorch's convolution is cast, so the graph runs the 16-bit
     NHWC problems that `tune --model` tunes for autocast (not float32 ones), with the output of
     PyTorch's own compiled model within the format's error."""
-    # Dynamo does not guard on the ambient autocast dtype (pytorch/pytorch#112260): without a reset
-    # the float16 case would replay the graph traced for bfloat16 (Sequential.forward's code object).
+    import torch._functorch.config
+    import torch._inductor.config
+
+    # Neither Dynamo's guards (pytorch/pytorch#112260) nor Inductor's and AOTAutograd's caches key on
+    # the ambient autocast dtype: the float16 case would run the graph compiled for bfloat16.
     torch._dynamo.reset()
     model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 8, 1)).cuda()
     model = model.to(memory_format=CHANNELS_LAST)
     converted, _ = ac.convert(model)
     x = torch.randn(2, 8, 12, 10, device="cuda").contiguous(memory_format=CHANNELS_LAST)
-    with torch.no_grad(), torch.autocast("cuda", dtype=dtype):
+    with (torch.no_grad(), torch.autocast("cuda", dtype=dtype), torch._inductor.config.patch(fx_graph_cache=False),
+          torch._functorch.config.patch(enable_autograd_cache=False)):
         got = torch.compile(converted, fullgraph=True)(x)
         want = model(x)
     precisions = {parse_spec(kernel["problem"]).precision for kernel in autoconv.runtime.loaded_kernels()}
