@@ -458,23 +458,36 @@ def conv2d_fake(x, w, bias, stride, padding, dilation, precision="fp32"):
 def _setup_context(ctx, inputs, output) -> None:
     x, w, bias, stride, padding, dilation = inputs[:6]  # (the precision does not change the backward)
     ctx.save_for_backward(x, w)
-    ctx.has_bias = bias is not None
-    ctx.stride, ctx.padding, ctx.dilation = list(stride), list(padding), list(dilation)
+    ctx.arguments = _backward_arguments(w.shape[0], bias is not None, tuple(stride), tuple(padding), tuple(dilation))
+
+
+@functools.lru_cache(maxsize=4096)
+def _backward_arguments(channels_out: int, has_bias: bool, stride: tuple, padding: tuple, dilation: tuple) -> tuple:
+    """``aten.convolution_backward``'s arguments for one layer's geometry but the tensors and the
+    output mask: (bias sizes or None, stride, its symmetric padding, dilation, the padding to apply
+    to x first or None). Built once per geometry: a training step runs every layer's backward, and
+    host time is most of an eager step's time."""
+    top, bottom, left, right = padding
+    symmetric = top == bottom and left == right
+    return ((channels_out,) if has_bias else None, stride, (top, left) if symmetric else (0, 0), dilation,
+            None if symmetric else (left, right, top, bottom))
+
+
+_CONVOLUTION_BACKWARD = torch.ops.aten.convolution_backward.default
+_NO_OUTPUT_PADDING = (0, 0)
 
 
 def _backward(ctx, grad_y):
     x, w = ctx.saved_tensors
-    top, bottom, left, right = ctx.padding
-    symmetric = top == bottom and left == right
-    x_padded = x if symmetric else F.pad(x, (left, right, top, bottom))
-    needs_x, needs_w, needs_bias = ctx.needs_input_grad[:3]
-    grad_x, grad_w, grad_bias = torch.ops.aten.convolution_backward(
-        grad_y, x_padded, w, [w.shape[0]] if ctx.has_bias else None, ctx.stride,
-        [top, left] if symmetric else [0, 0], ctx.dilation, False, [0, 0], 1,
-        [needs_x, needs_w, needs_bias and ctx.has_bias])
-    if grad_x is not None and not symmetric:
+    bias_sizes, stride, padding, dilation, pad = ctx.arguments
+    needs = ctx.needs_input_grad
+    grad_x, grad_w, grad_bias = _CONVOLUTION_BACKWARD(
+        grad_y, x if pad is None else F.pad(x, pad), w, bias_sizes, stride, padding, dilation, False,
+        _NO_OUTPUT_PADDING, 1, [needs[0], needs[1], needs[2] and bias_sizes is not None])
+    if grad_x is not None and pad is not None:  # (the gradient of the padded x, cut back to x)
+        left, _, top, _ = pad
         grad_x = grad_x[:, :, top:top + x.shape[2], left:left + x.shape[3]]
-    return grad_x, grad_w, grad_bias if ctx.has_bias else None, None, None, None, None
+    return grad_x, grad_w, grad_bias, None, None, None, None
 
 
 def conv2d_cpu(x, w, bias, stride, padding, dilation, precision="fp32"):
@@ -492,7 +505,8 @@ class EagerConv2d(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, bias, stride, padding, dilation, precision):
         y = conv2d_cuda(x, w, bias, stride, padding, dilation, precision)
-        _setup_context(ctx, (x, w, bias, stride, padding, dilation), y)
+        ctx.save_for_backward(x, w)  # (_setup_context's work, inline: this runs once per layer and step)
+        ctx.arguments = _backward_arguments(w.shape[0], bias is not None, stride, padding, dilation)
         return y
 
     @staticmethod

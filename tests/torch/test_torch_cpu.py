@@ -630,3 +630,33 @@ def test_16bit_casts_of_parameters_are_kept_while_unchanged():
     ac.clear_weight_cache()
     with torch.no_grad():
         assert CAST_PARAMETERS.get(w, torch.bfloat16) is not second
+
+
+@pytest.mark.parametrize("stride, padding, dilation, bias", [
+    ((1, 1), (1, 1, 1, 1), (1, 1), True),
+    ((2, 1), (2, 0, 1, 3), (1, 2), True),    # asymmetric padding: applied to x, the gradient cut back
+    ((3, 2), (0, 0, 0, 0), (2, 1), False),
+])
+def test_the_autograd_formula_gives_pytorchs_gradients(monkeypatch, stride, padding, dilation, bias):
+    """EagerConv2d's backward (aten.convolution_backward with the layer's cached arguments), on the
+    CPU in float64 with the forward computed by PyTorch: every gradient PyTorch's own gives, and
+    only those asked for."""
+    from autoconv.torch import ops
+
+    def reference(x, w, b):
+        top, bottom, left, right = padding
+        return F.conv2d(F.pad(x, (left, right, top, bottom)), w, b, stride, 0, dilation)
+
+    monkeypatch.setattr(ops, "conv2d_cuda", lambda x, w, b, *args: reference(x, w, b))
+    x = torch.randn(2, 3, 11, 9, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(4, 3, 3, 2, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(4, dtype=torch.float64, requires_grad=True) if bias else None
+    grad_y = torch.randn_like(reference(x, w, b))
+    leaves = [t for t in (x, w, b) if t is not None]
+    want = torch.autograd.grad(reference(x, w, b), leaves, grad_y)
+    y = ops.EagerConv2d.apply(x, w, b, stride, padding, dilation, "fp32")
+    for got, expected in zip(torch.autograd.grad(y, leaves, grad_y), want):
+        torch.testing.assert_close(got, expected)
+    x_only = torch.autograd.grad(ops.EagerConv2d.apply(x, w.detach(), None, stride, padding, dilation, "fp32"),
+                                 [x], grad_y)
+    torch.testing.assert_close(x_only[0], torch.autograd.grad(reference(x, w.detach(), None), [x], grad_y)[0])
