@@ -456,17 +456,21 @@ def conv2d_fake(x, w, bias, stride, padding, dilation, precision="fp32"):
 # ---- autograd: PyTorch's convolution backward -------------------------------------------------
 
 def _setup_context(ctx, inputs, output) -> None:
+    """The operator's autograd context, traced calls included: their sizes may be symbolic
+    (unhashable), so the arguments are built afresh, not looked up."""
     x, w, bias, stride, padding, dilation = inputs[:6]  # (the precision does not change the backward)
     ctx.save_for_backward(x, w)
-    ctx.arguments = _backward_arguments(w.shape[0], bias is not None, tuple(stride), tuple(padding), tuple(dilation))
+    ctx.arguments = _backward_arguments.__wrapped__(w.shape[0], bias is not None, tuple(stride), tuple(padding),
+                                                    tuple(dilation))
 
 
 @functools.lru_cache(maxsize=4096)
 def _backward_arguments(channels_out: int, has_bias: bool, stride: tuple, padding: tuple, dilation: tuple) -> tuple:
     """``aten.convolution_backward``'s arguments for one layer's geometry but the tensors and the
     output mask: (bias sizes or None, stride, its symmetric padding, dilation, the padding to apply
-    to x first or None). Built once per geometry: a training step runs every layer's backward, and
-    host time is most of an eager step's time."""
+    to x first or None). Built once per geometry for eager calls (:class:`EagerConv2d`, whose sizes
+    are ints): a training step runs every layer's backward, and host time is most of an eager
+    step's time."""
     top, bottom, left, right = padding
     symmetric = top == bottom and left == right
     return ((channels_out,) if has_bias else None, stride, (top, left) if symmetric else (0, 0), dilation,

@@ -660,3 +660,21 @@ def test_the_autograd_formula_gives_pytorchs_gradients(monkeypatch, stride, padd
     x_only = torch.autograd.grad(ops.EagerConv2d.apply(x, w.detach(), None, stride, padding, dilation, "fp32"),
                                  [x], grad_y)
     torch.testing.assert_close(x_only[0], torch.autograd.grad(reference(x, w.detach(), None), [x], grad_y)[0])
+
+
+def test_opcheck_passes_with_pytorchs_convolution_as_the_cpu_kernel():
+    """torch.library.opcheck (schema, fake tensors, autograd registration, AOT dispatch with dynamic
+    shapes: symbolic sizes reach the autograd context) on the CPU, the operator's CPU kernel replaced
+    for the test by PyTorch's convolution; CI has no GPU to run the CUDA kernel's opcheck."""
+    def kernel(x, w, bias, stride, padding, dilation, precision="fp32"):
+        top, bottom, left, right = padding
+        return F.conv2d(F.pad(x, (left, right, top, bottom)), w, bias, list(stride), 0, list(dilation)).contiguous()
+
+    library = torch.library.Library("autoconv", "IMPL")
+    library.impl("conv2d", kernel, "CPU")
+    try:
+        x, w = torch.randn(1, 3, 7, 6, requires_grad=True), torch.randn(4, 3, 3, 2, requires_grad=True)
+        bias = torch.randn(4, requires_grad=True)
+        torch.library.opcheck(torch.ops.autoconv.conv2d.default, (x, w, bias, [1, 2], [1, 0, 0, 1], [1, 1]))
+    finally:
+        library._destroy()
