@@ -41,7 +41,7 @@ class Mode:
     tf32: bool                # cuDNN convolutions of float32 tensors may use TF32 (PyTorch's default)
     label: str
     #: The layout torch.compile's graph runs the layers in on a GPU with an NHWC tf32 family
-    #: (``autoconv tune --model --compile``: autoconv.torch.inductor.compiled_layout).
+    #: (``autoconv tune --model --compile``: autoconv.torch.layouts.compiled_layout).
     compiled_layout: str
 
 

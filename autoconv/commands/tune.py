@@ -188,7 +188,7 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
     choice is printed with how to override it, and written into the config. ``fuse``
     (``--fuse``): the problems of the model with its BatchNorms folded, as ``convert(model,
     fuse=True)`` runs it. ``compiled`` (``--compile``): in the layout a compiled graph runs them in
-    (:func:`autoconv.torch.inductor.compiled_layout`)."""
+    (:func:`autoconv.torch.layouts.compiled_layout`)."""
     if config is not None:
         raise UsageError("config", config, "give either a config file or --model, not both")
     if model is None or input_shape is None:
@@ -239,13 +239,15 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
 
 
 def _compiled_layout(precision: str) -> str:
-    """The layout a compiled graph runs ``precision`` in on this host's first CUDA device (where
-    there is none, as on the fake backend: on a GPU with an NHWC tf32 family)."""
+    """The layout a compiled graph runs ``precision`` in on this host's first CUDA device; on the
+    fake backend, or where PyTorch sees no CUDA device, on a GPU with an NHWC tf32 family."""
     import torch
 
-    from autoconv.torch.inductor import compiled_layout
+    from autoconv import settings
+    from autoconv.torch.layouts import compiled_layout
 
-    return compiled_layout(precision, 0 if torch.cuda.is_available() else None)
+    real_gpu = settings.BACKEND.value() != "fake" and torch.cuda.is_available()
+    return compiled_layout(precision, 0 if real_gpu else None)
 
 
 def tune_command(config_path: str, options: TuneOptions | None = None) -> int:

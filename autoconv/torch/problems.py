@@ -32,8 +32,8 @@ from autoconv.problems.problem import ConvProblem
 from autoconv.runtime.arguments import check_precision
 from autoconv.torch.functional import resolve
 from autoconv.torch.fusion import fold_batch_norms
+from autoconv.torch.layouts import is_channels_last
 from autoconv.torch.modules import ineligible_reason
-from autoconv.torch.ops import is_channels_last
 
 
 def conv_problems(model: nn.Module, *inputs: Any, precision: str = "fp32",
@@ -85,7 +85,7 @@ def _output_layout_as_on_cuda(module: nn.Conv2d, args, output):
 def problem_of(module: nn.Conv2d, x: torch.Tensor, precision: str = "fp32") -> ConvProblem:
     """The problem ``module`` computes on input ``x`` at ``precision`` (non-zero padding
     modes pad first): in NHWC for tf32 on a channels_last ``x`` (what the operator runs on a
-    Hopper GPU: :func:`autoconv.torch.ops.kernel_layout`), else NCHW."""
+    Hopper GPU: :func:`autoconv.torch.layouts.kernel_layout`), else NCHW."""
     N, C, H, W = (int(v) for v in x.shape)
     K, _, R, S = (int(v) for v in module.weight.shape)
     stride, padding, dilation = resolve(tuple(module.stride), _padding(module.padding), tuple(module.dilation),

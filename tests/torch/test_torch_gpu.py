@@ -328,7 +328,7 @@ def test_a_compiled_nchw_model_runs_its_tf32_layers_in_nhwc():
     tensors (autoconv.torch.inductor) on a Hopper GPU, so the graph runs the NHWC problems that
     `tune --model --compile` tunes; elsewhere NCHW ones. fp32 layers stay NCHW."""
     from autoconv.problems.problem import parse_spec
-    from autoconv.torch.inductor import compiled_layout
+    from autoconv.torch.layouts import compiled_layout
 
     torch._dynamo.reset()
     net = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.Conv2d(16, 12, 3, stride=2),
@@ -459,3 +459,19 @@ def test_where_cudnns_plan_runs_eager_calls_run_pytorchs_convolution():
     with torch.cuda.stream(stream), torch.cuda.graph(graph):
         fp32(x, w, bias)
     assert plan.calls == 2
+
+
+def test_the_cxx_autograd_node_trains_like_the_python_one(monkeypatch):
+    """AUTOCONV_NATIVE_AUTOGRAD=on: a converted model's gradients through the C++ node equal those
+    through the Python node (the same forward kernels, PyTorch's backward either way)."""
+    torch.manual_seed(0)
+    model, _ = ac.convert(SmallNet().cuda(), precision="tf32")
+    x = torch.randn(2, 3, 16, 16, device="cuda")
+    grads = {}
+    for setting in ("off", "on"):
+        monkeypatch.setenv("AUTOCONV_NATIVE_AUTOGRAD", setting)
+        model.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        grads[setting] = [p.grad.clone() for p in model.parameters()]
+    for python_grad, cxx_grad in zip(grads["off"], grads["on"]):
+        torch.testing.assert_close(cxx_grad, python_grad)
