@@ -122,25 +122,19 @@ def _measure_mode(request: Request, factory, shape, mode: Mode, convert: Convert
         return run
 
     torch._dynamo.reset()  # (each mode and batch compiled afresh: no recompilation limit reached)
-    compiled: dict[str, Callable[..., Any]] = {}
+    compiled = _CompiledSides(model, converted)
     with torch.no_grad():
         layers, problems = _count_origins(converted, report, forward(converted))
-        compiled_problems = None
         records = []
         for runner in request.runners:
-            sides = {}
-            for name, net in (("torch", model), ("autoconv", converted)):
-                if runner not in COMPILED_RUNNERS:
-                    sides[name] = _runner(runner, forward, net, request.warmup)
-                    continue
-                if name not in compiled:
-                    compiled[name] = torch.compile(net)
-                    if name == "autoconv":  # what its graph loads: the problems Inductor's layouts ask for
-                        clear_loaded()
-                sides[name] = _runner("cuda_graph" if runner == "compile_graph" else "eager", forward,
-                                      compiled[name], request.warmup)
-                if name == "autoconv" and compiled_problems is None:
-                    compiled_problems = _problem_origins()
+            if runner in COMPILED_RUNNERS:
+                graph = runner == "compile_graph"
+                sides = {name: _runner("cuda_graph" if graph else "eager", forward, net, request.warmup)
+                         for name, net in compiled.sides().items()}
+                compiled.note_problems()  # (after the first compiled forwards: what they loaded)
+            else:
+                sides = {name: _runner(runner, forward, net, request.warmup)
+                         for name, net in (("torch", model), ("autoconv", converted))}
             errors = {name: _relative_error(call(), expected) for name, call in sides.items()}
             timers = {name: _timer(call, request.iterations) for name, call in sides.items()}
             per_round, _ = alternate_rounds(timers, request.rounds)
@@ -150,8 +144,10 @@ def _measure_mode(request: Request, factory, shape, mode: Mode, convert: Convert
                 "torch_ms": torch_ms, "autoconv_ms": autoconv_ms, "speedup": torch_ms / autoconv_ms,
                 "errors": errors,
                 "round_spread": {name: [min(times), max(times)] for name, times in per_round.items()},
-                "conv_layers": len(report.converted) + len(report.skipped), "layers": layers,
-                "problems": compiled_problems if runner in COMPILED_RUNNERS else problems})
+                "conv_layers": len(report.converted) + len(report.skipped),
+                # (a compiled graph hides its layers: only the problems it loaded are counted)
+                "layers": {} if runner in COMPILED_RUNNERS else layers,
+                "problems": compiled.problems if runner in COMPILED_RUNNERS else problems})
             log(f"  {runner}: PyTorch {torch_ms:.3f} ms, autoconv {autoconv_ms:.3f} ms "
                 f"({torch_ms / autoconv_ms:.2f}x); errors {errors['torch']:.1e} / {errors['autoconv']:.1e}")
             del sides
@@ -159,6 +155,26 @@ def _measure_mode(request: Request, factory, shape, mode: Mode, convert: Convert
     torch._dynamo.reset()
     torch.cuda.empty_cache()
     return records
+
+
+class _CompiledSides:
+    """Each side's ``torch.compile``, made on first use; ``problems``: the problems the converted
+    side's compiled graph loaded (every kernel forgotten first), counted by what serves them."""
+
+    def __init__(self, model: nn.Module, converted: nn.Module):
+        self._models = {"torch": model, "autoconv": converted}
+        self._compiled: dict[str, Callable[..., Any]] = {}
+        self.problems: dict[str, int] | None = None
+
+    def sides(self) -> dict[str, Callable[..., Any]]:
+        if not self._compiled:
+            self._compiled = {name: torch.compile(net) for name, net in self._models.items()}
+            clear_loaded()  # (what the compiled graph loads: the problems Inductor's layouts ask for)
+        return self._compiled
+
+    def note_problems(self) -> None:
+        if self.problems is None:
+            self.problems = _problem_origins()
 
 
 def _count_origins(converted: nn.Module, report, first_forward: Callable[[], Any]) -> tuple[dict, dict]:
