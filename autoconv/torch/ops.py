@@ -14,7 +14,7 @@ convolutions run NHWC kernels: channels_last tensors (``x.to(memory_format=torch
 ``model.to(memory_format=torch.channels_last)`` for the weights) are read as they are, others are
 copied to channels_last first, and the output is channels_last. So do tf32 convolutions of a
 channels_last float32 ``x`` on a Hopper GPU, where a family computes tf32 in NHWC
-(:func:`kernel_layout`); other float32 inputs are read NCHW (copied to it if need be).
+(:func:`autoconv.torch.layouts.kernel_layout`); other float32 inputs are read NCHW (copied to it if need be).
 
 Registered with :mod:`torch.library`, so ``torch.compile(fullgraph=True)`` traces it as
 one node (the fake implementation gives the output's shape; Inductor hands it channels_last
@@ -48,7 +48,6 @@ before capturing, as PyTorch's CUDA graph docs advise for warm-up).
 
 from __future__ import annotations
 
-import functools
 import threading
 import weakref
 from typing import cast
@@ -61,6 +60,8 @@ from autoconv.problems.problem import PRECISION_DTYPES, ConvProblem
 from autoconv.runtime.api import on_clear_loaded
 from autoconv.runtime.arguments import check_geometry, check_precision, check_shapes, output_size
 from autoconv.runtime.selection import REGISTRY, Runner
+from autoconv.torch.inductor import register_layout_if_inductor_is_loaded
+from autoconv.torch.layouts import SIXTEEN_BIT_PRECISIONS, kernel_layout
 from autoconv.torch.settings import pytorch_precision
 
 _Pair = tuple[int, int]
@@ -245,46 +246,6 @@ def _run(call: _Call, device: int, x, w, bias, out) -> torch.Tensor:
     return call(x, w, bias, out)
 
 
-#: Compute capabilities with a family that computes tf32 in NHWC (implicit_gemm_wgmma_tma's
-#: search space: sm_90a, Hopper).
-_NHWC_TF32_CAPABILITIES = {(9, 0)}
-
-
-@functools.cache
-def _computes_tf32_in_nhwc(device: int) -> bool:
-    """Whether CUDA device ``device`` has a family that computes tf32 in NHWC (read once)."""
-    return torch.cuda.get_device_capability(device) in _NHWC_TF32_CAPABILITIES
-
-
-def is_channels_last(tensor: torch.Tensor) -> bool:
-    """Whether ``tensor`` is laid out channels_last and not also contiguous (a tensor of one
-    channel or one pixel is both, and counts as NCHW)."""
-    return (tensor.dim() == 4 and not tensor.is_contiguous()
-            and tensor.is_contiguous(memory_format=_CHANNELS_LAST))
-
-
-def kernel_layout(x: torch.Tensor, precision: str) -> str:
-    """The layout autoconv's kernels read ``x`` (and write ``y``) in: "NHWC" for 16-bit tensors,
-    and for tf32 calls on a float32 ``x`` in channels_last (only: a tensor that is both, one
-    channel or one pixel, counts as NCHW) on a GPU where a family computes tf32 in NHWC; else
-    "NCHW". The fake implementation gives the output this layout's memory format."""
-    if x.dtype in _PRECISIONS:
-        return "NHWC"
-    if x.is_cuda and is_channels_last(x) and computes_nhwc(x.dtype, precision, x.get_device()):
-        return "NHWC"
-    return "NCHW"
-
-
-def computes_nhwc(dtype: torch.dtype, precision: str, device: int | None) -> bool:
-    """Whether calls on ``dtype`` tensors at ``precision`` run NHWC kernels when x is channels_last:
-    16-bit tensors always, float32 ones at tf32 where CUDA device ``device`` has a family that
-    computes tf32 in NHWC (None: assume it has)."""
-    if dtype in _PRECISIONS:
-        return True
-    return (dtype is _FLOAT32 and precision == "tf32"
-            and (device is None or _computes_tf32_in_nhwc(device)))
-
-
 def _conv2d_kernel(x, w, bias, stride, padding, dilation, precision="fp32"):
     """The operator's CUDA kernel: the dispatcher passes the int lists as lists."""
     return conv2d_cuda(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), precision)
@@ -335,7 +296,7 @@ def _first_call(key, x, w, bias, stride, padding, dilation, precision, layout: s
 
 
 #: The precision of each 16-bit dtype's convolutions, and back.
-_PRECISIONS = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+_PRECISIONS = SIXTEEN_BIT_PRECISIONS
 _DTYPES = {precision: dtype for dtype, precision in _PRECISIONS.items()}
 _CHANNELS_LAST = torch.channels_last
 
@@ -444,7 +405,6 @@ def conv2d_fake(x, w, bias, stride, padding, dilation, precision="fp32"):
     check_precision(precision, none_allowed=False)
     check_shapes(tuple(x.shape), tuple(w.shape), None if bias is None else tuple(bias.shape))
     check_geometry(stride, padding, dilation)
-    from autoconv.torch.inductor import register_layout_if_inductor_is_loaded  # (it imports this module)
     register_layout_if_inductor_is_loaded()
     N, K = x.shape[0], w.shape[0]
     P, Q = output_size(tuple(x.shape), tuple(w.shape), stride, padding, dilation)
@@ -456,25 +416,19 @@ def conv2d_fake(x, w, bias, stride, padding, dilation, precision="fp32"):
 # ---- autograd: PyTorch's convolution backward -------------------------------------------------
 
 def _setup_context(ctx, inputs, output) -> None:
-    """The operator's autograd context, traced calls included: their sizes may be symbolic
-    (unhashable), so the arguments are built afresh, not looked up."""
     x, w, bias, stride, padding, dilation = inputs[:6]  # (the precision does not change the backward)
     ctx.save_for_backward(x, w)
-    ctx.arguments = _backward_arguments.__wrapped__(w.shape[0], bias is not None, tuple(stride), tuple(padding),
-                                                    tuple(dilation))
+    ctx.arguments = _backward_arguments(w.shape[0], bias is not None, stride, padding, dilation)
 
 
-@functools.lru_cache(maxsize=4096)
-def _backward_arguments(channels_out: int, has_bias: bool, stride: tuple, padding: tuple, dilation: tuple) -> tuple:
+def _backward_arguments(channels_out, has_bias: bool, stride, padding, dilation) -> tuple:
     """``aten.convolution_backward``'s arguments for one layer's geometry but the tensors and the
     output mask: (bias sizes or None, stride, its symmetric padding, dilation, the padding to apply
-    to x first or None). Built once per geometry for eager calls (:class:`EagerConv2d`, whose sizes
-    are ints): a training step runs every layer's backward, and host time is most of an eager
-    step's time."""
+    to x first or None). Sizes may be symbolic (traced calls)."""
     top, bottom, left, right = padding
     symmetric = top == bottom and left == right
-    return ((channels_out,) if has_bias else None, stride, (top, left) if symmetric else (0, 0), dilation,
-            None if symmetric else (left, right, top, bottom))
+    return ([channels_out] if has_bias else None, list(stride), [top, left] if symmetric else [0, 0],
+            list(dilation), None if symmetric else (left, right, top, bottom))
 
 
 _CONVOLUTION_BACKWARD = torch.ops.aten.convolution_backward.default
@@ -509,8 +463,7 @@ class EagerConv2d(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, bias, stride, padding, dilation, precision):
         y = conv2d_cuda(x, w, bias, stride, padding, dilation, precision)
-        ctx.save_for_backward(x, w)  # (_setup_context's work, inline: this runs once per layer and step)
-        ctx.arguments = _backward_arguments(w.shape[0], bias is not None, stride, padding, dilation)
+        _setup_context(ctx, (x, w, bias, stride, padding, dilation), y)
         return y
 
     @staticmethod

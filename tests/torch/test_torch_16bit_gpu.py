@@ -118,8 +118,8 @@ def test_a_compiled_model_under_autocast_asks_for_the_16bit_problems(dtype):
     import torch._functorch.config
     import torch._inductor.config
 
-    # Neither Dynamo's guards (pytorch/pytorch#112260) nor Inductor's and AOTAutograd's caches key on
-    # the ambient autocast dtype: the float16 case would run the graph compiled for bfloat16.
+    # In PyTorch 2.11 neither Dynamo's guards (pytorch/pytorch#112260) nor Inductor's and AOTAutograd's
+    # caches key on the ambient autocast dtype: the float16 case would run the graph compiled for bfloat16.
     torch._dynamo.reset()
     model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 8, 1)).cuda()
     model = model.to(memory_format=CHANNELS_LAST)
