@@ -67,6 +67,12 @@ def _non_negative_number(text: str) -> float:
     return value
 
 
+def _on_or_off(text: str) -> bool:
+    if text.lower() not in ("on", "off"):
+        raise ValueError(text)
+    return text.lower() == "on"
+
+
 def _backend(text: str) -> str:
     kind = text.lower()
     if kind not in ("cupy", "fake"):
@@ -98,7 +104,10 @@ EMU_CXX = Variable("AUTOCONV_EMU_CXX", "the host C++ compiler the emulator build
                    "a compiler command")
 EMU_WORKERS = Variable("AUTOCONV_EMU_WORKERS", "threads an emulated launch runs blocks on (default: the usable "
                        "CPUs, at most 8)", _whole_number_at_least(1), "a whole number >= 1")
+NATIVE_AUTOGRAD = Variable("AUTOCONV_NATIVE_AUTOGRAD", "`on`: eager autoconv.torch calls that need gradients use "
+                           "the C++ autograd node (built on first use; default off: the Python one)", _on_or_off,
+                           "'on' or 'off'")
 
 #: Every variable autoconv reads.
 VARIABLES: tuple[Variable, ...] = (BACKEND, FAKE_DELAY_S, FAKE_MEMORY_MB, FAKE_DEVICES, CACHE, CUBIN_CACHE,
-                                   HEARTBEAT_S, GIT_COMMIT, EMU_CACHE, EMU_CXX, EMU_WORKERS)
+                                   HEARTBEAT_S, GIT_COMMIT, EMU_CACHE, EMU_CXX, EMU_WORKERS, NATIVE_AUTOGRAD)

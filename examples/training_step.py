@@ -7,9 +7,10 @@
 A step is forward, cross-entropy on random labels, backward and an SGD step, in train mode, on a
 random input. Both models start from the same weights; the two sides alternate within each round
 (``--steps`` steps between two synchronisations), and the median per step over ``--rounds`` rounds
-is printed. ``--profile`` then runs three steps of each side under ``torch.profiler`` and prints
-the CUDA kernels of most total time, and the host functions of most own time, side by side: where
-a converted model's step spends what PyTorch's does not.
+is printed. ``--profile`` then runs three steps of each side under ``torch.profiler`` and prints,
+for each side, the ops and kernels of most CUDA time and the ops of most own host time: where a
+converted model's step spends what PyTorch's does not. ``AUTOCONV_NATIVE_AUTOGRAD=on`` runs the
+converted layers' autograd in C++ (:mod:`autoconv.torch.native`).
 
 Modes: ``tf32_nhwc`` (channels_last, TF32: PyTorch's default precision), ``tf32_nchw`` (PyTorch's
 defaults), ``bf16_nhwc_autocast`` (``torch.autocast`` bf16 on channels_last), ``fp32_nchw_strict``.
@@ -104,8 +105,11 @@ def main() -> None:
                 for _ in range(3):
                     step()
                 torch.cuda.synchronize()
-            print(f"\n== {name}: CUDA kernels by total time (3 steps)")
-            print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70))
+            averages = prof.key_averages()
+            print(f"\n== {name}: ops and CUDA kernels by CUDA time (3 steps)")
+            print(averages.table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70))
+            print(f"\n== {name}: ops by own host time (3 steps)")
+            print(averages.table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=70))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@
 Inputs are CUDA tensors on one device, all float32, all bfloat16 or all float16. float32
 kernels read NCHW: a non-contiguous or channels_last input is copied to contiguous NCHW first;
 except in precision tf32 on a Hopper GPU, where a channels_last float32 input is read as it is by
-NHWC kernels, which write a channels_last output (:func:`autoconv.torch.ops.kernel_layout`).
+NHWC kernels, which write a channels_last output (:func:`autoconv.torch.layouts.kernel_layout`).
 bfloat16 and float16 kernels read NHWC (KRSC weights) and write channels_last outputs:
 channels_last inputs and weights (``model.to(memory_format=torch.channels_last)``) are read
 without a copy, others are copied to channels_last first. Under ``torch.autocast`` (CUDA),
@@ -32,7 +32,8 @@ into the graph as a constant: changing PyTorch's flag afterwards does not retrac
 the flag before compiling, or pass ``precision`` explicitly.
 
 Eager calls on CUDA tensors go straight to the operator's CUDA implementation, through
-:class:`~autoconv.torch.ops.EagerConv2d` when they need gradients: the dispatcher and
+:class:`~autoconv.torch.ops.EagerConv2d` when they need gradients (or the C++ node of
+:mod:`autoconv.torch.native` where ``AUTOCONV_NATIVE_AUTOGRAD=on``): the dispatcher and
 ``register_autograd``'s generic Python wrapper cost 8-24 us more per call on the H100
 (``examples/host_cost.py``) and add nothing there. Traced calls (``torch.compile``,
 ``torch.export``), tensor subclasses, meta and CPU tensors call the operator
@@ -47,7 +48,7 @@ import torch
 
 from autoconv.errors import ProblemError
 from autoconv.runtime.arguments import check_precision, check_shapes, resolve_geometry
-from autoconv.torch import ops
+from autoconv.torch import native, ops
 from autoconv.torch.settings import pytorch_precision
 
 _Tensor = torch.Tensor
@@ -100,6 +101,10 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     if type(x) is not _Tensor or not x.is_cuda:  # subclasses, meta and CPU tensors: the dispatcher decides
         return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation, precision)
     if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
+        if native.wanted():
+            y = native.conv2d(x, w, bias, stride, padding, dilation, precision)
+            if y is not None:
+                return y
         return ops.EagerConv2d.apply(x, w, bias, stride, padding, dilation, precision)
     return ops.conv2d_cuda(x, w, bias, stride, padding, dilation, precision)
 

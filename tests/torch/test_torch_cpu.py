@@ -632,13 +632,29 @@ def test_16bit_casts_of_parameters_are_kept_while_unchanged():
         assert CAST_PARAMETERS.get(w, torch.bfloat16) is not second
 
 
+def _python_node(x, w, b, stride, padding, dilation):
+    from autoconv.torch import ops
+
+    return ops.EagerConv2d.apply(x, w, b, stride, padding, dilation, "fp32")
+
+
+def _cxx_node(x, w, b, stride, padding, dilation):
+    from autoconv.torch import native
+
+    y = native.conv2d(x, w, b, stride, padding, dilation, "fp32")
+    assert y is not None, "the C++ autograd node did not build (see the warning)"
+    return y
+
+
+@pytest.mark.parametrize("node", [_python_node, _cxx_node], ids=["python", "cxx"])
 @pytest.mark.parametrize("stride, padding, dilation, bias", [
     ((1, 1), (1, 1, 1, 1), (1, 1), True),
     ((2, 1), (2, 0, 1, 3), (1, 2), True),    # asymmetric padding: applied to x, the gradient cut back
     ((3, 2), (0, 0, 0, 0), (2, 1), False),
 ])
-def test_the_autograd_formula_gives_pytorchs_gradients(monkeypatch, stride, padding, dilation, bias):
-    """EagerConv2d's backward (aten.convolution_backward with the layer's cached arguments), on the
+def test_the_autograd_nodes_give_pytorchs_gradients(monkeypatch, node, stride, padding, dilation, bias):
+    """The autograd nodes' backward (aten.convolution_backward with the layer's arguments: the
+    Python EagerConv2d and the C++ node of autoconv.torch.native, built here on first use), on the
     CPU in float64 with the forward computed by PyTorch: every gradient PyTorch's own gives, and
     only those asked for."""
     from autoconv.torch import ops
@@ -654,12 +670,39 @@ def test_the_autograd_formula_gives_pytorchs_gradients(monkeypatch, stride, padd
     grad_y = torch.randn_like(reference(x, w, b))
     leaves = [t for t in (x, w, b) if t is not None]
     want = torch.autograd.grad(reference(x, w, b), leaves, grad_y)
-    y = ops.EagerConv2d.apply(x, w, b, stride, padding, dilation, "fp32")
+    y = node(x, w, b, stride, padding, dilation)
+    torch.testing.assert_close(y, reference(x, w, b))
     for got, expected in zip(torch.autograd.grad(y, leaves, grad_y), want):
         torch.testing.assert_close(got, expected)
-    x_only = torch.autograd.grad(ops.EagerConv2d.apply(x, w.detach(), None, stride, padding, dilation, "fp32"),
-                                 [x], grad_y)
+    x_only = torch.autograd.grad(node(x, w.detach(), None, stride, padding, dilation), [x], grad_y)
     torch.testing.assert_close(x_only[0], torch.autograd.grad(reference(x, w.detach(), None), [x], grad_y)[0])
+
+
+def test_the_cxx_node_is_opt_in_and_a_failed_build_falls_back_with_one_warning(monkeypatch):
+    import torch.utils.cpp_extension
+
+    from autoconv.torch import native
+
+    monkeypatch.delenv("AUTOCONV_NATIVE_AUTOGRAD", raising=False)
+    assert not native.wanted()
+    monkeypatch.setenv("AUTOCONV_NATIVE_AUTOGRAD", "on")
+    assert native.wanted()
+    monkeypatch.setenv("AUTOCONV_NATIVE_AUTOGRAD", "yes")
+    with pytest.raises(Exception, match="AUTOCONV_NATIVE_AUTOGRAD='yes': expected 'on' or 'off'"):
+        native.wanted()
+
+    def no_compiler(*args, **kwargs):
+        raise RuntimeError("Ninja is required to load C++ extensions")
+
+    monkeypatch.setattr(torch.utils.cpp_extension, "load", no_compiler)
+    native.module.cache_clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="could not be built .*Ninja is required.*the Python node runs"):
+            assert native.conv2d(torch.randn(1, 1, 3, 3), torch.randn(1, 1, 1, 1), None, (1, 1), (0, 0, 0, 0),
+                                 (1, 1), "fp32") is None
+        assert native.module() is None  # (tried once)
+    finally:
+        native.module.cache_clear()
 
 
 def test_opcheck_passes_with_pytorchs_convolution_as_the_cpu_kernel():
