@@ -50,7 +50,9 @@ def add_parser(commands) -> None:
                       help="instead of a config: tune the convolutions of a PyTorch model, e.g. "
                            "torchvision.models:resnet50 (built without arguments on the meta device and run "
                            "once on --input; needs PyTorch); the config it tunes is written first")
-    tune.add_argument("--input", metavar="NxCxHxW", help="with --model: the example input's shape, e.g. 32x3x224x224")
+    tune.add_argument("--input", metavar="NxCxHxW[,...]",
+                      help="with --model: the example input's shape, e.g. 32x3x224x224; several batches "
+                           "comma-separated (1x3x224x224,32x3x224x224) tune the problems of each")
     tune.add_argument("--fuse", action="store_true",
                       help="with --model: tune the model as autoconv.torch.convert(model.eval(), fuse=True) runs "
                            "it, each BatchNorm folded into the convolution before it (convolutions with a bias)")
@@ -178,7 +180,9 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
                        path: str | None, *, precision: str | None = None, layout: str | None = None,
                        fuse: bool = False, compiled: bool = False) -> str:
     """Write the config of ``model``'s convolutions on an input of ``input_shape`` (see
-    :func:`autoconv.torch.problems.model_problems`) and return its path.
+    :func:`autoconv.torch.problems.model_problems`) and return its path. Several shapes that differ
+    in the batch only (``1x3x224x224,32x3x224x224``) give one config with the problems of every
+    batch, named ``LAYER_nBATCH``: the runtime serves other batches from the nearest tuned ones.
 
     The problems are what the model runs under the user's settings unless ``precision`` and
     ``layout`` (``--precision``, ``--layout``) say otherwise: float32 layers in the precision
@@ -203,17 +207,25 @@ def write_model_config(config: str | None, model: str | None, input_shape: str |
     if compiled and layout:
         raise UsageError("--layout", layout, "--compile tunes the layout a compiled graph runs in; give one of "
                          "--compile and --layout")
-    shape = parse_input_shape(input_shape)
+    shapes = [parse_input_shape(part) for part in input_shape.split(",")]
+    if len({shape[0] for shape in shapes}) != len(shapes) or len({shape[1:] for shape in shapes}) != 1:
+        raise UsageError("--input", input_shape, "several input shapes differ in the batch only, each batch "
+                         "once, e.g. 1x3x224x224,32x3x224x224")
     chosen = precision or pytorch_precision()
     sixteen_bit = chosen in ("bf16", "fp16")
     chosen_layout = layout or (_compiled_layout(chosen) if compiled else "NHWC" if sixteen_bit else "NCHW")
-    problems, skipped = model_problems(model, shape, precision="fp32" if sixteen_bit else chosen, fuse=fuse)
+    found: list[NamedProblem] = []
+    for shape in shapes:  # (after the first batch, the history's model tunes the others by transfer)
+        batch_problems, skipped = model_problems(model, shape, precision="fp32" if sixteen_bit else chosen,
+                                                 fuse=fuse)
+        found += [NamedProblem(item.name if len(shapes) == 1 else f"{item.name}_n{shape[0]}", item.problem,
+                               item.count) for item in batch_problems]
     problems = list(merge_identical(NamedProblem(item.name, item.problem.in_precision(chosen).with_(
-        layout=chosen_layout), item.count) for item in problems))
+        layout=chosen_layout), item.count) for item in found))
     if not problems:
         raise UsageError("--model", model, "running it found no convolution autoconv can tune"
                          + "".join(f"; {name}: {why}" for name, why in skipped.items()))
-    target = Path(path) if path else Path(f"{model.rpartition(':')[2]}_{input_shape}.yaml")
+    target = Path(path) if path else Path(f"{model.rpartition(':')[2]}_{input_shape.replace(',', '+')}.yaml")
     problem = write_problem(target)
     if problem is None and target.exists() and not target.read_bytes().startswith(f"# {MODEL_CONFIG_COMMENT}".encode()):
         problem = "a file that `autoconv tune --model` did not write is there, and it is not replaced"

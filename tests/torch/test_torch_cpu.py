@@ -261,6 +261,23 @@ def test_tune_model_follows_pytorchs_setting_and_the_overrides(tmp_path, monkeyp
     assert "--precision bf16" in (tmp_path / "mixed_model_2x3x20x18.yaml").read_text().splitlines()[1]
 
 
+def test_tune_model_tunes_several_batches_in_one_config(tmp_path, monkeypatch, capsys):
+    """--input with several batches: one config holding every batch's problems, named by batch."""
+    from autoconv.commands.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
+    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
+    assert main(["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x20x18,1x3x20x18", "--trials", "2"]) == 0
+    config = load_config(tmp_path / "mixed_model_2x3x20x18+1x3x20x18.yaml")
+    assert [(p.name, p.problem.N, p.count) for p in config.problems] == [
+        ("stem_n2", 2, 1), ("reflect_n2", 2, 2), ("head.0_n2", 2, 1),
+        ("stem_n1", 1, 1), ("reflect_n1", 1, 2), ("head.0_n1", 1, 1)]
+    for shapes in ("2x3x20x18,2x3x20x18", "2x3x20x18,1x3x20x19"):
+        assert main(["tune", "--model", f"{THIS}:mixed_model", "--input", shapes]) == 2
+        assert "differ in the batch only, each batch once" in " ".join(capsys.readouterr().err.split())
+
+
 @pytest.mark.parametrize("precision, layout", [("fp32", "NCHW"), ("tf32", "NHWC"), ("bf16", "NHWC")])
 def test_tune_model_compile_tunes_the_layout_the_compiled_graph_runs(tmp_path, monkeypatch, capsys, precision,
                                                                     layout):
