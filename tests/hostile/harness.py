@@ -99,6 +99,7 @@ class Box:
         self.tmp.mkdir()
         self.outcomes: list[Outcome] = []
         self.problems: list[str] = []   # broken invariants, reported together at the end
+        self.checkpoints: list[tuple[str, set, dict]] = []
         self._monkeypatch, self._capfd = monkeypatch, capfd
 
     # ---- files ------------------------------------------------------------------------------
@@ -124,6 +125,12 @@ class Box:
                    PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
         env.update({name: str(value) for name, value in extra.items()})
         return env
+
+    def checkpoint(self, moment: str) -> None:
+        """Remember the completed trials and cached winners there are now (after a kill, say):
+        :func:`run_case` checks that the end state keeps them, like those from before the case."""
+        self.checkpoints.append((moment, held_trials(self.path(JOURNAL), self.root.parent / "scratch"),
+                                 cached_times(self.path(CACHE))))
 
     # ---- running autoconv -------------------------------------------------------------------
 
@@ -337,6 +344,21 @@ def cached_times(cache: Path) -> dict[str, float]:
         return {}
 
 
+def _summary_problems(summary: Path, times: dict[str, float]) -> list[str]:
+    """Where a summary a run wrote names a slower winner than the cache holds for its problem."""
+    try:
+        problems = json.loads(summary.read_text())["problems"]
+    except (ValueError, KeyError, TypeError):
+        return [f"(c) {summary.name}: not a tuning summary"]
+    found = []
+    for problem in problems:
+        cached = [t for key, t in times.items() if key.split("|")[0] == problem.get("problem")]
+        if problem.get("time_ms") and cached and problem["time_ms"] > min(cached) * (1 + 1e-9):
+            found.append(f"(c) tune.json reports {problem['time_ms']} ms for {problem.get('name')}, the cache a "
+                         f"faster winner ({min(cached)} ms)")
+    return found
+
+
 # ---- the run ---------------------------------------------------------------------------------
 
 def run_case(case: Case, root: Path, seed: int, monkeypatch, capfd, tuned: Path | None = None) -> Box:
@@ -368,19 +390,23 @@ def run_case(case: Case, root: Path, seed: int, monkeypatch, capfd, tuned: Path 
         if names - beside[text]:
             problems.append(f"(b) created outside the sandbox beside {text}: {sorted(names - beside[text])}")
     text = "\n".join(o.text for o in box.outcomes)
-    lost = trials_before - held_trials(box.path(JOURNAL), scratch)
-    if lost and not re.search(rf"\b{len(lost)} completed trials?\b", text):
-        problems.append(f"(c) {len(lost)} of the journal's {len(trials_before)} completed trials were lost "
-                        "and no output says so")
-    times_after = cached_times(box.path(CACHE))
-    for key, time_ms in times_before.items():
-        if case.clears:
-            break
-        if key not in times_after:
-            problems.append(f"(c) the cached winner of {key} is gone")
-        elif times_after[key] > time_ms * (1 + 1e-9):
-            problems.append(f"(c) the cached winner of {key} was replaced by a slower one "
-                            f"({time_ms} -> {times_after[key]} ms)")
+    trials_after, times_after = held_trials(box.path(JOURNAL), scratch), cached_times(box.path(CACHE))
+    for moment, trials, times in [("before the case", trials_before, times_before), *box.checkpoints]:
+        lost = trials - trials_after
+        if lost and not re.search(rf"\b{len(lost)} completed trials?\b", text):
+            problems.append(f"(c) {len(lost)} of the {len(trials)} completed trials the journal held {moment} "
+                            "were lost, and no output says so")
+        for key, time_ms in times.items():
+            if case.clears:
+                break
+            if key not in times_after:
+                problems.append(f"(c) the winner of {key} cached {moment} is gone")
+            elif times_after[key] > time_ms * (1 + 1e-9):
+                problems.append(f"(c) the winner of {key} cached {moment} was replaced by a slower one "
+                                f"({time_ms} -> {times_after[key]} ms)")
+    summary = box.path("results/tune.json")
+    if summary.is_file() and after.get("results/tune.json") != before.get("results/tune.json"):
+        problems += _summary_problems(summary, times_after)
     if problems:
         runs = "\n".join(f"  {o.what}: {o.code}\n    " + "\n    ".join(o.text.strip().splitlines()[-8:])
                          for o in box.outcomes)
