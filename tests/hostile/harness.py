@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import pytest
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import TrialState
 
@@ -86,6 +87,11 @@ class Case:
     outside: tuple[str, ...] = ()
     clears: bool = False
     marks: tuple = ()
+
+
+def params(cases: Sequence[Case]) -> list:
+    """``cases`` for ``pytest.mark.parametrize("case", ...)``, each with its id and marks."""
+    return [pytest.param(case, id=case.id, marks=case.marks) for case in cases]
 
 
 class Box:

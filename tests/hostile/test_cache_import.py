@@ -13,7 +13,7 @@ import pytest
 from autoconv.cache.exchange import EXPORT_FORMAT
 from autoconv.cache.schema import SCHEMA_VERSION
 from autoconv.cache.winners import WinnerCache
-from tests.hostile.harness import CACHE, Case
+from tests.hostile.harness import CACHE, Case, params
 from tests.hostile.states import copy_tuned
 
 HUGE = "x" * 100_000
@@ -150,7 +150,7 @@ def _fresh_cache_case():
 CASES = [_entry_case(*e) for e in ENTRIES] + [_file_case(*f) for f in FILES] + [_fresh_cache_case()]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+@pytest.mark.parametrize("case", params(CASES))
 def test_cache_import(hostile, case):
     box = hostile(case)
     for outcome in box.outcomes:

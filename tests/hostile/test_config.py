@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.hostile.harness import TUNE_WRITES, Case
+from tests.hostile.harness import TUNE_WRITES, Case, params
 from tests.hostile.states import config, copy_tuned
 
 BIG = str(2**63)
@@ -181,7 +181,7 @@ CASES = ([_key_case(*k) for k in KEYS] + [_problem_case(*p) for p in PROBLEMS] +
          + [_environment_case(*e) for e in ENVIRONMENT] + [_other_case(*o) for o in OTHERS])
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+@pytest.mark.parametrize("case", params(CASES))
 def test_config(hostile, case):
     box = hostile(case)
     assert not box.path("pwned").exists()

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from tests.hostile.harness import JOURNAL, TUNE_WRITES, Case, held_trials
+from tests.hostile.harness import JOURNAL, TUNE_WRITES, Case, held_trials, params
 from tests.hostile.states import copy_tuned
 
 
@@ -119,7 +119,7 @@ CASES = [_case(damage, index, lock) for damage in DAMAGE for index in (True, Fal
          if lock or damage in (cut_random, flip_a_byte, append_a_cut_record)]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+@pytest.mark.parametrize("case", params(CASES))
 def test_damaged_journal(hostile, case):
     hostile(case)
 

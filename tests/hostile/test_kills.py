@@ -12,7 +12,7 @@ import signal
 
 import pytest
 
-from tests.hostile.harness import CACHE, JOURNAL, TUNE_WRITES, Case, cached_times, held_trials, wait_until
+from tests.hostile.harness import CACHE, JOURNAL, TUNE_WRITES, Case, cached_times, held_trials, params, wait_until
 from tests.hostile.states import config, copy_tuned
 
 #: Seconds each candidate takes on the fake backend here: a run lasts long enough to be killed.
@@ -110,6 +110,6 @@ def _race_case(name: str, flags: list[str]) -> Case:
 RACES = [_race_case("two-tunes", []), _race_case("two-tunes-two-workers-each", ["--workers-per-gpu", "2"])]
 
 
-@pytest.mark.parametrize("case", KILLS + LIMITS + RACES, ids=lambda case: case.id)
+@pytest.mark.parametrize("case", params(KILLS + LIMITS + RACES))
 def test_killed_starved_raced(hostile, case):
     hostile(case)

@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from tests.hostile.harness import TUNE_WRITES, Case
+from tests.hostile.harness import TUNE_WRITES, Case, params
 from tests.hostile.states import copy_tuned
 
 
@@ -210,7 +210,7 @@ CASES = ([_tune_case(what, *place) for what in ("cache", "storage") for place in
          + [_exchange_case(*e) for e in EXCHANGE])
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+@pytest.mark.parametrize("case", params(CASES))
 def test_paths(hostile, case):
     hostile(case)
 

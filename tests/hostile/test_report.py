@@ -11,7 +11,7 @@ import os
 import pytest
 
 from tests.bench.test_report import sample_results
-from tests.hostile.harness import Case
+from tests.hostile.harness import Case, params
 
 #: What report may write into its folder.
 REPORT_FILES = ("report.md", "results.csv")
@@ -207,7 +207,7 @@ CASES = ([_results_case(*v) for v in VALUES] + [_text_case(*t) for t in TEXTS]
          + [_place_case(*p) for p in PLACES] + [_fifo_case()])
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+@pytest.mark.parametrize("case", params(CASES))
 def test_report(hostile, case):
     hostile(case)
 
