@@ -129,6 +129,7 @@ FLAGS = [
     ("gpus-text", ["--gpus", "cuda"]),
     ("workers-zero", ["--workers-per-gpu", "0"]),
     ("workers-2**63", ["--workers-per-gpu", BIG]),
+    ("workers-65", ["--workers-per-gpu", "65"]),
     ("precision-bad", ["--precision", "fp8"]),
     ("layout-bad", ["--layout", "CHWN"]),
     ("unknown-flag", ["--trails", "3"]),
