@@ -96,6 +96,26 @@ def path_problem(path: str | os.PathLike, *, want: str = "file") -> str | None:
     return None
 
 
+#: The longest path autoconv creates, in bytes of its absolute form: Linux's PATH_MAX less its NUL.
+MAX_PATH_BYTES = 4095
+#: The most folders deep autoconv creates: deeper, Python's folder creation (one call per missing
+#: parent) ran past its recursion limit, and no real output folder comes near it.
+MAX_PATH_DEPTH = 256
+
+
+def length_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` is too long or too deep for autoconv to create, or None (checked before any
+    folder on the way is made)."""
+    absolute = os.path.abspath(path)
+    size = len(os.fsencode(absolute))
+    if size > MAX_PATH_BYTES:
+        return f"the path is {size} bytes long, more than the {MAX_PATH_BYTES} the system allows; use a shorter one"
+    depth = absolute.count(os.sep)
+    if depth > MAX_PATH_DEPTH:
+        return f"the path is {depth} folders deep, more than {MAX_PATH_DEPTH}; use a shallower one"
+    return None
+
+
 def write_problem(path: str | os.PathLike) -> str | None:
     """Why a file cannot be written (created or replaced) at ``path``, or None. Checks the
     path only: whether an existing file there may be replaced is the caller's decision."""

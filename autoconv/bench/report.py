@@ -47,7 +47,7 @@ from autoconv.bench.results import (
     tflops,
 )
 from autoconv.errors import BackendUnavailable
-from autoconv.files import path_problem, write_atomically
+from autoconv.files import length_problem, path_problem, write_atomically
 from autoconv.formatting import format_params
 from autoconv.kernels.families import FAMILY_NAMES, get_family
 
@@ -167,7 +167,9 @@ def write_report(results: Mapping[str, Any], out_dir: str | Path, *, plots: bool
     plot_names = list(files)
     files["results.csv"] = results_csv(results).encode()
     files["report.md"] = report_markdown(results, plot_names, results_path=results_path, command=command).encode()
-    foreign = [name for name in files if (out / name).exists() and not _written_by_report(out, name)]
+    # (a link counts even when it leads nowhere: writing there would replace it, or create its target)
+    foreign = [name for name in files if ((out / name).exists() or (out / name).is_symlink())
+               and not _written_by_report(out, name)]
     if foreign:
         raise ReportError(f"{out}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} there and not "
                           "written by `autoconv report`, so it does not overwrite them; pass another --out folder")
@@ -208,6 +210,9 @@ def _prepare_folder(out: Path) -> None:
         if problem:
             raise ReportError(f"--out {out}: {problem}; pass a folder for the report")
     else:
+        too_long = length_problem(out / "report.md")
+        if too_long:
+            raise ReportError(f"--out {out}: {too_long}")
         try:
             out.mkdir(parents=True)
         except OSError as err:

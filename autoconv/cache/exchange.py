@@ -16,11 +16,11 @@ import datetime
 import json
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 
 from autoconv._version import __version__
-from autoconv.cache.entries import CacheEntry, now_iso
+from autoconv.cache.entries import CacheEntry, CacheKey, now_iso
 from autoconv.cache.schema import SCHEMA_VERSION, entry_row
 from autoconv.errors import QUOTE_LIMIT, AutoconvError, CacheError, ProblemError, quoted
 from autoconv.files import path_problem, write_atomically, write_problem
@@ -94,6 +94,11 @@ def read_export(source: Path) -> list[CacheEntry]:
         raise CacheError(f"{source}: cannot be read ({err.strerror or err})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CacheError(f"{source}: not an autoconv cache export (invalid JSON: {err})") from None
+    except RecursionError:
+        raise CacheError(f"{source}: not an autoconv cache export (JSON nested too deeply to read; an export "
+                         "nests a few levels)") from None
+    except ValueError as err:  # e.g. a number of more digits than Python converts
+        raise CacheError(f"{source}: not an autoconv cache export ({shortened(str(err))})") from None
     if not isinstance(document, dict) or document.get("format") != EXPORT_FORMAT:
         raise CacheError(f"{source}: not an autoconv cache export (expected \"format\": \"{EXPORT_FORMAT}\"; "
                          "make one with `autoconv cache export FILE`)")
@@ -105,6 +110,9 @@ def read_export(source: Path) -> list[CacheEntry]:
         raise CacheError(f"{source}: \"entries\" must be a list")
     entries = []
     for index, raw in enumerate(raw_entries):
+        wrong = _structure_problem(raw)
+        if wrong:
+            raise CacheError(f"{source}: entries[{index}] is malformed: {wrong}")
         try:
             entry = CacheEntry.from_dict(raw)
             entry_row(entry)  # type and value checks
@@ -112,6 +120,23 @@ def read_export(source: Path) -> list[CacheEntry]:
             raise CacheError(f"{source}: entries[{index}] is malformed: {shortened(str(err))}") from None
         entries.append(entry)
     return entries
+
+
+def _structure_problem(raw: object) -> str | None:
+    """Why ``raw`` does not have the fields of an exported entry and of its key, or None."""
+    if not isinstance(raw, dict):
+        return f"the entry must be a mapping, got {quoted(raw)}"
+    if "key" in raw and not isinstance(raw["key"], dict):
+        return f"its key must be a mapping, got {quoted(raw.get('key'))}"
+    for what, value, kind in (("the entry", raw, CacheEntry), ("its key", raw.get("key", {}), CacheKey)):
+        names = {f.name for f in fields(kind)}
+        required = {f.name for f in fields(kind) if f.default is MISSING and f.default_factory is MISSING}
+        missing, unknown = sorted(required - set(value)), sorted(set(map(str, value)) - names)
+        if missing:
+            return f"{what} lacks {', '.join(missing)}"
+        if unknown:
+            return f"{what} has unknown fields {shortened(', '.join(unknown), QUOTE_LIMIT)}"
+    return None
 
 
 #: No GPU computes a float32-accurate convolution faster than this (an H100's FP32 FMA peak

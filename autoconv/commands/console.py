@@ -63,6 +63,7 @@ class RichReporter(Reporter):
         self._problems_task: TaskID | None = None
         self._trials_tasks: dict[str, TaskID] = {}  # problem name -> its trials' bar
         self._best_families: dict[str, str] = {}    # problem name -> its best's family
+        self._finished: set[str] = set()            # (a problem may finish again: counted once)
 
     def run_started(self, problems: Sequence[NamedProblem], budget: Budget) -> None:
         self.console.print(f"tuning {len(problems)} problem(s); budget per problem: {budget.describe()}")
@@ -88,8 +89,9 @@ class RichReporter(Reporter):
 
     def problem_finished(self, outcome: ProblemOutcome) -> None:
         self._drop_trials_task(outcome.name)
-        if self._problems_task is not None:
+        if self._problems_task is not None and outcome.name not in self._finished:
             self.progress.advance(self._problems_task)
+        self._finished.add(outcome.name)
         self.progress.console.print(problem_line(outcome))
 
     def _drop_trials_task(self, name: str) -> None:

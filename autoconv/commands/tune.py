@@ -122,7 +122,7 @@ def add_parser(commands) -> None:
                       help="tune with worker processes on these GPUs of this host (`all`, or indices like 0,1); "
                            "they share each problem's study and budget")
     tune.add_argument("--workers-per-gpu", type=int, default=None, metavar="N",
-                      help="worker processes per GPU: they compile in parallel and take turns on the GPU, "
+                      help="worker processes per GPU (1 to 64): they compile in parallel and take turns on the GPU, "
                            "keeping the host's cores busy where one worker leaves them idle (default: one "
                            "per 5 cores of the host, at most 4: 3 on a 16-core host with one GPU)")
     tune.set_defaults(handler=run)

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from autoconv.errors import ConfigError, quoted
+from autoconv.files import length_problem
 from autoconv.urls import is_url, masked_url
 
 _SQLITE_PREFIX = "sqlite:///"
@@ -76,6 +77,9 @@ def check_outputs(results: str | os.PathLike, storage: str | os.PathLike, cache:
 
 def _folder_problem(folder: Path) -> str | None:
     """Why files cannot be written in ``folder`` (created with its parents if need be), or None."""
+    too_long = length_problem(folder / "tune.json")
+    if too_long:
+        return too_long
     try:
         mode = folder.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -91,6 +95,9 @@ def _folder_problem(folder: Path) -> str | None:
 def _file_problem(path: Path, sidecars: tuple[str, ...]) -> str | None:
     """Why ``path`` cannot be opened as a file to read and write, with the files of ``sidecars``
     (suffixes of its name) created beside it, or None."""
+    too_long = length_problem(path.with_name(path.name + max(sidecars, key=len)))
+    if too_long:
+        return too_long
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):

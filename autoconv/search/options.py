@@ -52,12 +52,18 @@ class SearchOptions:
     transfer: bool = True
 
 
+#: The most ``--workers-per-gpu``: each worker is a process with its own compilers, and they take
+#: turns on one GPU (2**63 of them once exhausted the host's memory before the first started).
+MAX_WORKERS_PER_GPU = 64
+
+
 @dataclass(frozen=True)
 class TuneOptions:
     """The flags of ``autoconv tune`` (None: the config's, or the default named).
 
     Raises:
-        UsageError: ``workers_per_gpu`` is below 1.
+        UsageError: ``workers_per_gpu`` is not from 1 to :data:`MAX_WORKERS_PER_GPU`; ``storage``,
+            ``cache`` or ``results`` is empty (an empty path is the current folder).
     """
 
     #: Kernel families to search (None or empty: the config's).
@@ -90,8 +96,13 @@ class TuneOptions:
     def __post_init__(self) -> None:
         if self.families is not None:
             object.__setattr__(self, "families", tuple(self.families))  # (a list given: hashable, comparable)
-        if self.workers_per_gpu is not None and self.workers_per_gpu < 1:
-            raise UsageError("--workers-per-gpu", self.workers_per_gpu, "give 1 or more worker processes per GPU")
+        for flag, value in (("--storage", self.storage), ("--cache", self.cache), ("--results", self.results)):
+            if value is not None and not str(value).strip():
+                raise UsageError(flag, value, "an empty path; name a file or folder, or leave the flag out for the "
+                                 "config's")
+        if self.workers_per_gpu is not None and not 1 <= self.workers_per_gpu <= MAX_WORKERS_PER_GPU:
+            raise UsageError("--workers-per-gpu", self.workers_per_gpu,
+                             f"give 1 to {MAX_WORKERS_PER_GPU} worker processes per GPU")
 
 
 @dataclass(frozen=True)

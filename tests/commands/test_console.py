@@ -40,3 +40,15 @@ def test_two_problems_in_flight_each_keep_their_bar():
     reporter.problem_finished(ProblemOutcome(name="first", problem=first.problem))
     assert bars() == {"problems": 2}
     reporter.run_finished([])
+
+
+def test_a_problem_finished_again_counts_once():
+    """A run ends by evaluating what killed workers left, or neighbours' winners: a problem then
+    finishes a second time, and the problems' bar read "4/2"."""
+    reporter = RichReporter(Console(file=io.StringIO(), force_terminal=False, width=200))
+    first = NamedProblem("first", parse_spec("N=1,C=4,H=9,W=9,K=6,R=3,S=3,pad=1"))
+    second = NamedProblem("second", parse_spec("N=1,C=4,H=9,W=9,K=8,R=3,S=3,pad=1"))
+    reporter.run_started([first, second], Budget(trials=20))
+    for _ in range(3):
+        reporter.problem_finished(ProblemOutcome(name="first", problem=first.problem))
+    assert {task.description: task.completed for task in reporter.progress.tasks} == {"problems": 1}

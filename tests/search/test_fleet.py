@@ -308,7 +308,7 @@ def test_workers_are_told_to_transfer(tmp_path):
 def test_workers_per_gpu_must_be_positive(tmp_path, capsys):
     (tmp_path / "tune.yaml").write_text(TWO_PROBLEMS.format(trials=4))
     code, _, err = run_cli(capsys, "tune", str(tmp_path / "tune.yaml"), "--workers-per-gpu", "0")
-    assert code != 0 and "--workers-per-gpu=0: give 1 or more worker processes per GPU" in err
+    assert code != 0 and "--workers-per-gpu=0: give 1 to 64 worker processes per GPU" in err
 
 
 @pytest.mark.slow
