@@ -5,7 +5,7 @@ resolver of stride, padding and dilation."""
 from __future__ import annotations
 
 from autoconv.errors import ProblemError
-from autoconv.problems.problem import did_you_mean, same_padding
+from autoconv.problems.problem import INDEX_LIMIT, did_you_mean, same_padding
 
 Pair = tuple[int, int]
 Padding = tuple[int, int, int, int]
@@ -53,7 +53,7 @@ def resolve_geometry(stride, padding, dilation, H: int, W: int, R: int, S: int) 
 
 def check_geometry(stride, padding, dilation) -> None:
     """ProblemError unless ``stride`` and ``dilation`` are (height, width) pairs >= 1 and
-    ``padding`` is (top, bottom, left, right) >= 0, naming the argument and its axis or side
+    ``padding`` is (top, bottom, left, right) >= 0, all at most 2**31 - 1, naming the argument and its axis or side
     (a stride of 0 would divide by zero in the output's size)."""
     for name, values, sides, minimum in (("stride", stride, ("height", "width"), 1),
                                          ("dilation", dilation, ("height", "width"), 1),
@@ -63,6 +63,8 @@ def check_geometry(stride, padding, dilation) -> None:
         for side, value in zip(sides, values):
             if value < minimum:
                 raise ProblemError(f"{name} ({side})", value, f"must be >= {minimum}")
+            if value > INDEX_LIMIT:  # (the kernels index with 32-bit integers)
+                raise ProblemError(f"{name} ({side})", value, f"must be at most {INDEX_LIMIT}")
 
 
 def output_size(x_shape: tuple, w_shape: tuple, stride, padding, dilation) -> tuple:

@@ -97,6 +97,8 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     stride, padding, dilation = resolve(_key(stride), _key(padding), _key(dilation), x.shape[2], x.shape[3],
                                         w.shape[2], w.shape[3])
     if out is not None:
+        if not isinstance(out, _Tensor):
+            raise ProblemError("out", type(out).__name__, "expected a tensor to write y into, or None")
         return _into(out, x, w, bias, stride, padding, dilation, precision)
     if type(x) is not _Tensor or not x.is_cuda:  # subclasses, meta and CPU tensors: the dispatcher decides
         return torch.ops.autoconv.conv2d(x, w, bias, stride, padding, dilation, precision)

@@ -71,24 +71,13 @@ def _tensor(spec, dtype=None):
     return meta(*spec, dtype=dtype) if isinstance(spec, tuple) else spec
 
 
-#: Calls that fail with a traceback (autoconv/torch/, not changed here): their bugs.
-TORCH_BUGS = {
-    "stride-2**63": "a stride beyond int64 reaches the operator's List[int] argument: RuntimeError, not ProblemError",
-    "padding-2**63": "a padding beyond int64 reaches the operator's List[int] argument: RuntimeError",
-    "dilation-2**63": "a dilation beyond int64 reaches the operator's List[int] argument: RuntimeError",
-    "out-text": "out='y' (not a tensor): AttributeError in autoconv.torch.conv2d, not ProblemError",
-}
-
-
 def _torch_case(name, args, kwargs, device="meta", dtype=None):
     def act(box):
         made = [(_tensor(a, dtype) if device == "meta" else torch.zeros(a, dtype=dtype or torch.float32))
                 if isinstance(a, tuple) else a for a in args]
         extra = {k: _tensor(v, dtype) if k == "out" and isinstance(v, tuple) else v for k, v in kwargs.items()}
         box.api(ac.conv2d, *made, **extra)
-    marks = (pytest.mark.xfail(strict=True, reason=TORCH_BUGS[name]),) if name in TORCH_BUGS else ()
-    return Case(f"torch-conv2d-{device}-{name}" + (f"-{dtype}".replace("torch.", "") if dtype else ""), act=act,
-                marks=marks)
+    return Case(f"torch-conv2d-{device}-{name}" + (f"-{dtype}".replace("torch.", "") if dtype else ""), act=act)
 
 
 #: Mixed devices and dtypes: (id, x, w)
