@@ -125,11 +125,14 @@ def convert(model: nn.Module, *, inplace: bool = False, precision: str | None = 
         ``(model, report)``: the converted model and a :class:`ConversionReport`.
 
     Raises:
-        ProblemError: ``model`` is not a module, ``precision`` is not one, or ``fuse`` on a model in
-            training mode.
+        ProblemError: ``model`` is not a module, ``precision`` is not one, ``inplace`` or ``fuse``
+            is not a bool, or ``fuse`` on a model in training mode.
     """
     if not isinstance(model, nn.Module):
         raise ProblemError("model", type(model).__name__, "expected a torch.nn.Module")
+    for name, flag in (("inplace", inplace), ("fuse", fuse)):
+        if not isinstance(flag, bool):
+            raise ProblemError(name, flag, "expected True or False")
     if precision is not None:
         precision = check_precision(precision)
     report = ConversionReport()

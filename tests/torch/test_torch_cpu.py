@@ -738,3 +738,9 @@ def test_opcheck_passes_with_pytorchs_convolution_as_the_cpu_kernel():
         torch.library.opcheck(torch.ops.autoconv.conv2d.default, (x, w, bias, [1, 2], [1, 0, 0, 1], [1, 1]))
     finally:
         library._destroy()
+
+
+@pytest.mark.parametrize("keyword, value", [("inplace", "yes"), ("fuse", 1), ("inplace", None)])
+def test_convert_refuses_flags_that_are_not_bools(keyword, value):
+    with pytest.raises(ProblemError, match=f"{keyword}.*expected True or False"):
+        ac.convert(nn.Conv2d(3, 4, 3), **{keyword: value})
