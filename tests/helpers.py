@@ -216,3 +216,26 @@ def family_spec(family_name: str, spec: str) -> str:
     if family.unsupported_reason(problem) is None:
         return spec
     return problem.in_precision(family.precisions[0]).with_(layout=family.layouts[0]).spec()
+
+
+def set_at(*path_and_value):
+    """A change to a nested JSON document: the value at a path of keys and indices set
+    (``set_at("problems", 0, "count", 2)``), for tests that feed damaged documents."""
+    *path, value = path_and_value
+
+    def change(document):
+        target = document
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return change
+
+
+def delete_at(*path):
+    """A change to a nested JSON document: the entry at a path of keys and indices deleted."""
+    def change(document):
+        target = document
+        for key in path[:-1]:
+            target = target[key]
+        del target[path[-1]]
+    return change

@@ -15,6 +15,7 @@ from autoconv.bench.report import PLOTS
 from autoconv.bench.results import ReportError, check_results, load_results
 from autoconv.commands import main as cli
 from tests.bench.test_report import _trials, sample_results
+from tests.helpers import set_at
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,51 +86,41 @@ def test_report_never_replaces_a_link_or_its_own_input(tmp_path, capsys):
 NAN, INF = math.nan, math.inf
 
 
-def _set(path, value):
-    """A change to the results: ``path`` is a list of keys and indices."""
-    def change(results):
-        target = results
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-    return change
-
-
 def _drop_trial_number(results):
     del results["problems"][0]["trials"][2]["number"]
 
 
 #: (what is wrong, the change, what the one-line error must name besides the file)
 BAD_VALUES = [
-    ("a string where a time is", _set(["problems", 1, "autoconv_ms"], "fast"), ["layer1.0.conv2", "autoconv_ms"]),
-    ("a list where an object is", _set(["problems", 0, "params"], [64, 32]), ["conv1", "params"]),
-    ("a list for the environment", _set(["environment"], ["H100"]), ["environment"]),
-    ("a list for the errors", _set(["problems", 0, "errors_vs_reference"], [1e-7]),
+    ("a string where a time is", set_at("problems", 1, "autoconv_ms", "fast"), ["layer1.0.conv2", "autoconv_ms"]),
+    ("a list where an object is", set_at("problems", 0, "params", [64, 32]), ["conv1", "params"]),
+    ("a list for the environment", set_at("environment", ["H100"]), ["environment"]),
+    ("a list for the errors", set_at("problems", 0, "errors_vs_reference", [1e-7]),
      ["conv1", "errors_vs_reference"]),
-    ("a trial that is a list", _set(["problems", 0, "trials"], [[0, 1.0]]), ["conv1", "trials[0]"]),
+    ("a trial that is a list", set_at("problems", 0, "trials", [[0, 1.0]]), ["conv1", "trials[0]"]),
     ("a trial without its number", _drop_trial_number, ["conv1", "trials[2]", "number"]),
-    ("NaN time", _set(["problems", 2, "autoconv_ms"], NAN), ["layer4.0.conv1", "autoconv_ms", "NaN"]),
-    ("zero time", _set(["problems", 2, "cudnn_strict_ms"], 0), ["layer4.0.conv1", "cudnn_strict_ms"]),
-    ("negative time", _set(["problems", 0, "autoconv_ms"], -0.5), ["conv1", "autoconv_ms", "-0.5"]),
-    ("Infinity time", _set(["problems", 1, "cudnn_strict_ms"], INF), ["layer1.0.conv2", "cudnn_strict_ms"]),
-    ("a subnormal time", _set(["problems", 1, "autoconv_ms"], 5e-324), ["layer1.0.conv2", "autoconv_ms"]),
-    ("NaN in a family's best", _set(["problems", 0, "family_best_ms", "direct"], NAN),
+    ("NaN time", set_at("problems", 2, "autoconv_ms", NAN), ["layer4.0.conv1", "autoconv_ms", "NaN"]),
+    ("zero time", set_at("problems", 2, "cudnn_strict_ms", 0), ["layer4.0.conv1", "cudnn_strict_ms"]),
+    ("negative time", set_at("problems", 0, "autoconv_ms", -0.5), ["conv1", "autoconv_ms", "-0.5"]),
+    ("Infinity time", set_at("problems", 1, "cudnn_strict_ms", INF), ["layer1.0.conv2", "cudnn_strict_ms"]),
+    ("a subnormal time", set_at("problems", 1, "autoconv_ms", 5e-324), ["layer1.0.conv2", "autoconv_ms"]),
+    ("NaN in a family's best", set_at("problems", 0, "family_best_ms", "direct", NAN),
      ["conv1", "family_best_ms", "direct"]),
-    ("NaN in an error", _set(["problems", 0, "errors_vs_reference"], {"autoconv": NAN}),
+    ("NaN in an error", set_at("problems", 0, "errors_vs_reference", {"autoconv": NAN}),
      ["conv1", "errors_vs_reference", "autoconv"]),
-    ("NaN in a trial", _set(["problems", 0, "trials", 1, "value_ms"], NAN), ["conv1", "trials[1]", "value_ms"]),
-    ("negative GFLOP", _set(["problems", 2, "gflop"], -1.0), ["layer4.0.conv1", "gflop"]),
-    ("a count as text", _set(["problems", 0, "count"], "2"), ["conv1", "count"]),
-    ("a count of zero", _set(["problems", 0, "count"], 0), ["conv1", "count"]),
-    ("a count of true", _set(["problems", 0, "count"], True), ["conv1", "count"]),
-    ("a huge count", _set(["problems", 0, "count"], 2 ** 1000), ["conv1", "count"]),
-    ("an unknown precision", _set(["problems", 0, "precision"], "fp64"), ["conv1", "precision", "fp32"]),
-    ("a name that is a number", _set(["problems", 1, "name"], 42), ["problems[1]", "name"]),
-    ("an object as the GPU's name", _set(["environment", "gpu"], {"a": 1}), ["environment.gpu"]),
-    ("tuning seconds as text", _set(["tuning_seconds"], "long"), ["tuning_seconds"]),
-    ("a peak of zero", _set(["peak_tflops"], 0.0), ["peak_tflops"]),
-    ("rounds as text", _set(["method", "rounds"], "three"), ["method.rounds"]),
-    ("NaN in the stored geometric means", _set(["geomean"], {"speedup_vs_cudnn": NAN}),
+    ("NaN in a trial", set_at("problems", 0, "trials", 1, "value_ms", NAN), ["conv1", "trials[1]", "value_ms"]),
+    ("negative GFLOP", set_at("problems", 2, "gflop", -1.0), ["layer4.0.conv1", "gflop"]),
+    ("a count as text", set_at("problems", 0, "count", "2"), ["conv1", "count"]),
+    ("a count of zero", set_at("problems", 0, "count", 0), ["conv1", "count"]),
+    ("a count of true", set_at("problems", 0, "count", True), ["conv1", "count"]),
+    ("a huge count", set_at("problems", 0, "count", 2 ** 1000), ["conv1", "count"]),
+    ("an unknown precision", set_at("problems", 0, "precision", "fp64"), ["conv1", "precision", "fp32"]),
+    ("a name that is a number", set_at("problems", 1, "name", 42), ["problems[1]", "name"]),
+    ("an object as the GPU's name", set_at("environment", "gpu", {"a": 1}), ["environment.gpu"]),
+    ("tuning seconds as text", set_at("tuning_seconds", "long"), ["tuning_seconds"]),
+    ("a peak of zero", set_at("peak_tflops", 0.0), ["peak_tflops"]),
+    ("rounds as text", set_at("method", "rounds", "three"), ["method.rounds"]),
+    ("NaN in the stored geometric means", set_at("geomean", {"speedup_vs_cudnn": NAN}),
      ["geomean.speedup_vs_cudnn"]),
 ]
 

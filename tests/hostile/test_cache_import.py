@@ -13,30 +13,11 @@ import pytest
 from autoconv.cache.exchange import EXPORT_FORMAT
 from autoconv.cache.schema import SCHEMA_VERSION
 from autoconv.cache.winners import WinnerCache
+from tests.helpers import delete_at, set_at
 from tests.hostile.harness import CACHE, Case, params
 from tests.hostile.states import copy_tuned
 
 HUGE = "x" * 100_000
-
-
-def _entry(*path_and_value):
-    *path, value = path_and_value
-
-    def change(entry):
-        target = entry
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-    return change
-
-
-def _drop(*path):
-    def change(entry):
-        target = entry
-        for key in path[:-1]:
-            target = target[key]
-        del target[path[-1]]
-    return change
 
 
 def _scale_time(factor):
@@ -48,50 +29,50 @@ def _scale_time(factor):
 
 #: (id, change to the first exported entry)
 ENTRIES = [
-    ("time-1e-30", _entry("time_ms", 1e-30)),
-    ("time-zero", _entry("time_ms", 0.0)),
-    ("time-negative", _entry("time_ms", -1.0)),
-    ("time-nan", _entry("time_ms", math.nan)),
-    ("time-inf", _entry("time_ms", math.inf)),
-    ("time-text", _entry("time_ms", "fast")),
-    ("time-null", _entry("time_ms", None)),
+    ("time-1e-30", set_at("time_ms", 1e-30)),
+    ("time-zero", set_at("time_ms", 0.0)),
+    ("time-negative", set_at("time_ms", -1.0)),
+    ("time-nan", set_at("time_ms", math.nan)),
+    ("time-inf", set_at("time_ms", math.inf)),
+    ("time-text", set_at("time_ms", "fast")),
+    ("time-null", set_at("time_ms", None)),
     ("time-half", _scale_time(0.5)),
     ("time-double", _scale_time(2.0)),
-    ("tflops-inconsistent", _entry("tflops", 1e6)),
-    ("config-1e30", _entry("config", "BLOCK_P", 1e30)),
-    ("config-negative", _entry("config", "BLOCK_P", -8)),
-    ("config-text", _entry("config", "BLOCK_P", "8")),
-    ("config-missing", _drop("config", "BLOCK_P")),
-    ("config-extra", _entry("config", "EVIL", 1)),
-    ("config-empty", _entry("config", {})),
-    ("config-list", _entry("config", [8, 8])),
-    ("kernel-path", _entry("kernel_name", "../../evil")),
-    ("kernel-empty", _entry("kernel_name", "")),
-    ("kernel-huge", _entry("kernel_name", HUGE)),
-    ("family-path", _entry("family", "../x")),
-    ("family-huge", _entry("family", HUGE)),
-    ("family-number", _entry("family", 123)),
-    ("source-hash-other", _entry("source_hash", "0" * 16)),
-    ("gpu-other", _entry("key", "gpu_name", "Another GPU")),
-    ("gpu-empty", _entry("key", "gpu_name", "")),
-    ("gpu-huge", _entry("key", "gpu_name", HUGE)),
-    ("capability-99", _entry("key", "compute_capability", "99.9")),
-    ("capability-text", _entry("key", "compute_capability", "x")),
-    ("problem-zero", _entry("key", "problem_key", "N=0,C=1")),
-    ("problem-huge", _entry("key", "problem_key", f"N={2**63},C=4,H=9,W=9,K=6,R=3,S=3")),
-    ("problem-garbage", _entry("key", "problem_key", "'; DROP TABLE autoconv_winners; --")),
-    ("templates-other", _entry("key", "templates_hash", "ffffffffffffffff")),
-    ("version-other", _entry("key", "autoconv_version", "9.9.9")),
-    ("dtype-other", _entry("key", "dtype", "float64")),
-    ("workspace-negative", _entry("workspace_bytes", -1)),
-    ("workspace-2**63", _entry("workspace_bytes", 2**63)),
-    ("trials-negative", _entry("trials", -1)),
-    ("trials-2**63", _entry("trials", 2**63)),
-    ("measured-garbage", _entry("measured_at", "yesterday")),
+    ("tflops-inconsistent", set_at("tflops", 1e6)),
+    ("config-1e30", set_at("config", "BLOCK_P", 1e30)),
+    ("config-negative", set_at("config", "BLOCK_P", -8)),
+    ("config-text", set_at("config", "BLOCK_P", "8")),
+    ("config-missing", delete_at("config", "BLOCK_P")),
+    ("config-extra", set_at("config", "EVIL", 1)),
+    ("config-empty", set_at("config", {})),
+    ("config-list", set_at("config", [8, 8])),
+    ("kernel-path", set_at("kernel_name", "../../evil")),
+    ("kernel-empty", set_at("kernel_name", "")),
+    ("kernel-huge", set_at("kernel_name", HUGE)),
+    ("family-path", set_at("family", "../x")),
+    ("family-huge", set_at("family", HUGE)),
+    ("family-number", set_at("family", 123)),
+    ("source-hash-other", set_at("source_hash", "0" * 16)),
+    ("gpu-other", set_at("key", "gpu_name", "Another GPU")),
+    ("gpu-empty", set_at("key", "gpu_name", "")),
+    ("gpu-huge", set_at("key", "gpu_name", HUGE)),
+    ("capability-99", set_at("key", "compute_capability", "99.9")),
+    ("capability-text", set_at("key", "compute_capability", "x")),
+    ("problem-zero", set_at("key", "problem_key", "N=0,C=1")),
+    ("problem-huge", set_at("key", "problem_key", f"N={2**63},C=4,H=9,W=9,K=6,R=3,S=3")),
+    ("problem-garbage", set_at("key", "problem_key", "'; DROP TABLE autoconv_winners; --")),
+    ("templates-other", set_at("key", "templates_hash", "ffffffffffffffff")),
+    ("version-other", set_at("key", "autoconv_version", "9.9.9")),
+    ("dtype-other", set_at("key", "dtype", "float64")),
+    ("workspace-negative", set_at("workspace_bytes", -1)),
+    ("workspace-2**63", set_at("workspace_bytes", 2**63)),
+    ("trials-negative", set_at("trials", -1)),
+    ("trials-2**63", set_at("trials", 2**63)),
+    ("measured-garbage", set_at("measured_at", "yesterday")),
     ("baseline-tiny", lambda e: e.update(baseline_name="cudnn", baseline_time_ms=1e-12, baseline_plan="{}",
                                          baseline_tflops=1e9)),
-    ("key-missing", _drop("key")),
-    ("unknown-field", _entry("evil", True)),
+    ("key-missing", delete_at("key")),
+    ("unknown-field", set_at("evil", True)),
 ]
 
 

@@ -11,6 +11,7 @@ import os
 import pytest
 
 from tests.bench.test_report import sample_results
+from tests.helpers import delete_at, set_at
 from tests.hostile.harness import Case, params
 
 #: What report may write into its folder.
@@ -19,69 +20,49 @@ OUT = tuple(f"out/{name}" for name in REPORT_FILES) + ("out",)
 BESIDE = REPORT_FILES
 
 
-def _set(*path_and_value):
-    *path, value = path_and_value
-
-    def change(results):
-        target = results
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-    return change
-
-
-def _delete(*path):
-    def change(results):
-        target = results
-        for key in path[:-1]:
-            target = target[key]
-        del target[path[-1]]
-    return change
-
-
 HOSTILE_NAME = "a | b\n# h <img src=x onerror=alert(1)> `t` [l](u) &amp; $x$ \\|\r<!--"
 
 #: (id, change to the sample results)
 VALUES = [
-    ("time-text", _set("problems", 0, "autoconv_ms", "fast")),
-    ("time-nan", _set("problems", 0, "autoconv_ms", math.nan)),
-    ("time-inf", _set("problems", 1, "autoconv_ms", math.inf)),
-    ("time-neg-inf", _set("problems", 1, "cudnn_strict_ms", -math.inf)),
-    ("time-zero", _set("problems", 2, "autoconv_ms", 0)),
-    ("time-negative", _set("problems", 2, "cudnn_strict_ms", -1.0)),
-    ("time-subnormal", _set("problems", 0, "autoconv_ms", 5e-324)),
-    ("time-huge", _set("problems", 0, "autoconv_ms", 1e308)),
-    ("time-bool", _set("problems", 0, "autoconv_ms", True)),
-    ("time-null", _set("problems", 0, "autoconv_ms", None)),
-    ("time-list", _set("problems", 0, "autoconv_ms", [1.0])),
-    ("count-zero", _set("problems", 0, "count", 0)),
-    ("count-negative", _set("problems", 0, "count", -3)),
-    ("count-2**63", _set("problems", 0, "count", 2**63)),
-    ("count-float", _set("problems", 0, "count", 1.5)),
-    ("count-text", _set("problems", 0, "count", "2")),
-    ("gflop-nan", _set("problems", 1, "gflop", math.nan)),
-    ("name-number", _set("problems", 1, "name", 42)),
-    ("name-null", _set("problems", 1, "name", None)),
-    ("problems-object", _set("problems", {"a": 1})),
-    ("problems-empty", _set("problems", [])),
-    ("problem-string", _set("problems", 0, "x")),
-    ("params-list", _set("problems", 0, "params", [1, 2])),
-    ("trials-dict", _set("problems", 0, "trials", {"0": 1})),
-    ("trial-nan", _set("problems", 0, "trials", 0, "value_ms", math.nan)),
-    ("family-best-inf", _set("problems", 0, "family_best_ms", "direct", math.inf)),
-    ("environment-list", _set("environment", ["H100"])),
-    ("environment-missing", _delete("environment")),
-    ("gpu-object", _set("environment", "gpu", {"a": [1]})),
-    ("peak-negative", _set("peak_tflops", -60.0)),
-    ("schema-future", _set("schema", 999)),
-    ("schema-text", _set("schema", "1")),
-    ("precision-unknown", _set("problems", 0, "precision", "fp64")),
-    ("geomean-nan", _set("geomean", {"speedup_vs_cudnn": math.nan})),
-    ("name-markdown", _set("problems", 0, "name", HOSTILE_NAME)),
-    ("name-huge", _set("problems", 1, "name", "x" * 100_000)),
-    ("family-html", _set("problems", 0, "family", "<script>alert(1)</script>")),
-    ("gpu-markdown", _set("environment", "gpu", "H100\n## fake | section")),
-    ("command-backticks", _set("environment", "command", "```\n| a | b |\n```")),
+    ("time-text", set_at("problems", 0, "autoconv_ms", "fast")),
+    ("time-nan", set_at("problems", 0, "autoconv_ms", math.nan)),
+    ("time-inf", set_at("problems", 1, "autoconv_ms", math.inf)),
+    ("time-neg-inf", set_at("problems", 1, "cudnn_strict_ms", -math.inf)),
+    ("time-zero", set_at("problems", 2, "autoconv_ms", 0)),
+    ("time-negative", set_at("problems", 2, "cudnn_strict_ms", -1.0)),
+    ("time-subnormal", set_at("problems", 0, "autoconv_ms", 5e-324)),
+    ("time-huge", set_at("problems", 0, "autoconv_ms", 1e308)),
+    ("time-bool", set_at("problems", 0, "autoconv_ms", True)),
+    ("time-null", set_at("problems", 0, "autoconv_ms", None)),
+    ("time-list", set_at("problems", 0, "autoconv_ms", [1.0])),
+    ("count-zero", set_at("problems", 0, "count", 0)),
+    ("count-negative", set_at("problems", 0, "count", -3)),
+    ("count-2**63", set_at("problems", 0, "count", 2**63)),
+    ("count-float", set_at("problems", 0, "count", 1.5)),
+    ("count-text", set_at("problems", 0, "count", "2")),
+    ("gflop-nan", set_at("problems", 1, "gflop", math.nan)),
+    ("name-number", set_at("problems", 1, "name", 42)),
+    ("name-null", set_at("problems", 1, "name", None)),
+    ("problems-object", set_at("problems", {"a": 1})),
+    ("problems-empty", set_at("problems", [])),
+    ("problem-string", set_at("problems", 0, "x")),
+    ("params-list", set_at("problems", 0, "params", [1, 2])),
+    ("trials-dict", set_at("problems", 0, "trials", {"0": 1})),
+    ("trial-nan", set_at("problems", 0, "trials", 0, "value_ms", math.nan)),
+    ("family-best-inf", set_at("problems", 0, "family_best_ms", "direct", math.inf)),
+    ("environment-list", set_at("environment", ["H100"])),
+    ("environment-missing", delete_at("environment")),
+    ("gpu-object", set_at("environment", "gpu", {"a": [1]})),
+    ("peak-negative", set_at("peak_tflops", -60.0)),
+    ("schema-future", set_at("schema", 999)),
+    ("schema-text", set_at("schema", "1")),
+    ("precision-unknown", set_at("problems", 0, "precision", "fp64")),
+    ("geomean-nan", set_at("geomean", {"speedup_vs_cudnn": math.nan})),
+    ("name-markdown", set_at("problems", 0, "name", HOSTILE_NAME)),
+    ("name-huge", set_at("problems", 1, "name", "x" * 100_000)),
+    ("family-html", set_at("problems", 0, "family", "<script>alert(1)</script>")),
+    ("gpu-markdown", set_at("environment", "gpu", "H100\n## fake | section")),
+    ("command-backticks", set_at("environment", "command", "```\n| a | b |\n```")),
 ]
 
 
