@@ -221,12 +221,16 @@ def mixed_model() -> nn.Module:
     return Mixed()
 
 
-def test_tune_model_writes_the_config_it_tunes(tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def model_tuning(tmp_path, monkeypatch, fake_gpu):
+    """`autoconv tune --model` run here in tmp_path, on the fake backend, into an empty cache there."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
+
+
+def test_tune_model_writes_the_config_it_tunes(model_tuning, tmp_path, capsys):
     from autoconv.commands.main import main
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
-    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
     assert main(["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x20x18", "--trials", "2"]) == 0
     config = load_config(tmp_path / "mixed_model_2x3x20x18.yaml")
     assert [(p.name, p.count) for p in config.problems] == [("stem", 1), ("reflect", 2), ("head.0", 1)]
@@ -237,12 +241,9 @@ def test_tune_model_writes_the_config_it_tunes(tmp_path, monkeypatch, capsys):
     assert "tuning in tf32 (what PyTorch's convolutions compute now" in err and "NCHW (the example input's" in err
 
 
-def test_tune_model_follows_pytorchs_setting_and_the_overrides(tmp_path, monkeypatch, capsys, cudnn_flags):
+def test_tune_model_follows_pytorchs_setting_and_the_overrides(model_tuning, tmp_path, capsys, cudnn_flags):
     from autoconv.commands.main import main
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
-    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
     torch.backends.cudnn.conv.fp32_precision = "ieee"
     assert main(["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x20x18", "--trials", "2"]) == 0
     config = load_config(tmp_path / "mixed_model_2x3x20x18.yaml")
@@ -261,13 +262,10 @@ def test_tune_model_follows_pytorchs_setting_and_the_overrides(tmp_path, monkeyp
     assert "--precision bf16" in (tmp_path / "mixed_model_2x3x20x18.yaml").read_text().splitlines()[1]
 
 
-def test_tune_model_tunes_several_batches_in_one_config(tmp_path, monkeypatch, capsys):
+def test_tune_model_tunes_several_batches_in_one_config(model_tuning, tmp_path, capsys):
     """--input with several batches: one config holding every batch's problems, named by batch."""
     from autoconv.commands.main import main
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
-    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
     assert main(["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x20x18,1x3x20x18", "--trials", "2"]) == 0
     config = load_config(tmp_path / "mixed_model_2x3x20x18+1x3x20x18.yaml")
     assert [(p.name, p.problem.N, p.count) for p in config.problems] == [
@@ -279,15 +277,11 @@ def test_tune_model_tunes_several_batches_in_one_config(tmp_path, monkeypatch, c
 
 
 @pytest.mark.parametrize("precision, layout", [("fp32", "NCHW"), ("tf32", "NHWC"), ("bf16", "NHWC")])
-def test_tune_model_compile_tunes_the_layout_the_compiled_graph_runs(tmp_path, monkeypatch, capsys, precision,
-                                                                    layout):
+def test_tune_model_compile_tunes_the_layout_the_compiled_graph_runs(model_tuning, tmp_path, capsys, precision, layout):
     """--compile: the layouts Inductor hands the operator (autoconv.torch.inductor), on a GPU with an
     NHWC tf32 family (what the fake backend stands for), and the flag in the config's command line."""
     from autoconv.commands.main import main
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
-    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
     assert main(["tune", "--model", f"{THIS}:mixed_model", "--input", "2x3x20x18", "--trials", "2",
                  "--precision", precision, "--compile"]) == 0
     written = tmp_path / "mixed_model_2x3x20x18.yaml"
@@ -329,12 +323,9 @@ def test_a_preset_is_what_torchvision_runs(preset, batch, unique, convs):
         [(p.name, p.problem.key(), p.count) for p in layers]
 
 
-def test_tune_model_never_replaces_a_file_it_did_not_write(tmp_path, monkeypatch, capsys):
+def test_tune_model_never_replaces_a_file_it_did_not_write(model_tuning, tmp_path, capsys):
     from autoconv.commands.main import main
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("AUTOCONV_BACKEND", "fake")
-    monkeypatch.setenv("AUTOCONV_CACHE", str(tmp_path / "cache.sqlite3"))
     mine = tmp_path / "mine.yaml"
     mine.write_text("problems: []  # my own config\n")
     argv = ["tune", "--model", f"{__name__}:mixed_model", "--input", "2x3x20x18", "--trials", "2"]
