@@ -25,14 +25,11 @@ except ImportError as err:  # pragma: no cover - depends on the environment
     raise ImportError(f"autoconv.torch needs PyTorch ({err}); install it (https://pytorch.org) "
                       "or use autoconv.conv2d with CuPy arrays") from None
 
-from autoconv.torch import inductor
 from autoconv.torch.functional import conv2d, pytorch_precision
 from autoconv.torch.fusion import FusionReport, fold_batch_norms
 from autoconv.torch.modules import Conv2d, ConversionReport, convert
 from autoconv.torch.ops import CaptureError, clear_weight_cache
 from autoconv.torch.problems import config_text, conv_problems, write_config
-
-inductor.register_layout_if_inductor_is_loaded()  # (else the operator's fake implementation does, later)
 
 __all__ = ["CaptureError", "Conv2d", "ConversionReport", "FusionReport", "clear_weight_cache", "config_text",
            "conv2d", "conv_problems", "convert", "fold_batch_norms", "pytorch_precision", "write_config"]
